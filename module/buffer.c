@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma: registered buffers. A user buffer is pinned long-term and charged
+ * to its owner's RLIMIT_MEMLOCK, the way ib_umem_get() does it, but it is
+ * not mapped for any device here: each operation maps the pages it moves
+ * for the device of its connection, so one buffer serves every connection.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <linux/capability.h>
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/krdma.h>
+
+#include "krdma.h"
+
+#define KRDMA_ACCESS_ALL (KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_REMOTE_READ | \
+			  KRDMA_ACCESS_REMOTE_WRITE | KRDMA_ACCESS_REMOTE_ATOMIC)
+#define KRDMA_ACCESS_WRITABLE (KRDMA_ACCESS_LOCAL_WRITE | \
+			       KRDMA_ACCESS_REMOTE_WRITE | \
+			       KRDMA_ACCESS_REMOTE_ATOMIC)
+
+/* Pin in batches, so that a large buffer lets others run */
+#define KRDMA_PIN_BATCH 512
+
+static void krdma_buf_unpin(struct krdma_buf *buf)
+{
+	if (buf->access & KRDMA_ACCESS_WRITABLE)
+		unpin_user_pages_dirty_lock(buf->pages, buf->npages, true);
+	else
+		unpin_user_pages(buf->pages, buf->npages);
+	atomic64_sub(buf->npages, &buf->mm->pinned_vm);
+	mmdrop(buf->mm);
+}
+
+static void krdma_buf_free_work(struct work_struct *work)
+{
+	struct krdma_buf *buf = container_of(work, struct krdma_buf, free_work);
+
+	if (buf->mm)
+		krdma_buf_unpin(buf);
+	kvfree(buf->pages);
+	kfree(buf);
+}
+
+static void krdma_buf_release(struct kref *ref)
+{
+	struct krdma_buf *buf = container_of(ref, struct krdma_buf, ref);
+
+	WARN_ON(!list_empty(&buf->grants));
+	/* The last user may be a completion in softirq context */
+	queue_work(krdma_wq, &buf->free_work);
+}
+
+/**
+ * krdma_buf_put - drop a reference to a buffer
+ * @buf: the buffer, or NULL
+ *
+ * Context: any. The pages are released from a work item.
+ */
+void krdma_buf_put(struct krdma_buf *buf)
+{
+	if (buf)
+		kref_put(&buf->ref, krdma_buf_release);
+}
+
+static struct krdma_buf *krdma_buf_alloc(unsigned long npages)
+{
+	struct krdma_buf *buf;
+
+	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+	if (!buf)
+		return NULL;
+	buf->pages = kvmalloc_array(npages, sizeof(*buf->pages), GFP_KERNEL);
+	if (!buf->pages) {
+		kfree(buf);
+		return NULL;
+	}
+	kref_init(&buf->ref);
+	mutex_init(&buf->lock);
+	INIT_LIST_HEAD(&buf->grants);
+	INIT_WORK(&buf->free_work, krdma_buf_free_work);
+	buf->npages = npages;
+	return buf;
+}
+
+/**
+ * krdma_buf_reg_user - pin and charge a range of the caller's memory
+ * @uaddr: start, any alignment
+ * @length: length in bytes, not 0
+ * @access: KRDMA_ACCESS_* the buffer will allow
+ *
+ * Context: process context of the owning process; sleeps.
+ * Return: the buffer, or ERR_PTR(): -EINVAL for a zero length or unknown
+ * access bit, -EOVERFLOW when the range wraps, -EFAULT when it is not the
+ * caller's memory, -ENOMEM when it would pass RLIMIT_MEMLOCK (without
+ * CAP_IPC_LOCK) or memory ran out, -EINTR on a fatal signal.
+ */
+struct krdma_buf *krdma_buf_reg_user(u64 uaddr, u64 length, u32 access)
+{
+	unsigned int gup_flags = FOLL_WRITE | FOLL_LONGTERM;
+	unsigned long npages, pinned = 0, lock_limit, start;
+	struct mm_struct *mm = current->mm;
+	struct krdma_buf *buf;
+	u64 new_pinned;
+	int ret;
+
+	if (!length || access & ~KRDMA_ACCESS_ALL)
+		return ERR_PTR(-EINVAL);
+	if (uaddr + length < uaddr || uaddr + length > TASK_SIZE)
+		return ERR_PTR(uaddr + length < uaddr ? -EOVERFLOW : -EFAULT);
+	if (!mm || !access_ok(u64_to_user_ptr(uaddr), length))
+		return ERR_PTR(-EFAULT);
+
+	start = uaddr & PAGE_MASK;
+	npages = (PAGE_ALIGN(uaddr + length) - start) >> PAGE_SHIFT;
+	buf = krdma_buf_alloc(npages);
+	if (!buf)
+		return ERR_PTR(-ENOMEM);
+	buf->first_offset = offset_in_page(uaddr);
+	buf->length = length;
+	buf->uaddr = uaddr;
+	buf->access = access;
+
+	lock_limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	new_pinned = atomic64_add_return(npages, &mm->pinned_vm);
+	if (new_pinned > lock_limit && !capable(CAP_IPC_LOCK)) {
+		ret = -ENOMEM;
+		goto err_unaccount;
+	}
+
+	/* As ib_umem_get(): read-only buffers may be pinned from RO maps */
+	if (!(access & KRDMA_ACCESS_WRITABLE))
+		gup_flags |= FOLL_FORCE;
+
+	while (pinned < npages) {
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			goto err_unpin;
+		}
+		ret = pin_user_pages_fast(start + pinned * PAGE_SIZE,
+					  min_t(unsigned long, npages - pinned,
+						KRDMA_PIN_BATCH),
+					  gup_flags, buf->pages + pinned);
+		if (ret <= 0) {
+			ret = ret ?: -EFAULT;
+			goto err_unpin;
+		}
+		pinned += ret;
+		cond_resched();
+	}
+
+	mmgrab(mm);
+	buf->mm = mm;
+	return buf;
+
+err_unpin:
+	unpin_user_pages(buf->pages, pinned);
+err_unaccount:
+	atomic64_sub(npages, &mm->pinned_vm);
+	kvfree(buf->pages);
+	kfree(buf);
+	return ERR_PTR(ret);
+}
+
+/**
+ * krdma_buf_dereg - the owner is done with a buffer
+ * @buf: the buffer
+ *
+ * Revokes every grant of the buffer, so that no token works on it any
+ * more, and drops the owner's reference. Operations still using the pages
+ * keep them pinned until they complete.
+ *
+ * Context: process context; sleeps.
+ */
+void krdma_buf_dereg(struct krdma_buf *buf)
+{
+	struct krdma_window *grant;
+
+	mutex_lock(&buf->lock);
+	buf->dead = true;
+	while ((grant = list_first_entry_or_null(&buf->grants,
+						 struct krdma_window,
+						 buf_entry))) {
+		kref_get(&grant->ref);
+		mutex_unlock(&buf->lock);
+		krdma_grant_revoke(grant);
+		krdma_grant_put(grant);
+		mutex_lock(&buf->lock);
+	}
+	mutex_unlock(&buf->lock);
+	krdma_buf_put(buf);
+}
+
+/**
+ * krdma_buf_sgt - a scatter/gather table for a range of a buffer
+ * @buf: the buffer
+ * @offset: start of the range in the buffer
+ * @length: its length, not 0
+ * @max_segment: the device's largest DMA segment
+ * @sgt: the table, not DMA-mapped; free with sg_free_table()
+ *
+ * Context: process context; allocates with GFP_KERNEL.
+ * Return: 0, -EINVAL if the range is not inside the buffer, -ENOMEM.
+ */
+int krdma_buf_sgt(struct krdma_buf *buf, u64 offset, u64 length,
+		  unsigned int max_segment, struct sg_table *sgt)
+{
+	u64 first_byte, first_page, last_page;
+
+	if (!length || offset > buf->length || length > buf->length - offset)
+		return -EINVAL;
+
+	first_byte = buf->first_offset + offset;
+	first_page = first_byte >> PAGE_SHIFT;
+	last_page = (first_byte + length - 1) >> PAGE_SHIFT;
+	return sg_alloc_table_from_pages_segment(sgt, buf->pages + first_page,
+						 last_page - first_page + 1,
+						 offset_in_page(first_byte),
+						 length, max_segment,
+						 GFP_KERNEL);
+}

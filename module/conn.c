@@ -1,0 +1,937 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma: connections and listeners, made with rdma_cm.
+ *
+ * Every rdma_cm call for a connection's cm_id, and every change of its
+ * state, happens under conn->lock. The cm_id is never destroyed from its
+ * own event handler: a handler that finds its connection must go queues
+ * conn->close_work, or (while the connection is still being accepted)
+ * returns non-zero so that rdma_cm destroys the new id itself.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/slab.h>
+#include <rdma/ib_cm.h>
+#include <rdma/mr_pool.h>
+#include <linux/krdma.h>
+
+#include "krdma.h"
+#include "wire.h"
+
+#define KRDMA_DEFAULT_DEPTH	128
+#define KRDMA_MIN_DEPTH		16
+#define KRDMA_MAX_DEPTH		4096
+#define KRDMA_DEFAULT_BACKLOG	16
+#define KRDMA_RESOLVE_MS	5000
+/* Pages one fast-registration MR maps, for large SEND/RECV */
+#define KRDMA_MR_PAGES		256
+
+static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+
+static u32 krdma_depth(u32 want)
+{
+	if (!want)
+		return KRDMA_DEFAULT_DEPTH;
+	return clamp_t(u32, want, KRDMA_MIN_DEPTH, KRDMA_MAX_DEPTH);
+}
+
+static void krdma_conn_close_work(struct work_struct *work);
+static void krdma_conn_queue_close(struct krdma_conn *conn);
+static void krdma_conn_error_work(struct work_struct *work);
+static void krdma_conn_set_state(struct krdma_conn *conn,
+				 enum krdma_conn_state state, int error);
+
+static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
+{
+	struct krdma_conn *conn;
+
+	conn = kzalloc(sizeof(*conn), GFP_KERNEL);
+	if (!conn)
+		return NULL;
+	conn->kind = KRDMA_CM_CONN;
+	kref_init(&conn->ref);
+	mutex_init(&conn->lock);
+	mutex_init(&conn->post_mutex);
+	conn->state = KRDMA_CS_CONNECTING;
+	init_waitqueue_head(&conn->wait);
+	INIT_LIST_HEAD(&conn->dev_entry);
+	INIT_LIST_HEAD(&conn->listen_entry);
+	INIT_LIST_HEAD(&conn->grants);
+	INIT_LIST_HEAD(&conn->pending);
+	INIT_LIST_HEAD(&conn->mrs);
+	spin_lock_init(&conn->sq_lock);
+	INIT_WORK(&conn->post_work, krdma_post_work);
+	INIT_WORK(&conn->close_work, krdma_conn_close_work);
+	INIT_WORK(&conn->error_work, krdma_conn_error_work);
+	conn->params.sq_depth = krdma_depth(p ? p->sq_depth : 0);
+	conn->params.rq_depth = krdma_depth(p ? p->rq_depth : 0);
+	return conn;
+}
+
+static void krdma_conn_release(struct kref *ref)
+{
+	struct krdma_conn *conn = container_of(ref, struct krdma_conn, ref);
+
+	WARN_ON(!conn->torn_down);
+	krdma_listener_put(conn->listener);
+	kfree(conn);
+}
+
+/**
+ * krdma_conn_put - drop a reference to a connection
+ * @conn: the connection, or NULL
+ *
+ * Context: any. The last reference only frees memory: the connection's
+ * resources are gone since its teardown.
+ */
+void krdma_conn_put(struct krdma_conn *conn)
+{
+	if (conn)
+		kref_put(&conn->ref, krdma_conn_release);
+}
+
+static void krdma_fill_hdr(struct krdma_conn *conn, struct krdma_cm_hdr *hdr)
+{
+	memset(hdr, 0, sizeof(*hdr));
+	hdr->magic = cpu_to_le32(KRDMA_CM_MAGIC);
+	hdr->version = KRDMA_CM_VERSION;
+	hdr->features = cpu_to_le32(KRDMA_CM_FEATURES);
+	hdr->sq_depth = cpu_to_le32(conn->params.sq_depth);
+	hdr->rq_depth = cpu_to_le32(conn->params.rq_depth);
+}
+
+/*
+ * Read the peer's header. A peer that sends none (all zero, or too short)
+ * is a plain verbs peer: fine. Anything else that is not our magic and
+ * version is refused.
+ */
+static int krdma_parse_hdr(struct krdma_conn *conn, const void *data, u8 len)
+{
+	const struct krdma_cm_hdr *hdr = data;
+
+	if (!data || len < sizeof(*hdr) || !hdr->magic)
+		return 0;
+	if (le32_to_cpu(hdr->magic) != KRDMA_CM_MAGIC ||
+	    hdr->version != KRDMA_CM_VERSION)
+		return -EPROTO;
+	conn->peer_features = le32_to_cpu(hdr->features);
+	conn->peer_rq_depth = le32_to_cpu(hdr->rq_depth);
+	return 0;
+}
+
+static void krdma_qp_event(struct ib_event *event, void *context)
+{
+	struct krdma_conn *conn = context;
+
+	pr_debug("conn %p: QP event %s\n", conn,
+		 ib_event_msg(event->event));
+	switch (event->event) {
+	case IB_EVENT_QP_FATAL:
+	case IB_EVENT_QP_REQ_ERR:
+	case IB_EVENT_QP_ACCESS_ERR:
+		krdma_conn_qp_failed(conn, -EIO);
+		break;
+	default:
+		break;
+	}
+}
+
+static void krdma_conn_error_work(struct work_struct *work)
+{
+	struct krdma_conn *conn = container_of(work, struct krdma_conn,
+					       error_work);
+
+	mutex_lock(&conn->lock);
+	if (!conn->torn_down && conn->state == KRDMA_CS_CONNECTED) {
+		krdma_conn_set_state(conn, KRDMA_CS_ERROR,
+				     atomic_read(&conn->qp_error));
+		/* Tell the peer, whose side of the QP may still be fine */
+		rdma_disconnect(conn->cm_id);
+	}
+	mutex_unlock(&conn->lock);
+	krdma_conn_put(conn);
+}
+
+/**
+ * krdma_conn_qp_failed - the QP went to the error state
+ * @conn: the connection
+ * @error: why, a negative errno
+ *
+ * Context: any (completion handlers, QP events).
+ */
+void krdma_conn_qp_failed(struct krdma_conn *conn, int error)
+{
+	if (atomic_cmpxchg(&conn->qp_error, 0, error))
+		return;
+	krdma_conn_get(conn);
+	queue_work(krdma_wq, &conn->error_work);
+}
+
+/*
+ * Create the PD, CQ, QP and MR pool of a connection whose cm_id knows its
+ * device. Called from the CM handler (route resolved, connect request).
+ */
+static int krdma_conn_create_qp(struct krdma_conn *conn)
+{
+	struct rdma_cm_id *id = conn->cm_id;
+	struct ib_device *ibdev = id->device;
+	struct ib_qp_init_attr attr = {};
+	struct krdma_device *kdev;
+	u32 sq = conn->params.sq_depth, rq = conn->params.rq_depth;
+	u32 max_send_wr;
+	int cqe, ret;
+
+	lockdep_assert_held(&conn->lock);
+
+	kdev = krdma_device_get_by_ibdev(ibdev);
+	if (!kdev)
+		return -ENODEV;
+	mutex_lock(&kdev->conns_lock);
+	if (kdev->removing) {
+		mutex_unlock(&kdev->conns_lock);
+		krdma_device_put(kdev);
+		return -ENODEV;
+	}
+	list_add_tail(&conn->dev_entry, &kdev->conns);
+	mutex_unlock(&kdev->conns_lock);
+	conn->kdev = kdev;
+	conn->dev_index = kdev->index;
+	conn->port_num = id->port_num;
+
+	conn->pd = ib_alloc_pd(ibdev, 0);
+	if (IS_ERR(conn->pd)) {
+		ret = PTR_ERR(conn->pd);
+		goto err_clear_pd;
+	}
+
+	/*
+	 * Room in the CQ for every WR to flush with an error (unsignaled ones
+	 * too), plus the drains. The driver may give the QP more WRs than
+	 * asked for (siw rounds up): krdma never uses more than this.
+	 */
+	max_send_wr = sq + 1 + rdma_rw_max_send_wr(ibdev, conn->port_num, sq, 0);
+	cqe = max_send_wr + rq + 1;
+	conn->cq = ib_alloc_cq(ibdev, conn, cqe, 0, IB_POLL_SOFTIRQ);
+	if (IS_ERR(conn->cq)) {
+		ret = PTR_ERR(conn->cq);
+		goto err_dealloc_pd;
+	}
+
+	attr.event_handler = krdma_qp_event;
+	attr.qp_context = conn;
+	attr.send_cq = conn->cq;
+	attr.recv_cq = conn->cq;
+	attr.cap.max_send_wr = sq + 1;
+	attr.cap.max_recv_wr = rq + 1;
+	attr.cap.max_send_sge = min_t(u32, ibdev->attrs.max_send_sge,
+				      KRDMA_OP_MAX_SGE);
+	attr.cap.max_recv_sge = min_t(u32, ibdev->attrs.max_recv_sge,
+				      KRDMA_OP_MAX_SGE);
+	attr.cap.max_rdma_ctxs = sq;
+	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
+	attr.qp_type = IB_QPT_RC;
+	attr.port_num = conn->port_num;
+	ret = rdma_create_qp(id, conn->pd, &attr);
+	if (ret)
+		goto err_free_cq;
+	conn->qp = id->qp;
+	conn->sq_total = min(attr.cap.max_send_wr, max_send_wr) - 1;
+	conn->sq_free = conn->sq_total;
+	conn->rq_total = min(attr.cap.max_recv_wr, rq + 1) - 1;
+	atomic_set(&conn->rq_free, conn->rq_total);
+	conn->max_send_sge = attr.cap.max_send_sge;
+	conn->max_recv_sge = attr.cap.max_recv_sge;
+
+	conn->max_mr_pages = min_t(u32, ibdev->attrs.max_fast_reg_page_list_len,
+				   KRDMA_MR_PAGES);
+	if (conn->max_mr_pages) {
+		ret = ib_mr_pool_init(conn->qp, &conn->mrs, sq + rq,
+				      IB_MR_TYPE_MEM_REG, conn->max_mr_pages, 0);
+		if (ret)
+			goto err_destroy_qp;
+	}
+	return 0;
+
+err_destroy_qp:
+	rdma_destroy_qp(id);
+	conn->qp = NULL;
+err_free_cq:
+	ib_free_cq(conn->cq);
+	conn->cq = NULL;
+err_dealloc_pd:
+	ib_dealloc_pd(conn->pd);
+err_clear_pd:
+	conn->pd = NULL;
+	mutex_lock(&kdev->conns_lock);
+	list_del_init(&conn->dev_entry);
+	mutex_unlock(&kdev->conns_lock);
+	conn->kdev = NULL;
+	krdma_device_put(kdev);
+	return ret;
+}
+
+/* Remember the addresses: CONN_QUERY answers them after the id is gone */
+static void krdma_conn_save_addrs(struct krdma_conn *conn)
+{
+	struct rdma_cm_id *id = conn->cm_id;
+
+	memcpy(&conn->local, &id->route.addr.src_addr, sizeof(conn->local));
+	memcpy(&conn->peer, &id->route.addr.dst_addr, sizeof(conn->peer));
+	conn->qp_num = conn->qp ? conn->qp->qp_num : 0;
+}
+
+static void krdma_conn_set_state(struct krdma_conn *conn,
+				 enum krdma_conn_state state, int error)
+{
+	lockdep_assert_held(&conn->lock);
+
+	if (conn->state == KRDMA_CS_ERROR || conn->state == KRDMA_CS_CLOSED)
+		return;
+	WRITE_ONCE(conn->state, state);
+	if (error && !conn->error)
+		conn->error = error;
+	wake_up_all(&conn->wait);
+}
+
+/**
+ * krdma_conn_teardown - release everything a connection holds on the device
+ * @conn: the connection
+ * @error: 0 for a close by the owner, else why (-ENODEV on device removal)
+ *
+ * Disconnects, stops posting, drains the QP so that every posted operation
+ * has completed, completes the operations never posted with a flush
+ * status, revokes the grants, and destroys the QP, CQ, PD and cm_id. The
+ * connection stays valid (in state ERROR or CLOSED) until its last put.
+ * Idempotent.
+ *
+ * Context: process context, not from the connection's own CM handler.
+ */
+void krdma_conn_teardown(struct krdma_conn *conn, int error)
+{
+	struct krdma_device *kdev;
+	struct rdma_cm_id *id;
+
+	mutex_lock(&conn->lock);
+	if (conn->torn_down) {
+		mutex_unlock(&conn->lock);
+		return;
+	}
+	krdma_conn_set_state(conn, error ? KRDMA_CS_ERROR : KRDMA_CS_CLOSED,
+			     error ?: -ECONNABORTED);
+
+	/* No new WR after this; the posts before it are drained below */
+	mutex_lock(&conn->post_mutex);
+	conn->qp_dead = true;
+	mutex_unlock(&conn->post_mutex);
+
+	if (conn->qp) {
+		rdma_disconnect(conn->cm_id);
+		ib_drain_qp(conn->qp);
+	}
+	cancel_work_sync(&conn->post_work);
+	krdma_xfer_flush_pending(conn);
+	krdma_conn_revoke_grants(conn);
+
+	if (conn->qp) {
+		if (conn->max_mr_pages)
+			ib_mr_pool_destroy(conn->qp, &conn->mrs);
+		rdma_destroy_qp(conn->cm_id);
+		conn->qp = NULL;
+	}
+	if (conn->cq) {
+		ib_free_cq(conn->cq);
+		conn->cq = NULL;
+	}
+	if (conn->pd) {
+		ib_dealloc_pd(conn->pd);
+		conn->pd = NULL;
+	}
+	kdev = conn->kdev;
+	if (kdev) {
+		mutex_lock(&kdev->conns_lock);
+		list_del_init(&conn->dev_entry);
+		mutex_unlock(&kdev->conns_lock);
+	}
+	id = conn->cm_id;
+	conn->cm_id = NULL;
+	conn->torn_down = true;
+	wake_up_all(&conn->wait);
+	/* Torn down before anyone accepted it: nobody else will close it */
+	if (conn->passive && !READ_ONCE(conn->accepted))
+		krdma_conn_queue_close(conn);
+	mutex_unlock(&conn->lock);
+
+	/* Outside conn->lock: a running handler may be waiting for it */
+	if (id)
+		rdma_destroy_id(id);
+	krdma_device_put(kdev);
+}
+
+/**
+ * krdma_conn_close - the owner is done with a connection
+ * @conn: the connection; the owner's reference is dropped
+ *
+ * Context: process context; sleeps until the QP is drained.
+ */
+void krdma_conn_close(struct krdma_conn *conn)
+{
+	krdma_conn_teardown(conn, 0);
+	krdma_conn_put(conn);
+}
+
+/*
+ * Close a passive connection that failed, or that its listener no longer
+ * wants, before anyone accepted it. Whoever sets conn->accepted under the
+ * listener's lock owns the connection: krdma_accept(), the listener's
+ * close, or this work.
+ */
+static void krdma_conn_close_work(struct work_struct *work)
+{
+	struct krdma_conn *conn = container_of(work, struct krdma_conn,
+					       close_work);
+	struct krdma_listener *l = conn->listener;
+	bool mine;
+
+	spin_lock(&l->lock);
+	mine = !conn->accepted;
+	if (mine) {
+		conn->accepted = true;
+		list_del_init(&conn->listen_entry);
+		l->queued--;
+	}
+	spin_unlock(&l->lock);
+
+	if (mine) {
+		krdma_conn_teardown(conn, -ECONNABORTED);
+		krdma_conn_put(conn);
+	}
+	krdma_conn_put(conn);	/* the work's reference */
+}
+
+static void krdma_conn_queue_close(struct krdma_conn *conn)
+{
+	lockdep_assert_held(&conn->lock);
+
+	if (conn->close_queued)
+		return;
+	conn->close_queued = true;
+	krdma_conn_get(conn);
+	queue_work(krdma_wq, &conn->close_work);
+}
+
+/**
+ * krdma_disconnect - disconnect, keep the connection for queries
+ * @conn: the connection
+ *
+ * Operations in flight complete with an error status.
+ *
+ * Context: process context; sleeps.
+ */
+void krdma_disconnect(struct krdma_conn *conn)
+{
+	krdma_conn_teardown(conn, 0);
+}
+
+static int krdma_cm_status_errno(struct rdma_cm_event *ev)
+{
+	switch (ev->event) {
+	case RDMA_CM_EVENT_REJECTED:
+		return -ECONNREFUSED;
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_ADDR_ERROR:
+		return ev->status == -ETIMEDOUT ? -ETIMEDOUT : -EHOSTUNREACH;
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		return -ENETUNREACH;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		return ev->status == -ECONNREFUSED ? -ECONNREFUSED :
+		       -ECONNRESET;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		return -ENODEV;
+	default:
+		return -ECONNRESET;
+	}
+}
+
+static int krdma_conn_connect_locked(struct krdma_conn *conn)
+{
+	struct ib_device_attr *attrs = &conn->cm_id->device->attrs;
+	struct rdma_conn_param param = {};
+	struct krdma_cm_hdr hdr;
+	int ret;
+
+	ret = krdma_conn_create_qp(conn);
+	if (ret)
+		return ret;
+	krdma_fill_hdr(conn, &hdr);
+	param.private_data = &hdr;
+	param.private_data_len = sizeof(hdr);
+	param.responder_resources = min_t(u32, attrs->max_qp_rd_atom, 255);
+	param.initiator_depth = min_t(u32, attrs->max_qp_init_rd_atom, 255);
+	param.flow_control = 1;
+	param.retry_count = 7;
+	param.rnr_retry_count = 7;
+	return rdma_connect_locked(conn->cm_id, &param);
+}
+
+/* Events of a connection (both sides) */
+static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
+			    struct rdma_cm_event *ev)
+{
+	bool close_it = false;
+	int ret;
+
+	mutex_lock(&conn->lock);
+	if (conn->torn_down) {
+		mutex_unlock(&conn->lock);
+		return 0;
+	}
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		ret = rdma_resolve_route(id, KRDMA_RESOLVE_MS);
+		if (ret)
+			krdma_conn_set_state(conn, KRDMA_CS_ERROR, ret);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		ret = krdma_conn_connect_locked(conn);
+		if (ret)
+			krdma_conn_set_state(conn, KRDMA_CS_ERROR, ret);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (!conn->passive &&
+		    krdma_parse_hdr(conn, ev->param.conn.private_data,
+				    ev->param.conn.private_data_len)) {
+			krdma_conn_set_state(conn, KRDMA_CS_ERROR, -EPROTO);
+			rdma_disconnect(id);
+			break;
+		}
+		if (!conn->passive)
+			conn->peer_qp_num = ev->param.conn.qp_num;
+		krdma_conn_save_addrs(conn);
+		krdma_conn_set_state(conn, KRDMA_CS_CONNECTED, 0);
+		if (conn->passive)
+			close_it = !krdma_listener_enqueue(conn->listener, conn);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/* Move the QP to error: what is in flight flushes */
+		rdma_disconnect(id);
+		krdma_conn_set_state(conn, KRDMA_CS_ERROR,
+				     krdma_cm_status_errno(ev));
+		close_it = conn->passive && !READ_ONCE(conn->accepted);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+		pr_debug("conn %p: %s (status %d)\n", conn,
+			 rdma_event_msg(ev->event), ev->status);
+		krdma_conn_set_state(conn, KRDMA_CS_ERROR,
+				     krdma_cm_status_errno(ev));
+		close_it = conn->passive && !READ_ONCE(conn->accepted);
+		break;
+	default:
+		break;
+	}
+	/* A connection being accepted that failed: nobody else will close it */
+	if (close_it)
+		krdma_conn_queue_close(conn);
+	mutex_unlock(&conn->lock);
+	return 0;
+}
+
+static bool krdma_conn_settled(struct krdma_conn *conn)
+{
+	return READ_ONCE(conn->state) != KRDMA_CS_CONNECTING;
+}
+
+/**
+ * krdma_connect - connect to a listener
+ * @net: network namespace to resolve and connect in
+ * @dst: the listener's address and port
+ * @src: local address, or NULL
+ * @timeout: jiffies for the whole connect
+ * @params: queue depths, or NULL for the defaults
+ *
+ * Context: process context; sleeps until connected, failed, timed out or
+ * interrupted by a signal.
+ * Return: the connected connection (the caller owns a reference; end it
+ * with krdma_conn_close()), or ERR_PTR(): -ECONNREFUSED, -EHOSTUNREACH,
+ * -ENETUNREACH, -ETIMEDOUT, -EINTR, -ENODEV, -ENOMEM, ...
+ */
+struct krdma_conn *krdma_connect(struct net *net, struct sockaddr *dst,
+				 struct sockaddr *src, long timeout,
+				 const struct krdma_conn_params *params)
+{
+	struct rdma_cm_id *id;
+	struct krdma_conn *conn;
+	long left;
+	int ret;
+
+	conn = krdma_conn_alloc(params);
+	if (!conn)
+		return ERR_PTR(-ENOMEM);
+
+	id = rdma_create_id(net, krdma_cm_handler, conn, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id)) {
+		conn->torn_down = true;
+		krdma_conn_put(conn);
+		return ERR_CAST(id);
+	}
+
+	mutex_lock(&conn->lock);
+	conn->cm_id = id;
+	ret = rdma_resolve_addr(id, src, dst, KRDMA_RESOLVE_MS);
+	mutex_unlock(&conn->lock);
+	if (ret)
+		goto err_teardown;
+
+	left = wait_event_interruptible_timeout(conn->wait,
+						krdma_conn_settled(conn),
+						timeout);
+	mutex_lock(&conn->lock);
+	if (conn->state == KRDMA_CS_CONNECTED)
+		ret = 0;
+	else if (conn->state == KRDMA_CS_ERROR)
+		ret = conn->error ?: -ECONNRESET;
+	else
+		ret = left < 0 ? -EINTR : -ETIMEDOUT;
+	mutex_unlock(&conn->lock);
+	if (ret)
+		goto err_teardown;
+	return conn;
+
+err_teardown:
+	krdma_conn_teardown(conn, ret);
+	krdma_conn_put(conn);
+	return ERR_PTR(ret);
+}
+
+/*
+ * Listeners
+ */
+
+static void krdma_listener_release(struct kref *ref)
+{
+	struct krdma_listener *l = container_of(ref, struct krdma_listener, ref);
+
+	WARN_ON(l->cm_id);
+	put_net(l->net);
+	kfree(l);
+}
+
+/**
+ * krdma_listener_put - drop a reference to a listener
+ * @l: the listener, or NULL
+ */
+void krdma_listener_put(struct krdma_listener *l)
+{
+	if (l)
+		kref_put(&l->ref, krdma_listener_release);
+}
+
+/* An established connection joins the accept queue; false if refused */
+bool krdma_listener_enqueue(struct krdma_listener *l, struct krdma_conn *conn)
+{
+	bool ok;
+
+	spin_lock(&l->lock);
+	ok = !l->closed;
+	if (ok) {
+		list_add_tail(&conn->listen_entry, &l->queue);
+		wake_up_all(&l->wait);
+	}
+	spin_unlock(&l->lock);
+	return ok;
+}
+
+/* A connect request on a listener: accept it in the kernel at once */
+static int krdma_listener_request(struct krdma_listener *l,
+				  struct rdma_cm_id *id,
+				  struct rdma_cm_event *ev)
+{
+	struct ib_device_attr *attrs = &id->device->attrs;
+	struct rdma_conn_param param = {};
+	struct krdma_cm_hdr hdr;
+	struct krdma_conn *conn;
+	int ret;
+
+	spin_lock(&l->lock);
+	if (l->closed || l->queued >= l->backlog) {
+		spin_unlock(&l->lock);
+		ret = -ECONNREFUSED;
+		goto err_reject;
+	}
+	l->queued++;
+	kref_get(&l->ref);
+	spin_unlock(&l->lock);
+
+	conn = krdma_conn_alloc(&l->params);
+	if (!conn) {
+		ret = -ENOMEM;
+		goto err_unqueue;
+	}
+	mutex_lock(&conn->lock);
+	conn->cm_id = id;
+	conn->passive = true;
+	conn->listener = l;
+	conn->peer_qp_num = ev->param.conn.qp_num;
+	ret = krdma_parse_hdr(conn, ev->param.conn.private_data,
+			      ev->param.conn.private_data_len);
+	if (ret)
+		goto err_free_conn;
+	ret = krdma_conn_create_qp(conn);
+	if (ret)
+		goto err_free_conn;
+
+	krdma_fill_hdr(conn, &hdr);
+	param.private_data = &hdr;
+	param.private_data_len = sizeof(hdr);
+	param.responder_resources = min_t(u32, ev->param.conn.responder_resources,
+					  attrs->max_qp_rd_atom);
+	param.initiator_depth = min_t(u32, ev->param.conn.initiator_depth,
+				      attrs->max_qp_init_rd_atom);
+	param.flow_control = 1;
+	param.rnr_retry_count = 7;
+	ret = rdma_accept(id, &param);
+	if (ret)
+		goto err_destroy_qp;
+	id->context = conn;
+	mutex_unlock(&conn->lock);
+	return 0;
+
+err_destroy_qp:
+	/* rdma_cm destroys the id when we return non-zero; the rest is ours */
+	mutex_lock(&conn->post_mutex);
+	conn->qp_dead = true;
+	mutex_unlock(&conn->post_mutex);
+	if (conn->max_mr_pages)
+		ib_mr_pool_destroy(conn->qp, &conn->mrs);
+	rdma_destroy_qp(id);
+	ib_free_cq(conn->cq);
+	ib_dealloc_pd(conn->pd);
+	mutex_lock(&conn->kdev->conns_lock);
+	list_del_init(&conn->dev_entry);
+	mutex_unlock(&conn->kdev->conns_lock);
+	krdma_device_put(conn->kdev);
+err_free_conn:
+	conn->torn_down = true;
+	conn->cm_id = NULL;
+	mutex_unlock(&conn->lock);
+	krdma_conn_put(conn);	/* and with it, the listener reference */
+	spin_lock(&l->lock);
+	l->queued--;
+	spin_unlock(&l->lock);
+	goto err_reject;
+err_unqueue:
+	spin_lock(&l->lock);
+	l->queued--;
+	spin_unlock(&l->lock);
+	krdma_listener_put(l);
+err_reject:
+	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+	return ret;
+}
+
+static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	enum krdma_cm_kind *kind = id->context;
+	struct krdma_listener *l;
+
+	if (*kind == KRDMA_CM_CONN)
+		return krdma_conn_event(id->context, id, ev);
+
+	l = id->context;
+	switch (ev->event) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		return krdma_listener_request(l, id, ev);
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/* Let rdma_cm destroy the id; the owner finds it closed */
+		spin_lock(&l->lock);
+		l->closed = true;
+		l->cm_id = NULL;
+		wake_up_all(&l->wait);
+		spin_unlock(&l->lock);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/**
+ * krdma_listen - listen for connections
+ * @net: network namespace to listen in
+ * @addr: address and port (port 0: any free port)
+ * @backlog: connections that may wait to be accepted (0: default)
+ * @params: queue depths of accepted connections, or NULL
+ *
+ * Context: process context; sleeps.
+ * Return: the listener (end it with krdma_listener_close()), or ERR_PTR():
+ * -EADDRINUSE, -EADDRNOTAVAIL, -ENOMEM, ...
+ */
+struct krdma_listener *krdma_listen(struct net *net, struct sockaddr *addr,
+				    u32 backlog,
+				    const struct krdma_conn_params *params)
+{
+	struct krdma_listener *l;
+	struct rdma_cm_id *id;
+	int ret;
+
+	l = kzalloc(sizeof(*l), GFP_KERNEL);
+	if (!l)
+		return ERR_PTR(-ENOMEM);
+	l->kind = KRDMA_CM_LISTENER;
+	kref_init(&l->ref);
+	spin_lock_init(&l->lock);
+	INIT_LIST_HEAD(&l->queue);
+	init_waitqueue_head(&l->wait);
+	l->net = get_net(net);
+	l->backlog = backlog ? min_t(u32, backlog, KRDMA_MAX_DEPTH) :
+			       KRDMA_DEFAULT_BACKLOG;
+	l->params.sq_depth = krdma_depth(params ? params->sq_depth : 0);
+	l->params.rq_depth = krdma_depth(params ? params->rq_depth : 0);
+
+	id = rdma_create_id(net, krdma_cm_handler, l, RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(id)) {
+		ret = PTR_ERR(id);
+		goto err_put_listener;
+	}
+	if (addr->sa_family == AF_INET6)
+		rdma_set_afonly(id, 1);
+	ret = rdma_bind_addr(id, addr);
+	if (ret)
+		goto err_destroy_id;
+	ret = rdma_listen(id, l->backlog);
+	if (ret)
+		goto err_destroy_id;
+	l->cm_id = id;
+	return l;
+
+err_destroy_id:
+	rdma_destroy_id(id);
+err_put_listener:
+	krdma_listener_put(l);
+	return ERR_PTR(ret);
+}
+
+/**
+ * krdma_listener_addr - the address a listener is bound to
+ * @l: the listener
+ * @ss: filled with the address and port
+ *
+ * Return: 0, or -ENOTCONN if the listener is closed.
+ */
+int krdma_listener_addr(struct krdma_listener *l, struct sockaddr_storage *ss)
+{
+	int ret = -ENOTCONN;
+
+	spin_lock(&l->lock);
+	if (l->cm_id) {
+		memcpy(ss, &l->cm_id->route.addr.src_addr, sizeof(*ss));
+		ret = 0;
+	}
+	spin_unlock(&l->lock);
+	return ret;
+}
+
+static bool krdma_listener_ready(struct krdma_listener *l)
+{
+	return !list_empty_careful(&l->queue) || READ_ONCE(l->closed);
+}
+
+/**
+ * krdma_accept - take an established connection from a listener
+ * @l: the listener
+ * @nonblock: fail with -EAGAIN instead of waiting
+ * @timeout: jiffies to wait, or MAX_SCHEDULE_TIMEOUT
+ * @out: the connection; the caller owns a reference
+ *
+ * Context: process context; may sleep.
+ * Return: 0, -EAGAIN, -ETIMEDOUT, -EINTR, or -ENOTCONN when the listener
+ * was closed (device removed).
+ */
+int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
+		 struct krdma_conn **out)
+{
+	struct krdma_conn *conn;
+	long left;
+
+	for (;;) {
+		spin_lock(&l->lock);
+		conn = list_first_entry_or_null(&l->queue, struct krdma_conn,
+						listen_entry);
+		if (conn) {
+			list_del_init(&conn->listen_entry);
+			conn->accepted = true;
+			l->queued--;
+		}
+		spin_unlock(&l->lock);
+
+		if (conn) {
+			if (READ_ONCE(conn->state) == KRDMA_CS_CONNECTED) {
+				*out = conn;
+				return 0;
+			}
+			/* Gone while it waited: not worth handing out */
+			krdma_conn_close(conn);
+			continue;
+		}
+		if (READ_ONCE(l->closed))
+			return -ENOTCONN;
+		if (nonblock)
+			return -EAGAIN;
+		left = wait_event_interruptible_timeout(l->wait,
+							krdma_listener_ready(l),
+							timeout);
+		if (left < 0)
+			return -EINTR;
+		if (!left)
+			return -ETIMEDOUT;
+		timeout = left;
+	}
+}
+
+/**
+ * krdma_listener_close - stop listening and drop the owner's reference
+ * @l: the listener
+ *
+ * Connections waiting to be accepted are closed.
+ *
+ * Context: process context; sleeps.
+ */
+void krdma_listener_close(struct krdma_listener *l)
+{
+	struct krdma_conn *conn;
+	struct rdma_cm_id *id;
+
+	spin_lock(&l->lock);
+	l->closed = true;
+	id = l->cm_id;
+	l->cm_id = NULL;
+	wake_up_all(&l->wait);
+	spin_unlock(&l->lock);
+
+	/* No new request after this returns */
+	if (id)
+		rdma_destroy_id(id);
+
+	for (;;) {
+		spin_lock(&l->lock);
+		conn = list_first_entry_or_null(&l->queue, struct krdma_conn,
+						listen_entry);
+		if (conn) {
+			list_del_init(&conn->listen_entry);
+			conn->accepted = true;
+			l->queued--;
+		}
+		spin_unlock(&l->lock);
+		if (!conn)
+			break;
+		krdma_conn_close(conn);
+	}
+	krdma_listener_put(l);
+}

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma: grants, the remote side of a buffer. A grant registers a window
+ * of a buffer in one connection's protection domain with a subset of the
+ * remote access rights: its rkey works on that connection's QP and no
+ * other, and stops working when the registration is dropped (revoke,
+ * buffer deregistered, connection torn down).
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <linux/slab.h>
+#include <linux/krdma.h>
+
+#include "krdma.h"
+
+#define KRDMA_ACCESS_REMOTE (KRDMA_ACCESS_REMOTE_READ | \
+			     KRDMA_ACCESS_REMOTE_WRITE | \
+			     KRDMA_ACCESS_REMOTE_ATOMIC)
+
+static int krdma_ib_access(u32 access)
+{
+	int ib_access = 0;
+
+	if (access & KRDMA_ACCESS_REMOTE_READ)
+		ib_access |= IB_ACCESS_REMOTE_READ;
+	if (access & KRDMA_ACCESS_REMOTE_WRITE)
+		ib_access |= IB_ACCESS_REMOTE_WRITE | IB_ACCESS_LOCAL_WRITE;
+	if (access & KRDMA_ACCESS_REMOTE_ATOMIC)
+		ib_access |= IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_LOCAL_WRITE;
+	return ib_access;
+}
+
+/**
+ * krdma_grant_create - open a window of a buffer to a connection's peer
+ * @conn: the connection
+ * @buf: the buffer, of the calling process
+ * @offset: start of the window in @buf
+ * @length: length of the window, not 0
+ * @access: KRDMA_ACCESS_REMOTE_* rights, at least one
+ *
+ * The token for the peer is (grant->mr->iova, @length, grant->mr->rkey).
+ * The window's address is its user virtual address, as with verbs: some
+ * drivers (siw) ignore any other I/O virtual address given to them.
+ *
+ * Context: process context of the buffer's owner; sleeps.
+ * Return: the grant, or ERR_PTR(): -EINVAL (bad window or rights),
+ * -EACCES (more rights than the buffer allows), -EOPNOTSUPP (atomics
+ * without device support), -EPERM (another process's buffer), -ENOENT
+ * (buffer deregistered), -ENOTCONN, or the driver's error.
+ */
+struct krdma_window *krdma_grant_create(struct krdma_conn *conn,
+					struct krdma_buf *buf, u64 offset,
+					u64 length, u32 access)
+{
+	struct krdma_window *grant;
+	struct ib_mr *mr;
+	int ret;
+
+	if (!length || !access || access & ~KRDMA_ACCESS_REMOTE)
+		return ERR_PTR(-EINVAL);
+	if (offset > buf->length || length > buf->length - offset)
+		return ERR_PTR(-EINVAL);
+	if (access & ~buf->access)
+		return ERR_PTR(-EACCES);
+	if (!buf->mm || buf->mm != current->mm)
+		return ERR_PTR(-EPERM);
+
+	grant = kzalloc(sizeof(*grant), GFP_KERNEL);
+	if (!grant)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&grant->ref);
+	INIT_LIST_HEAD(&grant->conn_entry);
+	INIT_LIST_HEAD(&grant->buf_entry);
+	grant->offset = offset;
+	grant->length = length;
+	grant->access = access;
+
+	mutex_lock(&buf->lock);
+	if (buf->dead) {
+		ret = -ENOENT;
+		goto err_unlock_buf;
+	}
+	mutex_lock(&conn->lock);
+	if (conn->torn_down || conn->state != KRDMA_CS_CONNECTED) {
+		ret = -ENOTCONN;
+		goto err_unlock_conn;
+	}
+	if (access & KRDMA_ACCESS_REMOTE_ATOMIC &&
+	    conn->kdev->ibdev->attrs.atomic_cap == IB_ATOMIC_NONE) {
+		ret = -EOPNOTSUPP;
+		goto err_unlock_conn;
+	}
+
+	mr = ib_reg_user_mr(conn->pd, buf->uaddr + offset, length,
+			    buf->uaddr + offset, krdma_ib_access(access));
+	if (IS_ERR(mr)) {
+		ret = PTR_ERR(mr);
+		goto err_unlock_conn;
+	}
+	grant->mr = mr;
+	grant->conn = conn;
+	krdma_conn_get(conn);
+	grant->buf = buf;
+	krdma_buf_get(buf);
+	list_add_tail(&grant->conn_entry, &conn->grants);
+	list_add_tail(&grant->buf_entry, &buf->grants);
+	mutex_unlock(&conn->lock);
+	mutex_unlock(&buf->lock);
+	return grant;
+
+err_unlock_conn:
+	mutex_unlock(&conn->lock);
+err_unlock_buf:
+	mutex_unlock(&buf->lock);
+	kfree(grant);
+	return ERR_PTR(ret);
+}
+
+/* Drop the registration; caller holds conn->lock */
+static void krdma_grant_drop_mr(struct krdma_window *grant)
+{
+	lockdep_assert_held(&grant->conn->lock);
+
+	if (grant->mr) {
+		ib_dereg_mr(grant->mr);
+		grant->mr = NULL;
+	}
+	list_del_init(&grant->conn_entry);
+}
+
+/**
+ * krdma_grant_revoke - make a grant's token stop working
+ * @grant: the grant; may be revoked already
+ *
+ * Context: process context; sleeps.
+ */
+void krdma_grant_revoke(struct krdma_window *grant)
+{
+	mutex_lock(&grant->conn->lock);
+	krdma_grant_drop_mr(grant);
+	mutex_unlock(&grant->conn->lock);
+
+	mutex_lock(&grant->buf->lock);
+	list_del_init(&grant->buf_entry);
+	mutex_unlock(&grant->buf->lock);
+}
+
+/**
+ * krdma_conn_revoke_grants - drop every registration of a connection
+ * @conn: the connection, its lock held
+ *
+ * Called on teardown, before the protection domain goes. The grants stay
+ * on their buffers' lists until revoked or put by their owners.
+ */
+void krdma_conn_revoke_grants(struct krdma_conn *conn)
+{
+	struct krdma_window *grant, *tmp;
+
+	lockdep_assert_held(&conn->lock);
+
+	list_for_each_entry_safe(grant, tmp, &conn->grants, conn_entry)
+		krdma_grant_drop_mr(grant);
+}
+
+static void krdma_grant_release(struct kref *ref)
+{
+	struct krdma_window *grant = container_of(ref, struct krdma_window, ref);
+
+	WARN_ON(grant->mr);
+	krdma_conn_put(grant->conn);
+	krdma_buf_put(grant->buf);
+	kfree(grant);
+}
+
+/**
+ * krdma_grant_put - drop a reference to a grant
+ * @grant: the grant, or NULL; revoked before the last put
+ */
+void krdma_grant_put(struct krdma_window *grant)
+{
+	if (grant)
+		kref_put(&grant->ref, krdma_grant_release);
+}

@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krdma: internal definitions shared by the module's files.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#ifndef _KRDMA_H
+#define _KRDMA_H
+
+#include <linux/completion.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/scatterlist.h>
+#include <linux/socket.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+#include <rdma/rw.h>
+
+#include "compat.h"
+
+#define KRDMA_VERSION_STR "0.2.0"
+
+struct krdma_dev_query;
+struct krdma_port_query;
+struct krdma_gid_entry;
+struct net;
+
+/**
+ * struct krdma_device - krdma's state for one RDMA device
+ * @ibdev: the device; valid until krdma_remove_one() returns
+ * @index: ibdev->index, the key of this device in krdma_devices
+ * @ref: users of this struct; the ib_client holds one until removal
+ * @released: completed by the last krdma_device_put(), waited for by
+ *            krdma_remove_one() before the device may go
+ * @conns_lock: protects @conns and @removing
+ * @conns: every connection whose QP lives on this device
+ * @removing: set by krdma_remove_one(); no connection may join @conns
+ *
+ * Created by the ib_client .add callback, published in the krdma_devices
+ * xarray once fully built, unpublished first thing in .remove. Lookups take
+ * a reference with kref_get_unless_zero() under the xarray lock, so a
+ * device that is being removed is never handed out again.
+ */
+struct krdma_device {
+	struct ib_device *ibdev;
+	u32 index;
+	struct kref ref;
+	struct completion released;
+	struct mutex conns_lock; /* @conns, @removing */
+	struct list_head conns;
+	bool removing;
+};
+
+/* main.c: deferred work of every object (releases, posting) */
+extern struct workqueue_struct *krdma_wq;
+
+/* device.c */
+int krdma_device_init(void);
+void krdma_device_uninit(void);
+struct krdma_device *krdma_device_get(u32 index, const struct net *net);
+struct krdma_device *krdma_device_get_next(unsigned long *index,
+					   const struct net *net);
+struct krdma_device *krdma_device_get_by_ibdev(struct ib_device *ibdev);
+void krdma_device_put(struct krdma_device *kdev);
+u32 krdma_device_count(const struct net *net);
+void krdma_device_fill_query(struct krdma_device *kdev,
+			     struct krdma_dev_query *out);
+int krdma_device_fill_port(struct krdma_device *kdev, u32 port,
+			   struct net *net, struct krdma_port_query *out);
+int krdma_device_read_gid(struct krdma_device *kdev, u32 port, u32 index,
+			  struct krdma_gid_entry *out);
+
+/*
+ * Buffers: memory krdma may move data from and to. Not tied to a device:
+ * each operation maps the pages it touches for the connection's device.
+ */
+
+/**
+ * struct krdma_buf - a registered buffer
+ * @ref: the owner's handle and every operation and grant using it
+ * @pages: the pinned pages, @npages of them
+ * @npages: number of pages
+ * @first_offset: offset of the buffer's first byte in @pages[0]
+ * @length: length in bytes
+ * @uaddr: user address of the first byte (user buffers), else 0
+ * @access: KRDMA_ACCESS_* the buffer allows
+ * @mm: the mm charged for the pinned pages (user buffers), else NULL
+ * @lock: protects @grants and @dead
+ * @grants: the grants of windows of this buffer
+ * @dead: deregistered: no new grant
+ * @free_work: releases the pages in process context
+ */
+struct krdma_buf {
+	struct kref ref;
+	struct page **pages;
+	unsigned long npages;
+	unsigned int first_offset;
+	u64 length;
+	u64 uaddr;
+	u32 access;
+	struct mm_struct *mm;
+	struct mutex lock; /* @grants, @dead */
+	struct list_head grants;
+	bool dead;
+	struct work_struct free_work;
+};
+
+/* buffer.c */
+struct krdma_buf *krdma_buf_reg_user(u64 uaddr, u64 length, u32 access);
+void krdma_buf_dereg(struct krdma_buf *buf);
+void krdma_buf_put(struct krdma_buf *buf);
+static inline void krdma_buf_get(struct krdma_buf *buf)
+{
+	kref_get(&buf->ref);
+}
+
+int krdma_buf_sgt(struct krdma_buf *buf, u64 offset, u64 length,
+		  unsigned int max_segment, struct sg_table *sgt);
+
+enum krdma_cm_kind {
+	KRDMA_CM_LISTENER = 1,
+	KRDMA_CM_CONN,
+};
+
+/**
+ * struct krdma_conn_params - what a connection is created with
+ * @sq_depth: operations in flight on the send queue (0: default)
+ * @rq_depth: RECVs that can be posted at once (0: default)
+ */
+struct krdma_conn_params {
+	u32 sq_depth;
+	u32 rq_depth;
+};
+
+/**
+ * struct krdma_listener - a listening rdma_cm id and its accept queue
+ * @kind: KRDMA_CM_LISTENER, the first field of every cm_id context
+ * @ref: the owner, and every connection that has not been accepted yet
+ * @cm_id: the listening id; NULL once destroyed
+ * @net: namespace it listens in
+ * @params: parameters of the connections it accepts
+ * @lock: protects @cm_id, @queue, @queued, @closed
+ * @queue: established connections not accepted yet
+ * @queued: connections being established or waiting on @queue
+ * @backlog: the most that may be queued
+ * @closed: closed by the owner or by device removal: refuse everything
+ * @wait: woken when @queue grows or the listener closes
+ */
+struct krdma_listener {
+	enum krdma_cm_kind kind;
+	struct kref ref;
+	struct rdma_cm_id *cm_id;
+	struct net *net;
+	struct krdma_conn_params params;
+	spinlock_t lock; /* @cm_id, @queue, @queued, @closed, ->accepted */
+	struct list_head queue;
+	u32 queued;
+	u32 backlog;
+	bool closed;
+	wait_queue_head_t wait;
+};
+
+/* krdma_conn.state, same numbers as KRDMA_CONN_* of the uapi */
+enum krdma_conn_state {
+	KRDMA_CS_CONNECTING = 1,
+	KRDMA_CS_CONNECTED = 2,
+	KRDMA_CS_ERROR = 3,
+	KRDMA_CS_CLOSED = 4,
+};
+
+/**
+ * struct krdma_conn - one reliable connection (an RC QP made by rdma_cm)
+ * @kind: KRDMA_CM_CONN, the first field of every cm_id context
+ * @ref: the owner, the CM while the id exists, and every operation
+ * @lock: serialises rdma_cm calls for @cm_id, state changes and teardown
+ * @post_mutex: serialises posting to the send queue with @qp_dead
+ * @state: KRDMA_CS_*; written under @lock, read anywhere with READ_ONCE()
+ * @error: why the connection failed (negative errno), under @lock
+ * @torn_down: the QP and everything under it are gone
+ * @qp_dead: set under @post_mutex (and @lock) before the QP is drained:
+ *           nothing may be posted any more
+ * @passive: made by a listener
+ * @accepted: passive: owned by someone (under the listener's lock)
+ * @close_queued: @close_work was queued
+ * @close_work: closes a passive connection nobody accepted
+ * @qp_error: the QP failed (negative errno), set once from any context
+ * @error_work: moves the connection to ERROR after @qp_error was set
+ * @cm_id: the rdma_cm id
+ * @kdev: the device the QP lives on, once the route is known
+ * @dev_index: its index, kept after teardown for queries
+ * @dev_entry: in @kdev->conns
+ * @pd: the connection's own protection domain: a grant's rkey is valid on
+ *      this QP only
+ * @cq: send and receive completions (softirq context)
+ * @qp: the queue pair
+ * @port_num: the device port
+ * @params: queue depths as created
+ * @max_send_sge: SGEs one send WR may carry
+ * @max_recv_sge: SGEs one receive WR may carry
+ * @wait: woken on every state change
+ * @listener: passive connections: the listener (referenced)
+ * @listen_entry: in @listener->queue while waiting to be accepted
+ * @local: local address, saved when connected
+ * @peer: peer address, saved when connected
+ * @qp_num: local QP number, saved when connected
+ * @peer_qp_num: the peer's QP number
+ * @peer_rq_depth: from the peer's handshake header
+ * @peer_features: from the peer's handshake header
+ * @grants: grants made on this connection, under @lock
+ * @sq_lock: protects @sq_free and @pending
+ * @sq_total: send WRs the QP takes (less one for the drain)
+ * @sq_free: send WRs that may still be posted
+ * @rq_total: receive WRs the QP takes (less one for the drain)
+ * @rq_free: receive WRs that may still be posted
+ * @pending: operations accepted but not fully posted yet
+ * @post_work: posts @pending when WRs complete
+ * @mrs: fast-registration MRs for SENDs and RECVs larger than the SGE
+ *       limits
+ * @max_mr_pages: pages one of @mrs can map
+ */
+struct krdma_conn {
+	enum krdma_cm_kind kind;
+	struct kref ref;
+	struct mutex lock; /* cm calls, state, teardown, @grants */
+	struct mutex post_mutex; /* posting vs. @qp_dead */
+	enum krdma_conn_state state;
+	int error;
+	bool torn_down;
+	bool qp_dead;
+	bool passive;
+	bool accepted;
+	bool close_queued;
+	struct work_struct close_work;
+	atomic_t qp_error;
+	struct work_struct error_work;
+	struct rdma_cm_id *cm_id;
+	struct krdma_device *kdev;
+	u32 dev_index;
+	struct list_head dev_entry;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	u32 port_num;
+	struct krdma_conn_params params;
+	u32 max_send_sge;
+	u32 max_recv_sge;
+	wait_queue_head_t wait;
+	struct krdma_listener *listener;
+	struct list_head listen_entry;
+	struct sockaddr_storage local;
+	struct sockaddr_storage peer;
+	u32 qp_num;
+	u32 peer_qp_num;
+	u32 peer_rq_depth;
+	u32 peer_features;
+	struct list_head grants;
+	spinlock_t sq_lock; /* @sq_free, @pending */
+	u32 sq_total;
+	u32 sq_free;
+	u32 rq_total;
+	atomic_t rq_free;
+	struct list_head pending;
+	struct work_struct post_work;
+	struct list_head mrs;
+	u32 max_mr_pages;
+};
+
+/* conn.c */
+struct krdma_listener *krdma_listen(struct net *net, struct sockaddr *addr,
+				    u32 backlog,
+				    const struct krdma_conn_params *params);
+int krdma_listener_addr(struct krdma_listener *l, struct sockaddr_storage *ss);
+int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
+		 struct krdma_conn **out);
+void krdma_listener_close(struct krdma_listener *l);
+void krdma_listener_put(struct krdma_listener *l);
+bool krdma_listener_enqueue(struct krdma_listener *l, struct krdma_conn *conn);
+struct krdma_conn *krdma_connect(struct net *net, struct sockaddr *dst,
+				 struct sockaddr *src, long timeout,
+				 const struct krdma_conn_params *params);
+void krdma_disconnect(struct krdma_conn *conn);
+void krdma_conn_close(struct krdma_conn *conn);
+void krdma_conn_teardown(struct krdma_conn *conn, int error);
+void krdma_conn_put(struct krdma_conn *conn);
+void krdma_conn_qp_failed(struct krdma_conn *conn, int error);
+static inline void krdma_conn_get(struct krdma_conn *conn)
+{
+	kref_get(&conn->ref);
+}
+
+/**
+ * struct krdma_window - a grant: a window of a buffer opened to one
+ *                       connection (named so as not to clash with the
+ *                       uapi's struct krdma_grant, the ioctl argument)
+ * @ref: the owner's handle
+ * @conn: the connection (referenced)
+ * @buf: the buffer (referenced)
+ * @mr: the memory registration in @conn's PD; NULL once revoked
+ * @conn_entry: in @conn->grants
+ * @buf_entry: in @buf->grants
+ * @offset: start of the window in @buf
+ * @length: length of the window
+ * @access: KRDMA_ACCESS_REMOTE_* granted
+ */
+struct krdma_window {
+	struct kref ref;
+	struct krdma_conn *conn;
+	struct krdma_buf *buf;
+	struct ib_mr *mr;
+	struct list_head conn_entry;
+	struct list_head buf_entry;
+	u64 offset;
+	u64 length;
+	u32 access;
+};
+
+/* grant.c */
+struct krdma_window *krdma_grant_create(struct krdma_conn *conn,
+					struct krdma_buf *buf, u64 offset,
+					u64 length, u32 access);
+void krdma_grant_revoke(struct krdma_window *grant);
+void krdma_grant_put(struct krdma_window *grant);
+void krdma_conn_revoke_grants(struct krdma_conn *conn);
+
+/**
+ * struct krdma_wc - the outcome of one operation
+ * @status: enum ib_wc_status
+ * @vendor_err: the device's own error code
+ * @byte_len: bytes moved (RECV: received)
+ * @imm_data: immediate data of a RECV, host order
+ * @has_imm: @imm_data is valid
+ */
+struct krdma_wc {
+	u32 status;
+	u32 vendor_err;
+	u32 byte_len;
+	u32 imm_data;
+	bool has_imm;
+};
+
+/**
+ * struct krdma_local_sge - a range of a buffer, for an operation
+ * @buf: the buffer (the operation holds a reference once posted)
+ * @offset: start in @buf
+ * @length: length in bytes
+ */
+struct krdma_local_sge {
+	struct krdma_buf *buf;
+	u64 offset;
+	u64 length;
+};
+
+#define KRDMA_OP_MAX_SGE 16
+
+struct krdma_req;
+typedef void (*krdma_done_fn)(struct krdma_req *req,
+			      const struct krdma_wc *wc);
+
+/**
+ * struct krdma_req - one operation: filled by the caller, then owned by
+ *                    krdma until @done is called
+ * @opcode: KRDMA_OP_*
+ * @num_sge: entries of @sge in use
+ * @sge: the local ranges
+ * @remote_addr: WRITE, READ, atomics: the peer's address
+ * @rkey: the peer's key
+ * @imm_data: WRITE_IMM, SEND_IMM: immediate data, host order
+ * @compare_add: atomics
+ * @swap: compare-and-swap
+ * @done: called exactly once, in any context (softirq included)
+ * @conn: set by krdma_post(): the connection (referenced until @done)
+ * @entry: in @conn->pending
+ * @sge_idx: WRITE/READ: the sge the next chunk starts in
+ * @sge_off: WRITE/READ: offset in that sge where the next chunk starts
+ * @rdone: bytes of the remote range covered by posted chunks
+ * @total: bytes of the whole operation
+ * @inflight: chunks posted and not completed, plus one while posting
+ * @status: first error seen, or IB_WC_SUCCESS
+ * @vendor_err: its vendor error
+ * @byte_len: RECV: bytes received
+ * @recv_imm: RECV: immediate data received
+ * @has_imm: RECV: @recv_imm is valid
+ * @tail_posted: WRITE_IMM: the immediate-carrying tail WR is posted
+ */
+struct krdma_req {
+	u32 opcode;
+	u32 num_sge;
+	struct krdma_local_sge sge[KRDMA_OP_MAX_SGE];
+	u64 remote_addr;
+	u32 rkey;
+	u32 imm_data;
+	u64 compare_add;
+	u64 swap;
+	krdma_done_fn done;
+
+	/* private to xfer.c */
+	struct krdma_conn *conn;
+	struct list_head entry;
+	u32 sge_idx;
+	u64 sge_off;
+	u64 rdone;
+	u64 total;
+	atomic_t inflight;
+	u32 status;
+	u32 vendor_err;
+	u32 byte_len;
+	u32 recv_imm;
+	bool has_imm;
+	bool tail_posted;
+};
+
+/* xfer.c */
+int krdma_post(struct krdma_conn *conn, struct krdma_req *req);
+void krdma_xfer_init_conn(struct krdma_conn *conn);
+void krdma_xfer_flush_pending(struct krdma_conn *conn);
+void krdma_post_work(struct work_struct *work);
+
+/* chardev.c */
+int krdma_chardev_init(void);
+void krdma_chardev_uninit(void);
+
+#endif /* _KRDMA_H */

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma: an in-kernel RDMA transport. Module init and exit only; see
+ * Documentation/design.rst for the objects and their lifetimes.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <linux/module.h>
+
+#include "krdma.h"
+
+struct workqueue_struct *krdma_wq;
+
+static int __init krdma_mod_init(void)
+{
+	int ret;
+
+	krdma_wq = alloc_workqueue("krdma", 0, 0);
+	if (!krdma_wq)
+		return -ENOMEM;
+
+	ret = krdma_device_init();
+	if (ret)
+		goto err_destroy_wq;
+
+	ret = krdma_chardev_init();
+	if (ret)
+		goto err_device_uninit;
+
+	pr_info("krdma " KRDMA_VERSION_STR " loaded\n");
+	return 0;
+
+err_device_uninit:
+	krdma_device_uninit();
+err_destroy_wq:
+	destroy_workqueue(krdma_wq);
+	return ret;
+}
+
+static void __exit krdma_mod_exit(void)
+{
+	krdma_chardev_uninit();
+	krdma_device_uninit();
+	destroy_workqueue(krdma_wq);
+}
+
+module_init(krdma_mod_init);
+module_exit(krdma_mod_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("krdma: in-kernel RDMA transport");
+MODULE_AUTHOR("The krdma authors");
+MODULE_VERSION(KRDMA_VERSION_STR);

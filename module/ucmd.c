@@ -1,0 +1,737 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma: the userspace face of the core: handles for the objects of an
+ * open /dev/krdma, the ioctls that make and use them, and the completion
+ * queue that operations submitted from userspace complete into.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/jiffies.h>
+#include <linux/log2.h>
+#include <linux/module.h>
+#include <linux/poll.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/krdma.h>
+
+#include "krdma.h"
+#include "ufile.h"
+
+static unsigned int ucq_entries = 4096;
+module_param(ucq_entries, uint, 0444);
+MODULE_PARM_DESC(ucq_entries,
+		 "Completion queue entries of each open /dev/krdma (power of 2, default 4096)");
+
+#define KRDMA_CONNECT_TIMEOUT_MS 10000
+
+enum krdma_uobj_type {
+	KRDMA_UOBJ_LISTENER = 1,
+	KRDMA_UOBJ_CONN,
+	KRDMA_UOBJ_BUF,
+	KRDMA_UOBJ_GRANT,
+};
+
+/**
+ * struct krdma_uobj - what a handle names
+ * @type: KRDMA_UOBJ_*
+ * @obj: the object; the handle owns one reference to it
+ */
+struct krdma_uobj {
+	enum krdma_uobj_type type;
+	void *obj;
+};
+
+/**
+ * struct krdma_uop - an operation submitted from userspace
+ * @req: the core's operation
+ * @kfile: the file whose completion queue it completes into
+ * @cookie: the caller's cookie
+ * @conn_handle: the connection's handle, for the completion
+ */
+struct krdma_uop {
+	struct krdma_req req;
+	struct krdma_file *kfile;
+	u64 cookie;
+	u32 conn_handle;
+};
+
+static void krdma_uobj_get(struct krdma_uobj *uobj)
+{
+	switch (uobj->type) {
+	case KRDMA_UOBJ_LISTENER:
+		kref_get(&((struct krdma_listener *)uobj->obj)->ref);
+		break;
+	case KRDMA_UOBJ_CONN:
+		krdma_conn_get(uobj->obj);
+		break;
+	case KRDMA_UOBJ_BUF:
+		krdma_buf_get(uobj->obj);
+		break;
+	case KRDMA_UOBJ_GRANT:
+		kref_get(&((struct krdma_window *)uobj->obj)->ref);
+		break;
+	}
+}
+
+/* The object behind @handle, referenced, if it is of @type; else NULL */
+static void *krdma_uobj_lookup(struct krdma_file *kfile, u32 handle,
+			       enum krdma_uobj_type type)
+{
+	struct krdma_uobj *uobj;
+	void *obj = NULL;
+
+	xa_lock(&kfile->objects);
+	uobj = xa_load(&kfile->objects, handle);
+	if (uobj && uobj->type == type) {
+		krdma_uobj_get(uobj);
+		obj = uobj->obj;
+	}
+	xa_unlock(&kfile->objects);
+	return obj;
+}
+
+/* Publish a fully built object; the handle takes over the reference */
+static int krdma_uobj_publish(struct krdma_file *kfile,
+			      enum krdma_uobj_type type, void *obj, u32 *handle)
+{
+	struct krdma_uobj *uobj;
+	int ret;
+
+	uobj = kmalloc(sizeof(*uobj), GFP_KERNEL);
+	if (!uobj)
+		return -ENOMEM;
+	uobj->type = type;
+	uobj->obj = obj;
+	ret = xa_alloc(&kfile->objects, handle, uobj, xa_limit_32b, GFP_KERNEL);
+	if (ret)
+		kfree(uobj);
+	return ret;
+}
+
+/* End an object whose handle is gone; drops the handle's reference */
+static void krdma_uobj_close(struct krdma_uobj *uobj)
+{
+	switch (uobj->type) {
+	case KRDMA_UOBJ_LISTENER:
+		krdma_listener_close(uobj->obj);
+		break;
+	case KRDMA_UOBJ_CONN:
+		krdma_conn_close(uobj->obj);
+		break;
+	case KRDMA_UOBJ_BUF:
+		krdma_buf_dereg(uobj->obj);
+		break;
+	case KRDMA_UOBJ_GRANT:
+		krdma_grant_revoke(uobj->obj);
+		krdma_grant_put(uobj->obj);
+		break;
+	}
+	kfree(uobj);
+}
+
+static bool krdma_ucq_ready(struct krdma_ucq *ucq)
+{
+	return READ_ONCE(ucq->tail) != READ_ONCE(ucq->head);
+}
+
+/**
+ * krdma_ufile_init - set up the handle table and completion queue
+ * @kfile: the new file's state
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int krdma_ufile_init(struct krdma_file *kfile)
+{
+	struct krdma_ucq *ucq = &kfile->ucq;
+	u32 size = clamp_t(u32, ucq_entries, 64, 1U << 20);
+
+	xa_init_flags(&kfile->objects, XA_FLAGS_ALLOC1);
+	spin_lock_init(&ucq->lock);
+	init_waitqueue_head(&ucq->wait);
+	mutex_init(&ucq->poll_mutex);
+	ucq->size = rounddown_pow_of_two(size);
+	ucq->ring = kvcalloc(ucq->size, sizeof(*ucq->ring), GFP_KERNEL);
+	return ucq->ring ? 0 : -ENOMEM;
+}
+
+/**
+ * krdma_ufile_uninit - end every object of a closing file
+ * @kfile: the file's state
+ *
+ * Connections go first: their teardown drains them, so that every
+ * operation has completed into the queue before it is freed. Then grants,
+ * buffers (unpinned once no operation uses them) and listeners.
+ *
+ * Context: process context; sleeps.
+ */
+void krdma_ufile_uninit(struct krdma_file *kfile)
+{
+	static const enum krdma_uobj_type order[] = {
+		KRDMA_UOBJ_LISTENER, KRDMA_UOBJ_CONN,
+		KRDMA_UOBJ_GRANT, KRDMA_UOBJ_BUF,
+	};
+	struct krdma_uobj *uobj;
+	unsigned long handle;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(order); i++) {
+		xa_for_each(&kfile->objects, handle, uobj) {
+			if (uobj->type != order[i])
+				continue;
+			xa_erase(&kfile->objects, handle);
+			krdma_uobj_close(uobj);
+		}
+	}
+	WARN_ON(kfile->ucq.reserved != kfile->ucq.tail - kfile->ucq.head);
+	xa_destroy(&kfile->objects);
+	kvfree(kfile->ucq.ring);
+}
+
+/**
+ * krdma_ufile_poll_mask - readiness of a file for poll()
+ * @kfile: the file's state
+ */
+__poll_t krdma_ufile_poll_mask(struct krdma_file *kfile)
+{
+	return krdma_ucq_ready(&kfile->ucq) ? EPOLLIN | EPOLLRDNORM : 0;
+}
+
+int krdma_cmd_destroy(struct krdma_ucmd *ucmd)
+{
+	struct krdma_destroy *cmd = ucmd->cmd;
+	struct krdma_uobj *uobj;
+
+	if (cmd->flags || cmd->__reserved)
+		return -EINVAL;
+	uobj = xa_erase(&ucmd->kfile->objects, cmd->handle);
+	if (!uobj)
+		return -ENOENT;
+	krdma_uobj_close(uobj);
+	return 0;
+}
+
+/* struct krdma_addr -> sockaddr; @any_ok: family 0 means "none" */
+static int krdma_addr_in(const struct krdma_addr *a,
+			 struct sockaddr_storage *ss, bool any_ok)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (a->__reserved || a->port > U16_MAX)
+		return -EINVAL;
+
+	switch (a->family) {
+	case 0:
+		return any_ok && !a->port && !memchr_inv(a->addr, 0,
+							 sizeof(a->addr)) ?
+		       0 : -EINVAL;
+	case AF_INET: {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		if (memchr_inv(a->addr + 4, 0, sizeof(a->addr) - 4) ||
+		    a->scope_id)
+			return -EINVAL;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(a->port);
+		memcpy(&sin->sin_addr, a->addr, 4);
+		return 0;
+	}
+	case AF_INET6: {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(a->port);
+		memcpy(&sin6->sin6_addr, a->addr, 16);
+		sin6->sin6_scope_id = a->scope_id;
+		return 0;
+	}
+	default:
+		return -EINVAL;
+	}
+}
+
+static void krdma_addr_out(const struct sockaddr_storage *ss,
+			   struct krdma_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)ss;
+
+		a->family = AF_INET;
+		a->port = ntohs(sin->sin_port);
+		memcpy(a->addr, &sin->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const void *)ss;
+
+		a->family = AF_INET6;
+		a->port = ntohs(sin6->sin6_port);
+		memcpy(a->addr, &sin6->sin6_addr, 16);
+		a->scope_id = sin6->sin6_scope_id;
+	}
+}
+
+static long krdma_timeout(u32 ms)
+{
+	return ms == KRDMA_TIMEOUT_INFINITE ? MAX_SCHEDULE_TIMEOUT :
+	       (long)msecs_to_jiffies(ms);
+}
+
+int krdma_cmd_listen(struct krdma_ucmd *ucmd)
+{
+	struct krdma_listen *cmd = ucmd->cmd;
+	struct krdma_conn_params params = {
+		.sq_depth = cmd->sq_depth,
+		.rq_depth = cmd->rq_depth,
+	};
+	struct krdma_listener *l;
+	struct sockaddr_storage ss;
+	int ret;
+
+	if (cmd->flags)
+		return -EINVAL;
+	ret = krdma_addr_in(&cmd->addr, &ss, false);
+	if (ret)
+		return ret;
+
+	l = krdma_listen(ucmd->kfile->net, (struct sockaddr *)&ss,
+			 cmd->backlog, &params);
+	if (IS_ERR(l))
+		return PTR_ERR(l);
+	ret = krdma_listener_addr(l, &ss);
+	if (ret)
+		goto err_close;
+	krdma_addr_out(&ss, &cmd->addr);
+	ret = krdma_uobj_publish(ucmd->kfile, KRDMA_UOBJ_LISTENER, l,
+				 &cmd->handle);
+	if (ret)
+		goto err_close;
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+
+err_close:
+	krdma_listener_close(l);
+	return ret;
+}
+
+int krdma_cmd_accept(struct krdma_ucmd *ucmd)
+{
+	struct krdma_accept *cmd = ucmd->cmd;
+	struct krdma_listener *l;
+	struct krdma_conn *conn;
+	int ret;
+
+	if (cmd->flags & ~KRDMA_ACCEPT_NONBLOCK || cmd->__reserved)
+		return -EINVAL;
+	l = krdma_uobj_lookup(ucmd->kfile, cmd->listener, KRDMA_UOBJ_LISTENER);
+	if (!l)
+		return -ENOENT;
+	ret = krdma_accept(l, cmd->flags & KRDMA_ACCEPT_NONBLOCK,
+			   krdma_timeout(cmd->timeout_ms), &conn);
+	krdma_listener_put(l);
+	if (ret)
+		return ret;
+
+	ret = krdma_uobj_publish(ucmd->kfile, KRDMA_UOBJ_CONN, conn,
+				 &cmd->handle);
+	if (ret) {
+		krdma_conn_close(conn);
+		return ret;
+	}
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
+int krdma_cmd_connect(struct krdma_ucmd *ucmd)
+{
+	struct krdma_connect *cmd = ucmd->cmd;
+	struct krdma_conn_params params = {
+		.sq_depth = cmd->sq_depth,
+		.rq_depth = cmd->rq_depth,
+	};
+	struct sockaddr_storage dst, src;
+	struct krdma_conn *conn;
+	int ret;
+
+	if (cmd->flags)
+		return -EINVAL;
+	ret = krdma_addr_in(&cmd->dst, &dst, false);
+	if (ret)
+		return ret;
+	ret = krdma_addr_in(&cmd->src, &src, true);
+	if (ret)
+		return ret;
+
+	conn = krdma_connect(ucmd->kfile->net, (struct sockaddr *)&dst,
+			     src.ss_family ? (struct sockaddr *)&src : NULL,
+			     krdma_timeout(cmd->timeout_ms ?:
+					   KRDMA_CONNECT_TIMEOUT_MS),
+			     &params);
+	if (IS_ERR(conn))
+		return PTR_ERR(conn);
+	ret = krdma_uobj_publish(ucmd->kfile, KRDMA_UOBJ_CONN, conn,
+				 &cmd->handle);
+	if (ret) {
+		krdma_conn_close(conn);
+		return ret;
+	}
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
+int krdma_cmd_disconnect(struct krdma_ucmd *ucmd)
+{
+	struct krdma_disconnect *cmd = ucmd->cmd;
+	struct krdma_conn *conn;
+
+	if (cmd->flags || cmd->__reserved)
+		return -EINVAL;
+	conn = krdma_uobj_lookup(ucmd->kfile, cmd->handle, KRDMA_UOBJ_CONN);
+	if (!conn)
+		return -ENOENT;
+	krdma_disconnect(conn);
+	krdma_conn_put(conn);
+	return 0;
+}
+
+int krdma_cmd_conn_query(struct krdma_ucmd *ucmd)
+{
+	struct krdma_conn_query *cmd = ucmd->cmd;
+	struct krdma_conn *conn;
+
+	if (cmd->flags || cmd->__reserved)
+		return -EINVAL;
+	conn = krdma_uobj_lookup(ucmd->kfile, cmd->handle, KRDMA_UOBJ_CONN);
+	if (!conn)
+		return -ENOENT;
+
+	memset_after(cmd, 0, handle);
+	mutex_lock(&conn->lock);
+	cmd->state = conn->state;
+	cmd->error = conn->state == KRDMA_CS_ERROR ? -conn->error : 0;
+	krdma_addr_out(&conn->local, &cmd->local);
+	krdma_addr_out(&conn->peer, &cmd->peer);
+	cmd->dev_index = conn->dev_index;
+	cmd->port_num = conn->port_num;
+	cmd->qp_num = conn->qp_num;
+	cmd->peer_qp_num = conn->peer_qp_num;
+	cmd->sq_depth = conn->params.sq_depth;
+	cmd->rq_depth = conn->params.rq_depth;
+	cmd->peer_rq_depth = conn->peer_rq_depth;
+	cmd->peer_features = conn->peer_features;
+	mutex_unlock(&conn->lock);
+	krdma_conn_put(conn);
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
+int krdma_cmd_buf_reg(struct krdma_ucmd *ucmd)
+{
+	struct krdma_buf_reg *cmd = ucmd->cmd;
+	struct krdma_buf *buf;
+	int ret;
+
+	if (cmd->flags)
+		return -EINVAL;
+	buf = krdma_buf_reg_user(cmd->addr, cmd->length, cmd->access);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	ret = krdma_uobj_publish(ucmd->kfile, KRDMA_UOBJ_BUF, buf, &cmd->handle);
+	if (ret) {
+		krdma_buf_dereg(buf);
+		return ret;
+	}
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
+int krdma_cmd_grant(struct krdma_ucmd *ucmd)
+{
+	struct krdma_grant *cmd = ucmd->cmd;
+	struct krdma_window *win;
+	struct krdma_conn *conn;
+	struct krdma_buf *buf;
+	int ret;
+
+	if (cmd->flags)
+		return -EINVAL;
+	conn = krdma_uobj_lookup(ucmd->kfile, cmd->conn, KRDMA_UOBJ_CONN);
+	if (!conn)
+		return -ENOENT;
+	buf = krdma_uobj_lookup(ucmd->kfile, cmd->buf, KRDMA_UOBJ_BUF);
+	if (!buf) {
+		ret = -ENOENT;
+		goto out_put_conn;
+	}
+
+	win = krdma_grant_create(conn, buf, cmd->offset, cmd->length,
+				 cmd->access);
+	if (IS_ERR(win)) {
+		ret = PTR_ERR(win);
+		goto out_put_buf;
+	}
+	memset(&cmd->token, 0, sizeof(cmd->token));
+	cmd->token.addr = win->mr->iova;
+	cmd->token.length = win->length;
+	cmd->token.rkey = win->mr->rkey;
+	cmd->token.access = win->access;
+	ret = krdma_uobj_publish(ucmd->kfile, KRDMA_UOBJ_GRANT, win,
+				 &cmd->handle);
+	if (ret) {
+		krdma_grant_revoke(win);
+		krdma_grant_put(win);
+		goto out_put_buf;
+	}
+	ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
+
+out_put_buf:
+	krdma_buf_put(buf);
+out_put_conn:
+	krdma_conn_put(conn);
+	return ret;
+}
+
+/*
+ * The completion queue
+ */
+
+static void krdma_uop_done(struct krdma_req *req, const struct krdma_wc *wc)
+{
+	struct krdma_uop *uop = container_of(req, struct krdma_uop, req);
+	struct krdma_ucq *ucq = &uop->kfile->ucq;
+	struct krdma_completion *e;
+	unsigned long flags;
+
+	spin_lock_irqsave(&ucq->lock, flags);
+	e = &ucq->ring[ucq->tail & (ucq->size - 1)];
+	memset(e, 0, sizeof(*e));
+	e->cookie = uop->cookie;
+	e->status = wc->status;
+	e->opcode = req->opcode;
+	e->byte_len = wc->byte_len;
+	e->imm_data = wc->imm_data;
+	e->flags = wc->has_imm ? KRDMA_WC_F_IMM : 0;
+	e->conn = uop->conn_handle;
+	e->vendor_err = wc->vendor_err;
+	WRITE_ONCE(ucq->tail, ucq->tail + 1);
+	spin_unlock_irqrestore(&ucq->lock, flags);
+	wake_up_interruptible(&ucq->wait);
+	kfree(uop);
+}
+
+static bool krdma_ucq_try_reserve(struct krdma_ucq *ucq)
+{
+	bool ok;
+
+	spin_lock_irq(&ucq->lock);
+	ok = ucq->reserved < ucq->size;
+	if (ok)
+		ucq->reserved++;
+	spin_unlock_irq(&ucq->lock);
+	return ok;
+}
+
+static int krdma_ucq_reserve(struct krdma_ucq *ucq, bool wait)
+{
+	while (!krdma_ucq_try_reserve(ucq)) {
+		if (!wait)
+			return -EAGAIN;
+		if (wait_event_interruptible(ucq->wait,
+					     READ_ONCE(ucq->reserved) < ucq->size))
+			return -EINTR;
+	}
+	return 0;
+}
+
+static void krdma_ucq_unreserve(struct krdma_ucq *ucq)
+{
+	spin_lock_irq(&ucq->lock);
+	ucq->reserved--;
+	spin_unlock_irq(&ucq->lock);
+	wake_up_interruptible(&ucq->wait);
+}
+
+static bool krdma_op_is_remote(u32 opcode)
+{
+	return opcode == KRDMA_OP_WRITE || opcode == KRDMA_OP_WRITE_IMM ||
+	       opcode == KRDMA_OP_READ || opcode == KRDMA_OP_FETCH_ADD ||
+	       opcode == KRDMA_OP_CMP_SWAP;
+}
+
+/* Resolve the handles and the token of @op into @req */
+static int krdma_uop_fill(struct krdma_file *kfile, const struct krdma_op *op,
+			  struct krdma_req *req)
+{
+	struct krdma_sge sges[KRDMA_MAX_SGE];
+	const struct krdma_sge *usge = sges;
+	u64 total = 0;
+	u32 i;
+
+	if (op->flags || op->__reserved || op->remote.__reserved)
+		return -EINVAL;
+	if (op->num_sge > KRDMA_MAX_SGE)
+		return -EINVAL;
+	if (op->num_sge == 1)
+		usge = &op->sge;
+	else if (op->num_sge > 1 &&
+		 copy_from_user(sges, u64_to_user_ptr(op->sges),
+				op->num_sge * sizeof(sges[0])))
+		return -EFAULT;
+
+	req->opcode = op->opcode;
+	req->num_sge = op->num_sge;
+	for (i = 0; i < op->num_sge; i++) {
+		if (usge[i].__reserved)
+			return -EINVAL;
+		req->sge[i].buf = krdma_uobj_lookup(kfile, usge[i].buf,
+						    KRDMA_UOBJ_BUF);
+		if (!req->sge[i].buf) {
+			req->num_sge = i;
+			return -ENOENT;
+		}
+		req->sge[i].offset = usge[i].offset;
+		req->sge[i].length = usge[i].length;
+		if (total + usge[i].length < total)
+			return -EOVERFLOW;
+		total += usge[i].length;
+	}
+
+	if (krdma_op_is_remote(op->opcode)) {
+		if (op->remote.addr + op->remote_offset < op->remote.addr ||
+		    op->remote_offset + total < op->remote_offset)
+			return -EOVERFLOW;
+		if (op->remote_offset + total > op->remote.length)
+			return -EINVAL;
+		req->remote_addr = op->remote.addr + op->remote_offset;
+		req->rkey = op->remote.rkey;
+	}
+	req->imm_data = op->imm_data;
+	req->compare_add = op->compare_add;
+	req->swap = op->swap;
+	req->done = krdma_uop_done;
+	return 0;
+}
+
+static void krdma_uop_put_bufs(struct krdma_req *req)
+{
+	u32 i;
+
+	for (i = 0; i < req->num_sge; i++)
+		krdma_buf_put(req->sge[i].buf);
+}
+
+static int krdma_submit_one(struct krdma_file *kfile, const struct krdma_op *op,
+			    bool wait)
+{
+	struct krdma_local_sge bufs[KRDMA_OP_MAX_SGE];
+	struct krdma_conn *conn;
+	struct krdma_uop *uop;
+	u32 nbufs;
+	int ret;
+
+	conn = krdma_uobj_lookup(kfile, op->conn, KRDMA_UOBJ_CONN);
+	if (!conn)
+		return -ENOENT;
+	uop = kzalloc(sizeof(*uop), GFP_KERNEL);
+	if (!uop) {
+		ret = -ENOMEM;
+		goto out_put_conn;
+	}
+	uop->kfile = kfile;
+	uop->cookie = op->cookie;
+	uop->conn_handle = op->conn;
+
+	ret = krdma_uop_fill(kfile, op, &uop->req);
+	if (ret)
+		goto err_free_uop;
+	ret = krdma_ucq_reserve(&kfile->ucq, wait);
+	if (ret)
+		goto err_free_uop;
+	/* Once posted, the completion may come at any time, and frees uop */
+	nbufs = uop->req.num_sge;
+	memcpy(bufs, uop->req.sge, nbufs * sizeof(bufs[0]));
+	ret = krdma_post(conn, &uop->req);
+	if (ret) {
+		krdma_ucq_unreserve(&kfile->ucq);
+		kfree(uop);
+	}
+	while (nbufs--)
+		krdma_buf_put(bufs[nbufs].buf);
+	goto out_put_conn;
+
+err_free_uop:
+	krdma_uop_put_bufs(&uop->req);
+	kfree(uop);
+out_put_conn:
+	krdma_conn_put(conn);
+	return ret;
+}
+
+int krdma_cmd_submit(struct krdma_ucmd *ucmd)
+{
+	struct krdma_submit *cmd = ucmd->cmd;
+	struct krdma_op __user *uops = u64_to_user_ptr(cmd->ops);
+	struct krdma_op op;
+	int ret = 0, ret2;
+	u32 i;
+
+	if (cmd->flags & ~KRDMA_SUBMIT_WAIT)
+		return -EINVAL;
+	if (!cmd->count || cmd->count > KRDMA_SUBMIT_MAX)
+		return -EINVAL;
+
+	for (i = 0; i < cmd->count; i++) {
+		if (copy_from_user(&op, &uops[i], sizeof(op))) {
+			ret = -EFAULT;
+			break;
+		}
+		ret = krdma_submit_one(ucmd->kfile, &op,
+				       cmd->flags & KRDMA_SUBMIT_WAIT);
+		if (ret)
+			break;
+	}
+	cmd->submitted = i;
+	ret2 = krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	return ret ?: ret2;
+}
+
+int krdma_cmd_poll(struct krdma_ucmd *ucmd)
+{
+	struct krdma_poll *cmd = ucmd->cmd;
+	struct krdma_completion __user *out = u64_to_user_ptr(cmd->completions);
+	struct krdma_ucq *ucq = &ucmd->kfile->ucq;
+	u32 head, avail, n, first;
+	long left;
+
+	if (cmd->flags || cmd->__reserved || !cmd->max)
+		return -EINVAL;
+
+	if (cmd->timeout_ms && READ_ONCE(ucq->tail) == READ_ONCE(ucq->head)) {
+		left = wait_event_interruptible_timeout(ucq->wait,
+							krdma_ucq_ready(ucq),
+							krdma_timeout(cmd->timeout_ms));
+		if (left < 0)
+			return -EINTR;
+	}
+
+	mutex_lock(&ucq->poll_mutex);
+	spin_lock_irq(&ucq->lock);
+	head = ucq->head;
+	avail = ucq->tail - head;
+	spin_unlock_irq(&ucq->lock);
+
+	/* Entries between head and tail are not written again until taken */
+	n = min(cmd->max, avail);
+	first = min(n, ucq->size - (head & (ucq->size - 1)));
+	if (copy_to_user(out, &ucq->ring[head & (ucq->size - 1)],
+			 first * sizeof(*out)) ||
+	    copy_to_user(out + first, ucq->ring, (n - first) * sizeof(*out))) {
+		mutex_unlock(&ucq->poll_mutex);
+		return -EFAULT;
+	}
+
+	spin_lock_irq(&ucq->lock);
+	WRITE_ONCE(ucq->head, head + n);
+	ucq->reserved -= n;
+	spin_unlock_irq(&ucq->lock);
+	mutex_unlock(&ucq->poll_mutex);
+	if (n)
+		wake_up_interruptible(&ucq->wait);
+
+	cmd->count = n;
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+}

@@ -1,0 +1,804 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma: the data path. An operation (struct krdma_req) is checked and
+ * queued on its connection in krdma_post(), then posted in order, as
+ * chunks, as the send queue has room: RDMA WRITE and READ go through
+ * rdma_rw (which handles SGE limits and the iWARP READ registration),
+ * split into chunks of at most KRDMA_CHUNK bytes; SEND, RECV and atomics
+ * are one chunk each. Chunks complete in softirq context; the operation
+ * completes, exactly once, when its last chunk does.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <linux/slab.h>
+#include <rdma/mr_pool.h>
+#include <linux/krdma.h>
+
+#include "krdma.h"
+
+#define KRDMA_CHUNK (256 * 1024)
+
+enum krdma_chunk_kind {
+	KRDMA_CHUNK_RW,		/* rdma_rw WRITE or READ */
+	KRDMA_CHUNK_WR,		/* one WR of ours: SEND, atomic, WRITE_IMM tail */
+	KRDMA_CHUNK_RECV,	/* a RECV */
+	KRDMA_CHUNK_RECV_REG,	/* registering the MR of a large RECV */
+};
+
+/**
+ * struct krdma_chunk - one posted piece of an operation
+ * @cqe: completion of its last (signaled) WR
+ * @req: the operation
+ * @kind: KRDMA_CHUNK_*
+ * @nr_wrs: send WRs it holds, given back to the send queue on completion
+ * @dir: DMA direction of @sgt
+ * @sgt: the local pages
+ * @mapped: @sgt is DMA-mapped by us (not by rdma_rw)
+ * @rw: the rdma_rw context of a WRITE/READ chunk
+ * @mr: fast-registration MR from the connection's pool, or NULL
+ * @wr: the send WR (SEND, atomic, WRITE_IMM tail)
+ * @rwr: the receive WR
+ * @reg: MR registration WR
+ * @inv: MR invalidation WR
+ * @sges: SGEs of @wr or @rwr
+ */
+struct krdma_chunk {
+	struct ib_cqe cqe;
+	struct krdma_req *req;
+	enum krdma_chunk_kind kind;
+	u32 nr_wrs;
+	enum dma_data_direction dir;
+	struct sg_table sgt;
+	bool mapped;
+	struct rdma_rw_ctx rw;
+	struct ib_mr *mr;
+	union {
+		struct ib_send_wr send;
+		struct ib_rdma_wr rdma;
+		struct ib_atomic_wr atomic;
+	} wr;
+	struct ib_recv_wr rwr;
+	struct ib_reg_wr reg;
+	struct ib_send_wr inv;
+	struct ib_sge sges[KRDMA_OP_MAX_SGE];
+};
+
+static bool krdma_op_reads_local(u32 opcode)
+{
+	return opcode == KRDMA_OP_WRITE || opcode == KRDMA_OP_WRITE_IMM ||
+	       opcode == KRDMA_OP_SEND || opcode == KRDMA_OP_SEND_IMM;
+}
+
+static enum dma_data_direction krdma_op_dir(u32 opcode)
+{
+	return krdma_op_reads_local(opcode) ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+}
+
+static void krdma_req_complete(struct krdma_req *req)
+{
+	struct krdma_conn *conn = req->conn;
+	struct krdma_buf *bufs[KRDMA_OP_MAX_SGE];
+	struct krdma_wc wc = {
+		.status = req->status,
+		.vendor_err = req->vendor_err,
+		.byte_len = req->byte_len,
+		.imm_data = req->recv_imm,
+		.has_imm = req->has_imm,
+	};
+	u32 i, n = req->num_sge;
+
+	if (req->opcode != KRDMA_OP_RECV && wc.status == IB_WC_SUCCESS)
+		wc.byte_len = min_t(u64, req->total, U32_MAX);
+	for (i = 0; i < n; i++)
+		bufs[i] = req->sge[i].buf;
+
+	req->done(req, &wc);	/* may free req */
+
+	for (i = 0; i < n; i++)
+		krdma_buf_put(bufs[i]);
+	krdma_conn_put(conn);
+}
+
+static void krdma_req_fail(struct krdma_req *req, u32 status)
+{
+	if (req->status == IB_WC_SUCCESS)
+		req->status = status;
+}
+
+/* One reference of req->inflight is gone; the last completes it */
+static void krdma_req_dec(struct krdma_req *req)
+{
+	if (atomic_dec_and_test(&req->inflight))
+		krdma_req_complete(req);
+}
+
+static void krdma_chunk_free(struct krdma_conn *conn, struct krdma_chunk *chunk)
+{
+	struct ib_device *ibdev = conn->kdev->ibdev;
+
+	if (chunk->kind == KRDMA_CHUNK_RW)
+		rdma_rw_ctx_destroy(&chunk->rw, conn->qp, conn->port_num,
+				    chunk->sgt.sgl, chunk->sgt.orig_nents,
+				    chunk->dir);
+	if (chunk->mr)
+		ib_mr_pool_put(conn->qp, &conn->mrs, chunk->mr);
+	if (chunk->mapped)
+		ib_dma_unmap_sgtable_attrs(ibdev, &chunk->sgt, chunk->dir, 0);
+	sg_free_table(&chunk->sgt);
+	kfree(chunk);
+}
+
+static void krdma_sq_release(struct krdma_conn *conn, u32 nr_wrs)
+{
+	bool kick;
+
+	if (!nr_wrs)
+		return;
+	spin_lock_bh(&conn->sq_lock);
+	conn->sq_free += nr_wrs;
+	kick = !list_empty(&conn->pending);
+	spin_unlock_bh(&conn->sq_lock);
+	if (kick)
+		queue_work(krdma_wq, &conn->post_work);
+}
+
+/* The errno a connection fails with after a completion error */
+static int krdma_wc_errno(enum ib_wc_status status)
+{
+	switch (status) {
+	case IB_WC_REM_ACCESS_ERR:
+	case IB_WC_LOC_ACCESS_ERR:
+	case IB_WC_LOC_PROT_ERR:
+		return -EACCES;
+	case IB_WC_RETRY_EXC_ERR:
+	case IB_WC_RNR_RETRY_EXC_ERR:
+	case IB_WC_RESP_TIMEOUT_ERR:
+		return -ETIMEDOUT;
+	default:
+		return -EIO;
+	}
+}
+
+static void krdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krdma_chunk *chunk = container_of(wc->wr_cqe, struct krdma_chunk,
+						 cqe);
+	struct krdma_req *req = chunk->req;
+	struct krdma_conn *conn = req->conn;
+
+	if (wc->status != IB_WC_SUCCESS) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR) {
+			pr_debug("conn %p: op %u: %s (vendor error %#x)\n",
+				 conn, req->opcode,
+				 ib_wc_status_msg(wc->status), wc->vendor_err);
+			krdma_conn_qp_failed(conn, krdma_wc_errno(wc->status));
+		}
+		if (req->status == IB_WC_SUCCESS)
+			req->vendor_err = wc->vendor_err;
+		krdma_req_fail(req, wc->status);
+	} else if (chunk->kind == KRDMA_CHUNK_RECV) {
+		req->byte_len = wc->byte_len;
+		if (wc->wc_flags & IB_WC_WITH_IMM) {
+			req->recv_imm = be32_to_cpu(wc->ex.imm_data);
+			req->has_imm = true;
+		}
+	}
+	if (chunk->kind == KRDMA_CHUNK_RECV)
+		atomic_inc(&conn->rq_free);
+
+	krdma_sq_release(conn, chunk->nr_wrs);
+	krdma_chunk_free(conn, chunk);
+	krdma_req_dec(req);
+}
+
+static struct krdma_chunk *krdma_chunk_alloc(struct krdma_req *req,
+					     enum krdma_chunk_kind kind)
+{
+	struct krdma_chunk *chunk;
+
+	chunk = kzalloc(sizeof(*chunk), GFP_KERNEL);
+	if (!chunk)
+		return NULL;
+	chunk->req = req;
+	chunk->kind = kind;
+	chunk->dir = krdma_op_dir(req->opcode);
+	chunk->cqe.done = krdma_chunk_done;
+	return chunk;
+}
+
+/* Reserve send WRs; false when the queue has not enough room now */
+static bool krdma_sq_reserve(struct krdma_conn *conn, u32 nr_wrs)
+{
+	bool ok;
+
+	spin_lock_bh(&conn->sq_lock);
+	ok = conn->sq_free >= nr_wrs;
+	if (ok)
+		conn->sq_free -= nr_wrs;
+	spin_unlock_bh(&conn->sq_lock);
+	return ok;
+}
+
+/*
+ * The pages of every sge of @req, in one table. Each sge's own table has
+ * its contiguous pages merged already.
+ */
+static int krdma_req_sgt(struct krdma_conn *conn, struct krdma_req *req,
+			 struct sg_table *out)
+{
+	unsigned int max_seg = ib_dma_max_seg_size(conn->kdev->ibdev);
+	struct sg_table parts[KRDMA_OP_MAX_SGE];
+	struct scatterlist *sg, *s;
+	unsigned int total = 0;
+	u32 i, j;
+	int ret;
+
+	if (req->num_sge == 1)
+		return krdma_buf_sgt(req->sge[0].buf, req->sge[0].offset,
+				     req->sge[0].length, max_seg, out);
+
+	for (i = 0; i < req->num_sge; i++) {
+		ret = krdma_buf_sgt(req->sge[i].buf, req->sge[i].offset,
+				    req->sge[i].length, max_seg, &parts[i]);
+		if (ret)
+			goto err_free_parts;
+		total += parts[i].orig_nents;
+	}
+	ret = sg_alloc_table(out, total, GFP_KERNEL);
+	if (ret)
+		goto err_free_parts;
+	sg = out->sgl;
+	for (j = 0; j < req->num_sge; j++) {
+		for_each_sgtable_sg(&parts[j], s, i) {
+			sg_set_page(sg, sg_page(s), s->length, s->offset);
+			sg = sg_next(sg);
+		}
+	}
+	i = req->num_sge;
+	ret = 0;
+err_free_parts:
+	while (i--)
+		sg_free_table(&parts[i]);
+	return ret;
+}
+
+/* DMA-map a chunk's table and describe it as SGEs, or as one MR */
+static int krdma_chunk_map(struct krdma_conn *conn, struct krdma_chunk *chunk,
+			   u32 max_sge, bool may_use_mr)
+{
+	struct ib_device *ibdev = conn->kdev->ibdev;
+	struct scatterlist *sg;
+	int i, n, ret;
+
+	ret = ib_dma_map_sgtable_attrs(ibdev, &chunk->sgt, chunk->dir, 0);
+	if (ret)
+		return ret;
+	chunk->mapped = true;
+
+	if (chunk->sgt.nents <= max_sge) {
+		for_each_sgtable_dma_sg(&chunk->sgt, sg, i) {
+			chunk->sges[i].addr = sg_dma_address(sg);
+			chunk->sges[i].length = sg_dma_len(sg);
+			chunk->sges[i].lkey = conn->pd->local_dma_lkey;
+		}
+		return chunk->sgt.nents;
+	}
+
+	if (!may_use_mr || !conn->max_mr_pages)
+		return -EMSGSIZE;
+	chunk->mr = ib_mr_pool_get(conn->qp, &conn->mrs);
+	if (!chunk->mr)
+		return -EAGAIN;
+	n = ib_map_mr_sg(chunk->mr, chunk->sgt.sgl, chunk->sgt.nents, NULL,
+			 PAGE_SIZE);
+	if (n != chunk->sgt.nents)
+		return -EMSGSIZE;
+
+	chunk->inv.ex.invalidate_rkey = chunk->mr->rkey;
+	ib_update_fast_reg_key(chunk->mr, ib_inc_rkey(chunk->mr->rkey));
+	chunk->reg.wr.opcode = IB_WR_REG_MR;
+	chunk->reg.mr = chunk->mr;
+	chunk->reg.key = chunk->mr->rkey;
+	chunk->reg.access = IB_ACCESS_LOCAL_WRITE;
+	chunk->sges[0].addr = chunk->mr->iova;
+	chunk->sges[0].length = chunk->mr->length;
+	chunk->sges[0].lkey = chunk->mr->lkey;
+	return 1;
+}
+
+/*
+ * Chain the registration (and the invalidation of the MR's last use) in
+ * front of @first; return the head and count the WRs into chunk->nr_wrs.
+ */
+static struct ib_send_wr *krdma_chunk_reg_chain(struct krdma_chunk *chunk,
+						struct ib_send_wr *first)
+{
+	struct ib_send_wr *head = &chunk->reg.wr;
+
+	chunk->reg.wr.next = first;
+	chunk->nr_wrs++;
+	if (chunk->mr->need_inval) {
+		/* invalidate_rkey: the key of the last use, set at map time */
+		chunk->inv.opcode = IB_WR_LOCAL_INV;
+		chunk->inv.next = head;
+		head = &chunk->inv;
+		chunk->nr_wrs++;
+	}
+	chunk->mr->need_inval = true;
+	return head;
+}
+
+/* Release what a chunk that could not be posted holds */
+static void krdma_chunk_abort(struct krdma_conn *conn, struct krdma_chunk *chunk)
+{
+	krdma_chunk_free(conn, chunk);
+}
+
+/* The next WRITE/READ chunk; -EAGAIN: no room now; 1: nothing left */
+static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req)
+{
+	unsigned int max_seg = ib_dma_max_seg_size(conn->kdev->ibdev);
+	struct krdma_local_sge *sge = &req->sge[req->sge_idx];
+	struct krdma_chunk *chunk;
+	u64 len;
+	int nr, ret;
+
+	if (req->sge_idx == req->num_sge)
+		return 1;
+
+	len = min_t(u64, sge->length - req->sge_off, KRDMA_CHUNK);
+	chunk = krdma_chunk_alloc(req, KRDMA_CHUNK_RW);
+	if (!chunk)
+		return -ENOMEM;
+	ret = krdma_buf_sgt(sge->buf, sge->offset + req->sge_off, len, max_seg,
+			    &chunk->sgt);
+	if (ret) {
+		kfree(chunk);
+		return ret;
+	}
+	nr = rdma_rw_ctx_init(&chunk->rw, conn->qp, conn->port_num,
+			      chunk->sgt.sgl, chunk->sgt.orig_nents, 0,
+			      req->remote_addr + req->rdone, req->rkey,
+			      chunk->dir);
+	if (nr < 0) {
+		sg_free_table(&chunk->sgt);
+		kfree(chunk);
+		return nr;
+	}
+	chunk->nr_wrs = nr;
+	if (nr > conn->sq_total) {
+		krdma_chunk_abort(conn, chunk);
+		return -EMSGSIZE;
+	}
+	if (!krdma_sq_reserve(conn, nr)) {
+		krdma_chunk_abort(conn, chunk);
+		return -EAGAIN;
+	}
+
+	atomic_inc(&req->inflight);
+	ret = rdma_rw_ctx_post(&chunk->rw, conn->qp, conn->port_num,
+			       &chunk->cqe, NULL);
+	if (ret) {
+		atomic_dec(&req->inflight);
+		krdma_sq_release(conn, nr);
+		krdma_chunk_abort(conn, chunk);
+		return ret;
+	}
+
+	req->rdone += len;
+	req->sge_off += len;
+	if (req->sge_off == sge->length) {
+		req->sge_idx++;
+		req->sge_off = 0;
+	}
+	return 0;
+}
+
+/* SEND, SEND_IMM, atomics and the zero-length WRITE_IMM tail */
+static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req)
+{
+	struct krdma_chunk *chunk;
+	struct ib_send_wr *head;
+	int nsge = 0, ret;
+
+	chunk = krdma_chunk_alloc(req, KRDMA_CHUNK_WR);
+	if (!chunk)
+		return -ENOMEM;
+
+	if (req->num_sge && req->opcode != KRDMA_OP_WRITE_IMM) {
+		ret = krdma_req_sgt(conn, req, &chunk->sgt);
+		if (ret)
+			goto err_free_chunk;
+		nsge = krdma_chunk_map(conn, chunk, conn->max_send_sge,
+				       req->opcode == KRDMA_OP_SEND ||
+				       req->opcode == KRDMA_OP_SEND_IMM);
+		if (nsge < 0) {
+			ret = nsge;
+			goto err_abort;
+		}
+	}
+
+	head = &chunk->wr.send;
+	chunk->wr.send.wr_cqe = &chunk->cqe;
+	chunk->wr.send.send_flags = IB_SEND_SIGNALED;
+	chunk->wr.send.sg_list = nsge ? chunk->sges : NULL;
+	chunk->wr.send.num_sge = nsge;
+	switch (req->opcode) {
+	case KRDMA_OP_SEND:
+		chunk->wr.send.opcode = IB_WR_SEND;
+		break;
+	case KRDMA_OP_SEND_IMM:
+		chunk->wr.send.opcode = IB_WR_SEND_WITH_IMM;
+		chunk->wr.send.ex.imm_data = cpu_to_be32(req->imm_data);
+		break;
+	case KRDMA_OP_WRITE_IMM:
+		chunk->wr.rdma.wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
+		chunk->wr.rdma.wr.ex.imm_data = cpu_to_be32(req->imm_data);
+		chunk->wr.rdma.remote_addr = req->remote_addr + req->total;
+		chunk->wr.rdma.rkey = req->rkey;
+		break;
+	case KRDMA_OP_FETCH_ADD:
+	case KRDMA_OP_CMP_SWAP:
+		chunk->wr.atomic.wr.opcode = req->opcode == KRDMA_OP_FETCH_ADD ?
+			IB_WR_ATOMIC_FETCH_AND_ADD : IB_WR_ATOMIC_CMP_AND_SWP;
+		chunk->wr.atomic.remote_addr = req->remote_addr;
+		chunk->wr.atomic.rkey = req->rkey;
+		chunk->wr.atomic.compare_add = req->compare_add;
+		chunk->wr.atomic.swap = req->swap;
+		break;
+	}
+	chunk->nr_wrs = 1;
+	if (chunk->mr)
+		head = krdma_chunk_reg_chain(chunk, head);
+
+	if (!krdma_sq_reserve(conn, chunk->nr_wrs)) {
+		ret = -EAGAIN;
+		goto err_abort;
+	}
+	atomic_inc(&req->inflight);
+	ret = ib_post_send(conn->qp, head, NULL);
+	if (ret) {
+		atomic_dec(&req->inflight);
+		krdma_sq_release(conn, chunk->nr_wrs);
+		goto err_abort;
+	}
+	return 0;
+
+err_abort:
+	krdma_chunk_abort(conn, chunk);
+	return ret;
+err_free_chunk:
+	kfree(chunk);
+	return ret;
+}
+
+static void krdma_recv_reg_done(struct ib_cq *cq, struct ib_wc *wc);
+
+/* A RECV: posted at once when its pages fit the SGEs, else after an MR */
+static int krdma_post_recv_chunk(struct krdma_conn *conn, struct krdma_req *req,
+				 bool may_use_mr)
+{
+	struct krdma_chunk *chunk;
+	struct ib_send_wr *head;
+	int nsge = 0, ret;
+
+	chunk = krdma_chunk_alloc(req, KRDMA_CHUNK_RECV);
+	if (!chunk)
+		return -ENOMEM;
+	if (req->num_sge) {
+		ret = krdma_req_sgt(conn, req, &chunk->sgt);
+		if (ret) {
+			kfree(chunk);
+			return ret;
+		}
+		nsge = krdma_chunk_map(conn, chunk, conn->max_recv_sge,
+				       may_use_mr);
+		if (nsge < 0) {
+			ret = nsge;
+			goto err_abort;
+		}
+	}
+	chunk->rwr.wr_cqe = &chunk->cqe;
+	chunk->rwr.sg_list = nsge ? chunk->sges : NULL;
+	chunk->rwr.num_sge = nsge;
+
+	if (atomic_dec_if_positive(&conn->rq_free) < 0) {
+		ret = -ENOBUFS;
+		goto err_abort;
+	}
+
+	if (!chunk->mr) {
+		atomic_inc(&req->inflight);
+		ret = ib_post_recv(conn->qp, &chunk->rwr, NULL);
+		if (ret) {
+			atomic_dec(&req->inflight);
+			atomic_inc(&conn->rq_free);
+			goto err_abort;
+		}
+		return 0;
+	}
+
+	/* Register first; the RECV is posted when the registration is done */
+	chunk->kind = KRDMA_CHUNK_RECV_REG;
+	chunk->cqe.done = krdma_recv_reg_done;
+	head = krdma_chunk_reg_chain(chunk, NULL);
+	chunk->reg.wr.wr_cqe = &chunk->cqe;
+	chunk->reg.wr.send_flags = IB_SEND_SIGNALED;
+	if (!krdma_sq_reserve(conn, chunk->nr_wrs)) {
+		atomic_inc(&conn->rq_free);
+		ret = -EAGAIN;
+		goto err_abort;
+	}
+	atomic_inc(&req->inflight);
+	ret = ib_post_send(conn->qp, head, NULL);
+	if (ret) {
+		atomic_dec(&req->inflight);
+		atomic_inc(&conn->rq_free);
+		krdma_sq_release(conn, chunk->nr_wrs);
+		goto err_abort;
+	}
+	return 0;
+
+err_abort:
+	krdma_chunk_abort(conn, chunk);
+	return ret;
+}
+
+static void krdma_recv_reg_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krdma_chunk *chunk = container_of(wc->wr_cqe, struct krdma_chunk,
+						 cqe);
+	struct krdma_req *req = chunk->req;
+	struct krdma_conn *conn = req->conn;
+	u32 nr_wrs = chunk->nr_wrs;
+
+	chunk->nr_wrs = 0;
+	if (wc->status == IB_WC_SUCCESS) {
+		chunk->kind = KRDMA_CHUNK_RECV;
+		chunk->cqe.done = krdma_chunk_done;
+		if (!ib_post_recv(conn->qp, &chunk->rwr, NULL)) {
+			krdma_sq_release(conn, nr_wrs);
+			return;
+		}
+		krdma_req_fail(req, IB_WC_LOC_QP_OP_ERR);
+	} else {
+		krdma_req_fail(req, wc->status);
+	}
+	atomic_inc(&conn->rq_free);
+	krdma_sq_release(conn, nr_wrs);
+	krdma_chunk_free(conn, chunk);
+	krdma_req_dec(req);
+}
+
+/*
+ * Post what can be posted of @req: 0 when all of it is posted (or it
+ * failed, with req->status set), -EAGAIN when the send queue is full.
+ */
+static int krdma_push_req(struct krdma_conn *conn, struct krdma_req *req)
+{
+	int ret;
+
+	switch (req->opcode) {
+	case KRDMA_OP_WRITE:
+	case KRDMA_OP_WRITE_IMM:
+	case KRDMA_OP_READ:
+		while (!(ret = krdma_post_rw_chunk(conn, req)))
+			;
+		if (ret == 1 && req->opcode == KRDMA_OP_WRITE_IMM &&
+		    !req->tail_posted) {
+			ret = krdma_post_wr_chunk(conn, req);
+			if (!ret)
+				req->tail_posted = true;
+		} else if (ret == 1) {
+			ret = 0;
+		}
+		break;
+	case KRDMA_OP_RECV:
+		ret = krdma_post_recv_chunk(conn, req, true);
+		break;
+	default:
+		ret = krdma_post_wr_chunk(conn, req);
+		break;
+	}
+
+	if (ret == -EAGAIN)
+		return -EAGAIN;
+	if (ret) {
+		pr_debug("conn %p: op %u failed to post: %d\n", conn,
+			 req->opcode, ret);
+		krdma_req_fail(req, ret == -EMSGSIZE ? IB_WC_LOC_LEN_ERR :
+				    IB_WC_LOC_QP_OP_ERR);
+	}
+	return 0;
+}
+
+/* Post the pending operations, in order, while the send queue has room */
+static void krdma_push(struct krdma_conn *conn)
+{
+	struct krdma_req *req;
+
+	mutex_lock(&conn->post_mutex);
+	for (;;) {
+		spin_lock_bh(&conn->sq_lock);
+		req = list_first_entry_or_null(&conn->pending, struct krdma_req,
+					       entry);
+		spin_unlock_bh(&conn->sq_lock);
+		if (!req)
+			break;
+		if (conn->qp_dead)
+			krdma_req_fail(req, IB_WC_WR_FLUSH_ERR);
+		else if (krdma_push_req(conn, req) == -EAGAIN)
+			break;
+
+		spin_lock_bh(&conn->sq_lock);
+		list_del(&req->entry);
+		spin_unlock_bh(&conn->sq_lock);
+		krdma_req_dec(req);	/* the posting reference */
+	}
+	mutex_unlock(&conn->post_mutex);
+}
+
+/**
+ * krdma_post_work - post pending operations after completions made room
+ * @work: the connection's post_work
+ */
+void krdma_post_work(struct work_struct *work)
+{
+	krdma_push(container_of(work, struct krdma_conn, post_work));
+}
+
+/**
+ * krdma_xfer_flush_pending - complete every operation never posted
+ * @conn: a connection whose QP is dead and drained
+ *
+ * Context: process context.
+ */
+void krdma_xfer_flush_pending(struct krdma_conn *conn)
+{
+	krdma_push(conn);
+}
+
+static int krdma_check_sges(struct krdma_req *req, u64 *total)
+{
+	bool writes = !krdma_op_reads_local(req->opcode);
+	u32 i;
+
+	*total = 0;
+	for (i = 0; i < req->num_sge; i++) {
+		struct krdma_local_sge *sge = &req->sge[i];
+
+		if (!sge->buf || !sge->length)
+			return -EINVAL;
+		if (sge->offset + sge->length < sge->offset)
+			return -EOVERFLOW;
+		if (sge->offset + sge->length > sge->buf->length)
+			return -EINVAL;
+		if (writes && !(sge->buf->access & KRDMA_ACCESS_LOCAL_WRITE))
+			return -EACCES;
+		if (*total + sge->length < *total)
+			return -EOVERFLOW;
+		*total += sge->length;
+	}
+	return 0;
+}
+
+static int krdma_check_req(struct krdma_conn *conn, struct krdma_req *req,
+			   u64 *total)
+{
+	struct ib_device *ibdev = conn->kdev->ibdev;
+	bool iwarp = rdma_protocol_iwarp(ibdev, conn->port_num);
+	int ret;
+
+	if (req->num_sge > KRDMA_OP_MAX_SGE || !req->done)
+		return -EINVAL;
+	ret = krdma_check_sges(req, total);
+	if (ret)
+		return ret;
+
+	switch (req->opcode) {
+	case KRDMA_OP_WRITE_IMM:
+		if (iwarp)
+			return -EOPNOTSUPP;
+		fallthrough;
+	case KRDMA_OP_WRITE:
+	case KRDMA_OP_READ:
+		if (!req->num_sge)
+			return -EINVAL;
+		if (req->remote_addr + *total < req->remote_addr)
+			return -EOVERFLOW;
+		return 0;
+	case KRDMA_OP_SEND_IMM:
+		if (iwarp)
+			return -EOPNOTSUPP;
+		fallthrough;
+	case KRDMA_OP_SEND:
+	case KRDMA_OP_RECV:
+		return *total > ibdev->attrs.max_mr_size || *total > S32_MAX ?
+		       -EMSGSIZE : 0;
+	case KRDMA_OP_FETCH_ADD:
+	case KRDMA_OP_CMP_SWAP:
+		if (ibdev->attrs.atomic_cap == IB_ATOMIC_NONE)
+			return -EOPNOTSUPP;
+		if (req->num_sge != 1 || *total != 8 ||
+		    !IS_ALIGNED(req->remote_addr, 8))
+			return -EINVAL;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/**
+ * krdma_post - start an operation on a connection
+ * @conn: the connection
+ * @req: the operation, filled in by the caller; owned by krdma until
+ *       @req->done is called
+ *
+ * Checks the operation and queues it; operations on one connection are
+ * posted in the order they were accepted. On success @req->done is
+ * called exactly once, from any context (softirq included, possibly
+ * before this returns); on failure never.
+ *
+ * Context: process context; may sleep.
+ * Return: 0; -EINVAL, -EOVERFLOW, -EACCES, -EOPNOTSUPP, -EMSGSIZE for an
+ * operation that cannot be done; -ENOTCONN when not connected; -ENOBUFS
+ * when the receive queue is full (RECV).
+ */
+int krdma_post(struct krdma_conn *conn, struct krdma_req *req)
+{
+	u64 total;
+	u32 i;
+	int ret;
+
+	/* Under post_mutex the QP, and conn->kdev, cannot go away */
+	mutex_lock(&conn->post_mutex);
+	if (conn->qp_dead || READ_ONCE(conn->state) != KRDMA_CS_CONNECTED) {
+		ret = -ENOTCONN;
+		goto out_unlock;
+	}
+	ret = krdma_check_req(conn, req, &total);
+	if (ret)
+		goto out_unlock;
+
+	req->conn = conn;
+	req->sge_idx = 0;
+	req->sge_off = 0;
+	req->rdone = 0;
+	req->total = total;
+	req->status = IB_WC_SUCCESS;
+	req->vendor_err = 0;
+	req->byte_len = 0;
+	req->has_imm = false;
+	req->tail_posted = false;
+	atomic_set(&req->inflight, 1);
+	krdma_conn_get(conn);
+	for (i = 0; i < req->num_sge; i++)
+		krdma_buf_get(req->sge[i].buf);
+
+	if (req->opcode == KRDMA_OP_RECV) {
+		/* Receives do not wait behind sends: post now if they fit */
+		ret = krdma_post_recv_chunk(conn, req, false);
+		if (!ret) {
+			mutex_unlock(&conn->post_mutex);
+			krdma_req_dec(req);
+			return 0;
+		}
+		if (ret != -EMSGSIZE)
+			goto err_put;
+	}
+
+	spin_lock_bh(&conn->sq_lock);
+	list_add_tail(&req->entry, &conn->pending);
+	spin_unlock_bh(&conn->sq_lock);
+	mutex_unlock(&conn->post_mutex);
+	krdma_push(conn);
+	return 0;
+
+err_put:
+	for (i = 0; i < req->num_sge; i++)
+		krdma_buf_put(req->sge[i].buf);
+	krdma_conn_put(conn);
+out_unlock:
+	mutex_unlock(&conn->post_mutex);
+	return ret;
+}

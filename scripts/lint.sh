@@ -1,0 +1,49 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The static checks a linux-rdma reviewer runs first, on the module:
+#   - a W=1 build with no warning,
+#   - sparse (C=2: every file, rebuilt or not) with no warning,
+#   - checkpatch.pl --strict on every source file (taken from Debian's
+#     linux-source package, see scripts/fetch-linux-src.sh).
+# Usage: scripts/lint.sh KDIR
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+KDIR=${1:?usage: scripts/lint.sh KDIR}
+fail=0
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+echo "lint: W=1 build against $KDIR"
+make -s -C "$KDIR" M="$PWD" clean >/dev/null
+if ! make -C "$KDIR" M="$PWD" W=1 modules >"$log" 2>&1 ||
+   grep -E 'warning:|error:' "$log"; then
+	cat "$log"
+	echo "lint: W=1 build FAILED"
+	fail=1
+fi
+
+echo "lint: sparse (C=2)"
+if ! make -C "$KDIR" M="$PWD" C=2 CHECK="sparse -Wno-decl" modules >"$log" 2>&1 ||
+   grep -E '^[^ ]+\.[ch]:[0-9]+:[0-9]+: (warning|error):' "$log"; then
+	echo "lint: sparse FAILED"
+	fail=1
+fi
+
+src=$(scripts/fetch-linux-src.sh)
+echo "lint: checkpatch --strict (from $src)"
+# shellcheck disable=SC2046
+if ! "$src/scripts/checkpatch.pl" --strict --no-tree --terse --show-types \
+	-f $(git ls-files --cached --others --exclude-standard \
+		'module/*.[ch]' 'uapi/*.h' 'selftests/*.c' | sort -u); then
+	echo "lint: checkpatch FAILED"
+	fail=1
+fi
+
+if [ "$fail" -ne 0 ]; then
+	echo "lint: FAILED"
+	exit 1
+fi
+echo "lint: clean"

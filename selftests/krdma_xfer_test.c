@@ -1,0 +1,1175 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma selftests: connections, buffers, grants and transfers through
+ * /dev/krdma, on every soft device of the guest test bed.
+ *
+ * Each test connects two files of /dev/krdma (a "server" that listens and
+ * a "client" that connects) over one device, moves data and checks every
+ * byte that arrived, and that nothing else changed.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/capability.h>
+
+#include "libkrdma.h"
+#include "kselftest_harness.h"
+
+#define MiB (1024UL * 1024)
+#define GUARD 0xee
+#define WAIT_MS 60000
+
+struct mem {
+	uint8_t *p;
+	size_t len;
+	uint32_t h;
+};
+
+/* An anonymous mapping (page aligned), registered with @fd */
+static int mem_get(int fd, struct mem *m, size_t len, uint32_t access)
+{
+	m->len = len;
+	m->p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m->p == MAP_FAILED)
+		return -errno;
+	memset(m->p, GUARD, len);
+	return krdma_buf_register(fd, m->p, len, access, &m->h);
+}
+
+static void mem_put(int fd, struct mem *m)
+{
+	if (m->h)
+		krdma_destroy_handle(fd, m->h);
+	if (m->p && m->p != MAP_FAILED)
+		munmap(m->p, m->len);
+	memset(m, 0, sizeof(*m));
+}
+
+static void pattern(uint8_t *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)(i * 7 + seed + (i >> 12));
+}
+
+/* Index of the first byte that differs from the pattern, or -1 */
+static long check_pattern(const uint8_t *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != (uint8_t)(i * 7 + seed + (i >> 12)))
+			return i;
+	return -1;
+}
+
+static long check_fill(const uint8_t *p, size_t len, uint8_t v)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != v)
+			return i;
+	return -1;
+}
+
+/* Exactly @n completions, or fewer after WAIT_MS */
+static int wait_wc(int fd, struct krdma_completion *wc, int n)
+{
+	int got = 0, ret;
+
+	while (got < n) {
+		ret = krdma_poll_wc(fd, wc + got, n - got, WAIT_MS);
+		if (ret <= 0)
+			break;
+		got += ret;
+	}
+	return got;
+}
+
+static void op_rw(struct krdma_op *op, uint32_t opcode, uint32_t conn,
+		  uint32_t buf, uint64_t off, uint64_t len,
+		  const struct krdma_token *tok, uint64_t roff, uint64_t cookie)
+{
+	memset(op, 0, sizeof(*op));
+	op->opcode = opcode;
+	op->conn = conn;
+	op->cookie = cookie;
+	op->num_sge = len ? 1 : 0;
+	op->sge.buf = buf;
+	op->sge.offset = off;
+	op->sge.length = len;
+	if (tok)
+		op->remote = *tok;
+	op->remote_offset = roff;
+}
+
+static int submit1(int fd, struct krdma_op *op)
+{
+	return krdma_submit_ops(fd, op, 1, 0, NULL);
+}
+
+FIXTURE(xfer) {
+	int sfd, cfd;
+	uint32_t listener, sconn, cconn;
+	struct krdma_addr addr;
+	bool atomics;
+};
+
+FIXTURE_VARIANT(xfer) {
+	const char *ip;
+	const char *dev;
+	bool iwarp;
+};
+
+FIXTURE_VARIANT_ADD(xfer, rxe) {
+	.ip = "198.18.0.1",
+	.dev = "rxe0",
+	.iwarp = false,
+};
+
+FIXTURE_VARIANT_ADD(xfer, siw) {
+	.ip = "198.18.1.1",
+	.dev = "siw0",
+	.iwarp = true,
+};
+
+/* A connected pair: server side (sfd, *sconn), client side (cfd, *cconn) */
+static int connect_pair(int sfd, uint32_t listener,
+			const struct krdma_addr *addr, int cfd,
+			uint32_t *sconn, uint32_t *cconn)
+{
+	int ret;
+
+	ret = krdma_connect_to(cfd, addr, 10000, cconn);
+	if (ret)
+		return ret;
+	return krdma_accept_conn(sfd, listener, 0, 10000, sconn);
+}
+
+FIXTURE_SETUP(xfer)
+{
+	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
+	struct krdma_addr any;
+	struct krdma_dev_query dq;
+	uint32_t dev;
+
+	/* siw charges its registrations to RLIMIT_MEMLOCK even for root */
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &unlimited));
+
+	self->sfd = krdma_open();
+	ASSERT_LE(0, self->sfd);
+	self->cfd = krdma_open();
+	ASSERT_LE(0, self->cfd);
+	ASSERT_EQ(0, krdma_dev_find(self->sfd, variant->dev, &dev, &dq));
+	self->atomics = dq.atomic_cap != KRDMA_ATOMIC_NONE;
+
+	ASSERT_EQ(0, krdma_parse_addr(variant->ip, 0, &any));
+	ASSERT_EQ(0, krdma_listen_on(self->sfd, &any, 16, &self->listener,
+				     &self->addr));
+	ASSERT_NE(0, self->addr.port);
+	ASSERT_EQ(0, connect_pair(self->sfd, self->listener, &self->addr,
+				  self->cfd, &self->sconn, &self->cconn));
+}
+
+FIXTURE_TEARDOWN(xfer)
+{
+	close(self->cfd);
+	close(self->sfd);
+}
+
+TEST_F(xfer, conn_query)
+{
+	struct krdma_conn_query s, c;
+	struct krdma_dev_query dq;
+
+	ASSERT_EQ(0, krdma_conn_info(self->sfd, self->sconn, &s));
+	ASSERT_EQ(0, krdma_conn_info(self->cfd, self->cconn, &c));
+	EXPECT_EQ(KRDMA_CONN_CONNECTED, s.state);
+	EXPECT_EQ(KRDMA_CONN_CONNECTED, c.state);
+	EXPECT_EQ(0, krdma_dev_query(self->sfd, s.dev_index, &dq));
+	EXPECT_STREQ(variant->dev, (char *)dq.name);
+	EXPECT_EQ(s.dev_index, c.dev_index);
+	EXPECT_EQ(1, c.port_num);
+	if (!variant->iwarp) {
+		EXPECT_EQ(s.qp_num, c.peer_qp_num);
+		EXPECT_EQ(c.qp_num, s.peer_qp_num);
+	}
+	EXPECT_EQ(self->addr.port, c.peer.port);
+	EXPECT_EQ(self->addr.port, s.local.port);
+	EXPECT_EQ(c.local.port, s.peer.port);
+	EXPECT_EQ(0, memcmp(c.peer.addr, self->addr.addr, 4));
+	/* The handshake told each side the other's queue depths */
+	EXPECT_EQ(s.rq_depth, c.peer_rq_depth);
+	EXPECT_EQ(c.rq_depth, s.peer_rq_depth);
+	EXPECT_LE(16, c.sq_depth);
+	/* Handles are per file */
+	EXPECT_EQ(-ENOENT, krdma_conn_info(self->sfd, 0xfffff, &s));
+	EXPECT_EQ(-ENOENT, krdma_conn_info(self->sfd, self->listener, &s));
+}
+
+/* WRITE (or READ) @size bytes between unaligned offsets; verify all */
+static void rw_one(struct __test_metadata *_metadata,
+		   FIXTURE_DATA(xfer) *self, uint32_t opcode, size_t size)
+{
+	const size_t loff = 3, woff = 5, roff = 7, slack = 32;
+	struct mem local = {}, remote = {};
+	struct krdma_completion wc;
+	struct krdma_token tok;
+	struct krdma_op op;
+	uint32_t grant;
+	long bad;
+
+	/* The client's local buffer and the server's granted buffer */
+	ASSERT_EQ(0, mem_get(self->cfd, &local, size + slack,
+			     KRDMA_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(0, mem_get(self->sfd, &remote, size + slack,
+			     KRDMA_ACCESS_REMOTE_READ |
+			     KRDMA_ACCESS_REMOTE_WRITE));
+	if (opcode == KRDMA_OP_WRITE)
+		pattern(local.p + loff, size, size);
+	else
+		pattern(remote.p + woff + roff, size, size);
+
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, remote.h, woff,
+					size + roff,
+					opcode == KRDMA_OP_WRITE ?
+					KRDMA_ACCESS_REMOTE_WRITE :
+					KRDMA_ACCESS_REMOTE_READ,
+					&grant, &tok));
+	EXPECT_EQ(size + roff, tok.length);
+
+	op_rw(&op, opcode, self->cconn, local.h, loff, size, &tok, roff, size);
+	ASSERT_EQ(0, submit1(self->cfd, &op));
+	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status)
+		TH_LOG("%zu bytes: %s", size, krdma_wc_status_str(wc.status));
+	EXPECT_EQ(size, wc.cookie);
+	EXPECT_EQ(opcode, wc.opcode);
+	EXPECT_EQ(self->cconn, wc.conn);
+	EXPECT_EQ(size, wc.byte_len);
+
+	if (opcode == KRDMA_OP_WRITE) {
+		bad = check_pattern(remote.p + woff + roff, size, size);
+		EXPECT_EQ(-1, bad) TH_LOG("%zu bytes: byte %ld differs", size, bad);
+		EXPECT_EQ(-1, check_fill(remote.p, woff + roff, GUARD));
+		EXPECT_EQ(-1, check_fill(remote.p + woff + roff + size,
+					 slack - woff - roff, GUARD));
+	} else {
+		bad = check_pattern(local.p + loff, size, size);
+		EXPECT_EQ(-1, bad) TH_LOG("%zu bytes: byte %ld differs", size, bad);
+		EXPECT_EQ(-1, check_fill(local.p, loff, GUARD));
+		EXPECT_EQ(-1, check_fill(local.p + loff + size, slack - loff,
+					 GUARD));
+	}
+	EXPECT_EQ(0, krdma_destroy_handle(self->sfd, grant));
+	mem_put(self->cfd, &local);
+	mem_put(self->sfd, &remote);
+}
+
+static const size_t rw_sizes[] = {
+	1, 4095, 4096, 65536, MiB, 16 * MiB, 64 * MiB,
+};
+
+TEST_F_TIMEOUT(xfer, write_sizes, 300)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(rw_sizes) / sizeof(rw_sizes[0]); i++)
+		rw_one(_metadata, self, KRDMA_OP_WRITE, rw_sizes[i]);
+}
+
+TEST_F_TIMEOUT(xfer, read_sizes, 300)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(rw_sizes) / sizeof(rw_sizes[0]); i++)
+		rw_one(_metadata, self, KRDMA_OP_READ, rw_sizes[i]);
+}
+
+/* SEND @size bytes into a posted RECV; verify */
+static void send_one(struct __test_metadata *_metadata,
+		     FIXTURE_DATA(xfer) *self, size_t size, size_t off)
+{
+	struct mem src = {}, dst = {};
+	struct krdma_completion wc;
+	struct krdma_op op;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &src, size + off, 0));
+	ASSERT_EQ(0, mem_get(self->sfd, &dst, size + off + 64,
+			     KRDMA_ACCESS_LOCAL_WRITE));
+	pattern(src.p + off, size, size + 1);
+
+	op_rw(&op, KRDMA_OP_RECV, self->sconn, dst.h, off, size + 64, NULL,
+	      0, 1);
+	ASSERT_EQ(0, submit1(self->sfd, &op));
+	op_rw(&op, KRDMA_OP_SEND, self->cconn, src.h, off, size, NULL, 0, 2);
+	ASSERT_EQ(0, submit1(self->cfd, &op)) TH_LOG("%zu bytes", size);
+
+	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status)
+		TH_LOG("send %zu: %s", size, krdma_wc_status_str(wc.status));
+	EXPECT_EQ(2, wc.cookie);
+	ASSERT_EQ(1, wait_wc(self->sfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status)
+		TH_LOG("recv %zu: %s", size, krdma_wc_status_str(wc.status));
+	EXPECT_EQ(1, wc.cookie);
+	EXPECT_EQ(KRDMA_OP_RECV, wc.opcode);
+	EXPECT_EQ(size, wc.byte_len);
+	EXPECT_EQ(0, wc.flags & KRDMA_WC_F_IMM);
+	EXPECT_EQ(-1, check_pattern(dst.p + off, size, size + 1));
+	EXPECT_EQ(-1, check_fill(dst.p + off + size, 64, GUARD));
+	mem_put(self->cfd, &src);
+	mem_put(self->sfd, &dst);
+}
+
+TEST_F(xfer, send_recv_sizes)
+{
+	send_one(_metadata, self, 1, 3);
+	send_one(_metadata, self, 4095, 1);
+	send_one(_metadata, self, 4096, 0);
+	send_one(_metadata, self, 65536, 5);
+	/* One fast-registration MR maps 256 pages: 1 MiB, page aligned */
+	send_one(_metadata, self, MiB - 4096, 4096);
+}
+
+TEST_F(xfer, write_imm_and_send_imm)
+{
+	struct mem src = {}, dst = {};
+	struct krdma_completion wc;
+	struct krdma_token tok;
+	struct krdma_op op;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &src, 8192, 0));
+	ASSERT_EQ(0, mem_get(self->sfd, &dst, 8192,
+			     KRDMA_ACCESS_LOCAL_WRITE |
+			     KRDMA_ACCESS_REMOTE_WRITE));
+	pattern(src.p, 8192, 9);
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, dst.h, 0, 8192,
+					KRDMA_ACCESS_REMOTE_WRITE, NULL, &tok));
+
+	op_rw(&op, KRDMA_OP_WRITE_IMM, self->cconn, src.h, 0, 6000, &tok, 100,
+	      11);
+	op.imm_data = 0xa5a5f00d;
+	if (variant->iwarp) {
+		/* iWARP has no immediate data */
+		EXPECT_EQ(-EOPNOTSUPP, submit1(self->cfd, &op));
+		op.opcode = KRDMA_OP_SEND_IMM;
+		EXPECT_EQ(-EOPNOTSUPP, submit1(self->cfd, &op));
+		goto out;
+	}
+
+	/* The immediate lands in a RECV that has no buffer */
+	op_rw(&op, KRDMA_OP_RECV, self->sconn, 0, 0, 0, NULL, 0, 12);
+	ASSERT_EQ(0, submit1(self->sfd, &op));
+	op_rw(&op, KRDMA_OP_WRITE_IMM, self->cconn, src.h, 0, 6000, &tok, 100,
+	      11);
+	op.imm_data = 0xa5a5f00d;
+	ASSERT_EQ(0, submit1(self->cfd, &op));
+	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+	EXPECT_EQ(11, wc.cookie);
+	ASSERT_EQ(1, wait_wc(self->sfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+	EXPECT_EQ(12, wc.cookie);
+	EXPECT_EQ(KRDMA_WC_F_IMM, wc.flags & KRDMA_WC_F_IMM);
+	EXPECT_EQ(0xa5a5f00d, wc.imm_data);
+	/* The data was placed before the immediate was delivered */
+	EXPECT_EQ(-1, check_pattern(dst.p + 100, 6000, 9));
+	EXPECT_EQ(-1, check_fill(dst.p, 100, GUARD));
+
+	/* SEND with immediate */
+	op_rw(&op, KRDMA_OP_RECV, self->sconn, dst.h, 0, 64, NULL, 0, 13);
+	ASSERT_EQ(0, submit1(self->sfd, &op));
+	op_rw(&op, KRDMA_OP_SEND_IMM, self->cconn, src.h, 0, 64, NULL, 0, 14);
+	op.imm_data = 0x12345678;
+	ASSERT_EQ(0, submit1(self->cfd, &op));
+	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+	ASSERT_EQ(1, wait_wc(self->sfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+	EXPECT_EQ(13, wc.cookie);
+	EXPECT_EQ(64, wc.byte_len);
+	EXPECT_EQ(KRDMA_WC_F_IMM, wc.flags & KRDMA_WC_F_IMM);
+	EXPECT_EQ(0x12345678, wc.imm_data);
+	EXPECT_EQ(-1, check_pattern(dst.p, 64, 9));
+out:
+	mem_put(self->cfd, &src);
+	mem_put(self->sfd, &dst);
+}
+
+TEST_F(xfer, atomics)
+{
+	struct mem res = {}, target = {};
+	struct krdma_completion wc;
+	struct krdma_token tok;
+	struct krdma_op op;
+	uint64_t *t, *r;
+	uint32_t grant;
+	int ret;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &res, 4096, KRDMA_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(0, mem_get(self->sfd, &target, 4096,
+			     KRDMA_ACCESS_REMOTE_ATOMIC |
+			     KRDMA_ACCESS_REMOTE_WRITE));
+	t = (uint64_t *)target.p;
+	r = (uint64_t *)res.p;
+	t[1] = 1000;
+	t[2] = 0xabcdef;
+
+	ret = krdma_grant_window(self->sfd, self->sconn, target.h, 0, 4096,
+				 KRDMA_ACCESS_REMOTE_ATOMIC, &grant, &tok);
+	if (!self->atomics) {
+		EXPECT_EQ(-EOPNOTSUPP, ret);
+		ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn,
+						target.h, 0, 4096,
+						KRDMA_ACCESS_REMOTE_WRITE,
+						NULL, &tok));
+		op_rw(&op, KRDMA_OP_FETCH_ADD, self->cconn, res.h, 0, 8, &tok,
+		      8, 1);
+		EXPECT_EQ(-EOPNOTSUPP, submit1(self->cfd, &op));
+		goto out;
+	}
+	ASSERT_EQ(0, ret);
+
+	op_rw(&op, KRDMA_OP_FETCH_ADD, self->cconn, res.h, 0, 8, &tok, 8, 1);
+	op.compare_add = 234;
+	ASSERT_EQ(0, submit1(self->cfd, &op));
+	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+	EXPECT_EQ(1000, r[0]);
+	EXPECT_EQ(1234, t[1]);
+
+	/* Compare-and-swap: a miss leaves it, a hit swaps */
+	op_rw(&op, KRDMA_OP_CMP_SWAP, self->cconn, res.h, 8, 8, &tok, 16, 2);
+	op.compare_add = 1;
+	op.swap = 77;
+	ASSERT_EQ(0, submit1(self->cfd, &op));
+	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+	EXPECT_EQ(0xabcdef, r[1]);
+	EXPECT_EQ(0xabcdef, t[2]);
+	op.compare_add = 0xabcdef;
+	ASSERT_EQ(0, submit1(self->cfd, &op));
+	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+	EXPECT_EQ(77, t[2]);
+
+	/* Misaligned target, wrong length */
+	op_rw(&op, KRDMA_OP_FETCH_ADD, self->cconn, res.h, 0, 8, &tok, 12, 3);
+	EXPECT_EQ(-EINVAL, submit1(self->cfd, &op));
+	op_rw(&op, KRDMA_OP_FETCH_ADD, self->cconn, res.h, 0, 4, &tok, 8, 3);
+	EXPECT_EQ(-EINVAL, submit1(self->cfd, &op));
+	EXPECT_EQ(1234, t[1]);
+out:
+	mem_put(self->cfd, &res);
+	mem_put(self->sfd, &target);
+}
+
+TEST_F(xfer, multi_sge)
+{
+	struct mem a = {}, b = {}, c = {}, dst = {}, r1 = {}, r2 = {};
+	struct krdma_completion wc;
+	struct krdma_sge sges[3], rs[2];
+	struct krdma_token tok;
+	struct krdma_op op;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &a, 5000, 0));
+	ASSERT_EQ(0, mem_get(self->cfd, &b, 3 * 4096, 0));
+	ASSERT_EQ(0, mem_get(self->cfd, &c, 100, 0));
+	ASSERT_EQ(0, mem_get(self->sfd, &dst, 16384,
+			     KRDMA_ACCESS_REMOTE_WRITE));
+	pattern(a.p, 5000, 1);
+	pattern(b.p, 3 * 4096, 2);
+	pattern(c.p, 100, 3);
+	sges[0] = (struct krdma_sge){ .buf = a.h, .offset = 1, .length = 4999 };
+	sges[1] = (struct krdma_sge){ .buf = b.h, .offset = 100, .length = 9000 };
+	sges[2] = (struct krdma_sge){ .buf = c.h, .offset = 0, .length = 100 };
+
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, dst.h, 0, 16384,
+					KRDMA_ACCESS_REMOTE_WRITE, NULL, &tok));
+	op_rw(&op, KRDMA_OP_WRITE, self->cconn, 0, 0, 0, &tok, 10, 5);
+	op.num_sge = 3;
+	op.sges = (uintptr_t)sges;
+	ASSERT_EQ(0, submit1(self->cfd, &op));
+	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+	EXPECT_EQ(4999 + 9000 + 100, wc.byte_len);
+	EXPECT_EQ(0, memcmp(dst.p + 10, a.p + 1, 4999));
+	EXPECT_EQ(0, memcmp(dst.p + 10 + 4999, b.p + 100, 9000));
+	EXPECT_EQ(0, memcmp(dst.p + 10 + 4999 + 9000, c.p, 100));
+	EXPECT_EQ(-1, check_fill(dst.p + 10 + 14099, 16384 - 10 - 14099,
+				 GUARD));
+
+	/* A SEND of three pieces into a RECV of two */
+	ASSERT_EQ(0, mem_get(self->sfd, &r1, 4096, KRDMA_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(0, mem_get(self->sfd, &r2, 16384, KRDMA_ACCESS_LOCAL_WRITE));
+	rs[0] = (struct krdma_sge){ .buf = r1.h, .offset = 96, .length = 4000 };
+	rs[1] = (struct krdma_sge){ .buf = r2.h, .offset = 0, .length = 16384 };
+	op_rw(&op, KRDMA_OP_RECV, self->sconn, 0, 0, 0, NULL, 0, 6);
+	op.num_sge = 2;
+	op.sges = (uintptr_t)rs;
+	ASSERT_EQ(0, submit1(self->sfd, &op));
+	op_rw(&op, KRDMA_OP_SEND, self->cconn, 0, 0, 0, NULL, 0, 7);
+	op.num_sge = 3;
+	op.sges = (uintptr_t)sges;
+	ASSERT_EQ(0, submit1(self->cfd, &op));
+	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status)
+		TH_LOG("send: %s", krdma_wc_status_str(wc.status));
+	ASSERT_EQ(1, wait_wc(self->sfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status)
+		TH_LOG("recv: %s", krdma_wc_status_str(wc.status));
+	EXPECT_EQ(14099, wc.byte_len);
+	/* What was sent, in order, split over the two receive pieces */
+	EXPECT_EQ(0, memcmp(r1.p + 96, dst.p + 10, 4000));
+	EXPECT_EQ(0, memcmp(r2.p, dst.p + 10 + 4000, 14099 - 4000));
+
+	mem_put(self->cfd, &a);
+	mem_put(self->cfd, &b);
+	mem_put(self->cfd, &c);
+	mem_put(self->sfd, &dst);
+	mem_put(self->sfd, &r1);
+	mem_put(self->sfd, &r2);
+}
+
+TEST_F_TIMEOUT(xfer, batch_of_64_mixed, 120)
+{
+	struct krdma_completion wc[64 + 16];
+	struct mem local = {}, remote = {}, rbuf = {};
+	struct krdma_token tok;
+	struct krdma_op ops[64];
+	uint64_t seen = 0;
+	uint32_t n;
+	int i;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &local, 64 * 8192,
+			     KRDMA_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(0, mem_get(self->sfd, &remote, 64 * 8192,
+			     KRDMA_ACCESS_REMOTE_WRITE |
+			     KRDMA_ACCESS_REMOTE_READ));
+	ASSERT_EQ(0, mem_get(self->sfd, &rbuf, 16 * 4096,
+			     KRDMA_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, remote.h, 0,
+					64 * 8192,
+					KRDMA_ACCESS_REMOTE_WRITE |
+					KRDMA_ACCESS_REMOTE_READ, NULL, &tok));
+
+	/* 16 RECVs on the server for the 16 SENDs below */
+	for (i = 0; i < 16; i++)
+		op_rw(&ops[i], KRDMA_OP_RECV, self->sconn, rbuf.h, i * 4096,
+		      4096, NULL, 0, 1000 + i);
+	ASSERT_EQ(0, krdma_submit_ops(self->sfd, ops, 16, 0, &n));
+	ASSERT_EQ(16, n);
+
+	/* Slots 0-31: WRITE; 32-47: READ of what slots 0-15 wrote; 48-63: SEND */
+	for (i = 0; i < 64; i++)
+		pattern(local.p + i * 8192, 8192, i);
+	for (i = 0; i < 32; i++)
+		op_rw(&ops[i], KRDMA_OP_WRITE, self->cconn, local.h, i * 8192,
+		      8192, &tok, i * 8192, i);
+	for (i = 32; i < 48; i++)
+		op_rw(&ops[i], KRDMA_OP_READ, self->cconn, local.h, i * 8192,
+		      8192, &tok, (i - 32) * 8192, i);
+	for (i = 48; i < 64; i++)
+		op_rw(&ops[i], KRDMA_OP_SEND, self->cconn, local.h, i * 8192,
+		      4096, NULL, 0, i);
+	ASSERT_EQ(0, krdma_submit_ops(self->cfd, ops, 64, 0, &n));
+	ASSERT_EQ(64, n);
+
+	ASSERT_EQ(64, wait_wc(self->cfd, wc, 64));
+	for (i = 0; i < 64; i++) {
+		EXPECT_EQ(KRDMA_WC_SUCCESS, wc[i].status);
+		ASSERT_LT(wc[i].cookie, 64);
+		seen |= 1ULL << wc[i].cookie;
+	}
+	EXPECT_EQ(~0ULL, seen);
+	ASSERT_EQ(16, wait_wc(self->sfd, wc, 16));
+	for (i = 0; i < 16; i++) {
+		EXPECT_EQ(KRDMA_WC_SUCCESS, wc[i].status);
+	}
+
+	/* Ops on one connection complete in order: READs saw the WRITEs */
+	for (i = 0; i < 32; i++) {
+		EXPECT_EQ(-1, check_pattern(remote.p + i * 8192, 8192, i));
+	}
+	for (i = 32; i < 48; i++) {
+		EXPECT_EQ(-1, check_pattern(local.p + i * 8192, 8192, i - 32));
+	}
+	for (i = 0; i < 16; i++) {
+		EXPECT_EQ(-1, check_pattern(rbuf.p + i * 4096, 4096, 48 + i));
+	}
+	mem_put(self->cfd, &local);
+	mem_put(self->sfd, &remote);
+	mem_put(self->sfd, &rbuf);
+}
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 +
+	       (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+TEST_F(xfer, poll_epoll_and_timeouts)
+{
+	struct mem src = {}, dst = {};
+	struct krdma_completion wc;
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct krdma_op op;
+	struct timespec t0;
+	struct pollfd pfd;
+	int ep;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &src, 4096, 0));
+	ASSERT_EQ(0, mem_get(self->sfd, &dst, 4096, KRDMA_ACCESS_LOCAL_WRITE));
+	ep = epoll_create1(0);
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, self->sfd, &ev));
+
+	/* Nothing yet: not readable, and a poll with timeout waits for it */
+	EXPECT_EQ(0, epoll_wait(ep, &ev, 1, 0));
+	EXPECT_EQ(0, krdma_poll_wc(self->sfd, &wc, 1, 0));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	EXPECT_EQ(0, krdma_poll_wc(self->sfd, &wc, 1, 200));
+	EXPECT_LE(190, ms_since(&t0));
+
+	op_rw(&op, KRDMA_OP_RECV, self->sconn, dst.h, 0, 4096, NULL, 0,
+	      0xfeedfacecafebeefULL);
+	ASSERT_EQ(0, submit1(self->sfd, &op));
+	EXPECT_EQ(0, epoll_wait(ep, &ev, 1, 0));
+
+	op_rw(&op, KRDMA_OP_SEND_IMM, self->cconn, src.h, 0, 100, NULL, 0, 1);
+	if (variant->iwarp)
+		op.opcode = KRDMA_OP_SEND;
+	op.imm_data = 0xdeadbeef;
+	ASSERT_EQ(0, submit1(self->cfd, &op));
+
+	/* The RECV completes: the file becomes readable, for epoll and poll */
+	EXPECT_EQ(1, epoll_wait(ep, &ev, 1, WAIT_MS));
+	pfd.fd = self->sfd;
+	pfd.events = POLLIN;
+	EXPECT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_TRUE(pfd.revents & POLLIN);
+	ASSERT_EQ(1, krdma_poll_wc(self->sfd, &wc, 1, 0));
+	EXPECT_EQ(0xfeedfacecafebeefULL, wc.cookie);
+	EXPECT_EQ(self->sconn, wc.conn);
+	if (!variant->iwarp) {
+		EXPECT_EQ(0xdeadbeef, wc.imm_data);
+		EXPECT_TRUE(wc.flags & KRDMA_WC_F_IMM);
+	}
+	/* Taken: not readable any more */
+	EXPECT_EQ(0, epoll_wait(ep, &ev, 1, 0));
+	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+	close(ep);
+	mem_put(self->cfd, &src);
+	mem_put(self->sfd, &dst);
+}
+
+TEST_F(xfer, token_sent_over_send)
+{
+	struct mem data = {}, tbuf = {}, rtok = {}, local = {};
+	struct krdma_completion wc;
+	struct krdma_token tok, *got;
+	struct krdma_op op;
+
+	/* The server grants a window and SENDs the token */
+	ASSERT_EQ(0, mem_get(self->sfd, &data, 65536,
+			     KRDMA_ACCESS_REMOTE_READ |
+			     KRDMA_ACCESS_REMOTE_WRITE));
+	ASSERT_EQ(0, mem_get(self->sfd, &tbuf, 4096, 0));
+	ASSERT_EQ(0, mem_get(self->cfd, &rtok, 4096, KRDMA_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(0, mem_get(self->cfd, &local, 65536,
+			     KRDMA_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, data.h, 4096,
+					32768,
+					KRDMA_ACCESS_REMOTE_READ |
+					KRDMA_ACCESS_REMOTE_WRITE, NULL, &tok));
+	memcpy(tbuf.p, &tok, sizeof(tok));
+	pattern(data.p + 4096, 32768, 42);
+
+	op_rw(&op, KRDMA_OP_RECV, self->cconn, rtok.h, 0, sizeof(tok), NULL,
+	      0, 1);
+	ASSERT_EQ(0, submit1(self->cfd, &op));
+	op_rw(&op, KRDMA_OP_SEND, self->sconn, tbuf.h, 0, sizeof(tok), NULL,
+	      0, 2);
+	ASSERT_EQ(0, submit1(self->sfd, &op));
+	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+	ASSERT_EQ(KRDMA_WC_SUCCESS, wc.status);
+	ASSERT_EQ(sizeof(tok), wc.byte_len);
+	ASSERT_EQ(1, wait_wc(self->sfd, &wc, 1));
+
+	/* The client reads the window through the token it received ... */
+	got = (struct krdma_token *)rtok.p;
+	op_rw(&op, KRDMA_OP_READ, self->cconn, local.h, 0, 32768, got, 0, 3);
+	ASSERT_EQ(0, submit1(self->cfd, &op));
+	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+	EXPECT_EQ(-1, check_pattern(local.p, 32768, 42));
+
+	/* ... and writes back into it; nothing outside the window moves */
+	pattern(local.p, 32768, 43);
+	op_rw(&op, KRDMA_OP_WRITE, self->cconn, local.h, 0, 32768, got, 0, 4);
+	ASSERT_EQ(0, submit1(self->cfd, &op));
+	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+	EXPECT_EQ(-1, check_pattern(data.p + 4096, 32768, 43));
+	EXPECT_EQ(-1, check_fill(data.p, 4096, GUARD));
+	EXPECT_EQ(-1, check_fill(data.p + 4096 + 32768, 65536 - 4096 - 32768,
+				 GUARD));
+	/* Past the end of the token: refused before anything is sent */
+	op_rw(&op, KRDMA_OP_WRITE, self->cconn, local.h, 0, 2, got, 32767, 5);
+	EXPECT_EQ(-EINVAL, submit1(self->cfd, &op));
+
+	mem_put(self->sfd, &data);
+	mem_put(self->sfd, &tbuf);
+	mem_put(self->cfd, &rtok);
+	mem_put(self->cfd, &local);
+}
+
+/* Wait, bounded, for a connection to leave the CONNECTED state */
+static uint32_t wait_conn_down(int fd, uint32_t conn)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	struct krdma_conn_query q;
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		if (krdma_conn_info(fd, conn, &q))
+			return 0;
+		if (q.state != KRDMA_CONN_CONNECTED)
+			return q.state;
+		nanosleep(&ts, NULL);
+	}
+	return KRDMA_CONN_CONNECTED;
+}
+
+/*
+ * A remote access that must fail. RoCE: the WRITE completes with
+ * REM_ACCESS_ERR. iWARP: a WRITE completes once it is sent; the target
+ * refuses it with a TERMINATE and the connection fails. Either way the
+ * target bytes stay as they were and the connection is in error.
+ */
+static void expect_remote_denied(struct __test_metadata *_metadata,
+				 const FIXTURE_VARIANT(xfer) *variant, int fd,
+				 uint32_t conn, uint32_t buf,
+				 const struct krdma_token *tok,
+				 const uint8_t *target, size_t len)
+{
+	struct krdma_completion wc;
+	struct krdma_op op;
+
+	op_rw(&op, KRDMA_OP_WRITE, conn, buf, 0, len, tok, 0, 99);
+	ASSERT_EQ(0, submit1(fd, &op));
+	ASSERT_EQ(1, wait_wc(fd, &wc, 1));
+	if (!variant->iwarp) {
+		EXPECT_EQ(KRDMA_WC_REM_ACCESS_ERR, wc.status)
+			TH_LOG("got %s", krdma_wc_status_str(wc.status));
+	}
+	EXPECT_EQ(KRDMA_CONN_ERROR, wait_conn_down(fd, conn));
+	EXPECT_EQ(-1, check_fill(target, len, GUARD));
+}
+
+TEST_F(xfer, read_only_token_denies_write)
+{
+	struct mem src = {}, dst = {};
+	struct krdma_token tok;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &src, 4096, 0));
+	ASSERT_EQ(0, mem_get(self->sfd, &dst, 4096,
+			     KRDMA_ACCESS_REMOTE_READ |
+			     KRDMA_ACCESS_REMOTE_WRITE));
+	pattern(src.p, 4096, 5);
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, dst.h, 0, 4096,
+					KRDMA_ACCESS_REMOTE_READ, NULL, &tok));
+	expect_remote_denied(_metadata, variant, self->cfd, self->cconn, src.h,
+			     &tok, dst.p, 4096);
+	/* A grant cannot give more than the buffer allows */
+	EXPECT_EQ(-EACCES, krdma_grant_window(self->cfd, self->cconn, src.h, 0,
+					      4096, KRDMA_ACCESS_REMOTE_WRITE,
+					      NULL, &tok));
+	mem_put(self->cfd, &src);
+	mem_put(self->sfd, &dst);
+}
+
+TEST_F(xfer, token_works_only_on_its_connection)
+{
+	struct mem src = {}, dst = {};
+	struct krdma_token tok;
+	uint32_t s2, c2;
+
+	/* A second connection between the same two files */
+	ASSERT_EQ(0, connect_pair(self->sfd, self->listener, &self->addr,
+				  self->cfd, &s2, &c2));
+	ASSERT_EQ(0, mem_get(self->cfd, &src, 4096, 0));
+	ASSERT_EQ(0, mem_get(self->sfd, &dst, 4096, KRDMA_ACCESS_REMOTE_WRITE));
+	pattern(src.p, 4096, 6);
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, dst.h, 0, 4096,
+					KRDMA_ACCESS_REMOTE_WRITE, NULL, &tok));
+	/* Granted on the first connection, used on the second */
+	expect_remote_denied(_metadata, variant, self->cfd, c2, src.h, &tok,
+			     dst.p, 4096);
+	mem_put(self->cfd, &src);
+	mem_put(self->sfd, &dst);
+}
+
+TEST_F(xfer, revoked_token_is_dead)
+{
+	struct mem src = {}, dst = {};
+	struct krdma_token tok;
+	uint32_t grant;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &src, 4096, 0));
+	ASSERT_EQ(0, mem_get(self->sfd, &dst, 4096, KRDMA_ACCESS_REMOTE_WRITE));
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, dst.h, 0, 4096,
+					KRDMA_ACCESS_REMOTE_WRITE, &grant,
+					&tok));
+	ASSERT_EQ(0, krdma_destroy_handle(self->sfd, grant));
+	EXPECT_EQ(-ENOENT, krdma_destroy_handle(self->sfd, grant));
+	expect_remote_denied(_metadata, variant, self->cfd, self->cconn, src.h,
+			     &tok, dst.p, 4096);
+	mem_put(self->cfd, &src);
+	mem_put(self->sfd, &dst);
+}
+
+TEST_F(xfer, deregistered_buffer_is_dead)
+{
+	struct mem src = {}, dst = {};
+	struct krdma_token tok;
+	uint32_t grant;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &src, 4096, 0));
+	ASSERT_EQ(0, mem_get(self->sfd, &dst, 4096, KRDMA_ACCESS_REMOTE_WRITE));
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, dst.h, 0, 4096,
+					KRDMA_ACCESS_REMOTE_WRITE, &grant,
+					&tok));
+	/* Deregister: the grant handle stays, its token does not */
+	ASSERT_EQ(0, krdma_destroy_handle(self->sfd, dst.h));
+	dst.h = 0;
+	expect_remote_denied(_metadata, variant, self->cfd, self->cconn, src.h,
+			     &tok, dst.p, 4096);
+	EXPECT_EQ(0, krdma_destroy_handle(self->sfd, grant));
+	mem_put(self->cfd, &src);
+	mem_put(self->sfd, &dst);
+}
+
+TEST_F(xfer, connect_to_nobody_is_refused)
+{
+	struct krdma_addr a = self->addr;
+	struct timespec t0;
+	uint32_t conn;
+	int ret;
+
+	a.port = self->addr.port == 65535 ? 65534 : self->addr.port + 1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ret = krdma_connect_to(self->cfd, &a, 20000, &conn);
+	EXPECT_TRUE(ret == -ECONNREFUSED || ret == -ECONNRESET)
+		TH_LOG("connect: %s", strerror(-ret));
+	EXPECT_GT(15000, ms_since(&t0));
+}
+
+TEST_F_TIMEOUT(xfer, peer_closes_mid_transfer, 120)
+{
+	struct krdma_completion wc[8];
+	struct mem src = {}, dst = {};
+	struct krdma_conn_query q;
+	struct krdma_token tok;
+	struct krdma_op ops[8];
+	int i, n, errors = 0;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &src, 16 * MiB, 0));
+	ASSERT_EQ(0, mem_get(self->sfd, &dst, 16 * MiB,
+			     KRDMA_ACCESS_REMOTE_WRITE));
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, dst.h, 0,
+					16 * MiB, KRDMA_ACCESS_REMOTE_WRITE,
+					NULL, &tok));
+	for (i = 0; i < 8; i++)
+		op_rw(&ops[i], KRDMA_OP_WRITE, self->cconn, src.h, 0, 16 * MiB,
+		      &tok, 0, i);
+	ASSERT_EQ(0, krdma_submit_ops(self->cfd, ops, 8, 0, NULL));
+
+	/* The server goes away while 128 MiB are on their way */
+	close(self->sfd);
+	self->sfd = krdma_open();
+
+	n = wait_wc(self->cfd, wc, 8);
+	EXPECT_EQ(8, n);
+	for (i = 0; i < n; i++)
+		errors += wc[i].status != KRDMA_WC_SUCCESS;
+	EXPECT_LT(0, errors);
+	ASSERT_EQ(0, krdma_conn_info(self->cfd, self->cconn, &q));
+	EXPECT_EQ(KRDMA_CONN_ERROR, q.state);
+	EXPECT_NE(0, q.error);
+	/* Nothing more can be started on it */
+	EXPECT_EQ(-ENOTCONN, submit1(self->cfd, &ops[0]));
+	mem_put(self->cfd, &src);
+	munmap(dst.p, dst.len);
+}
+
+/* In a child without CAP_IPC_LOCK and a 64 KiB memlock limit */
+static int memlock_child(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2] = {};
+	struct rlimit rl = { 65536, 65536 };
+	uint32_t h;
+	void *p;
+	int fd, ret;
+
+	if (syscall(SYS_capget, &hdr, data))
+		return 10;
+	data[0].effective &= ~(1U << CAP_IPC_LOCK);
+	if (syscall(SYS_capset, &hdr, data))
+		return 11;
+	if (setrlimit(RLIMIT_MEMLOCK, &rl))
+		return 12;
+	fd = krdma_open();
+	if (fd < 0)
+		return 13;
+	p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return 14;
+	/* Over the limit: ENOMEM; within it: fine */
+	ret = krdma_buf_register(fd, p, 1 << 20, 0, &h);
+	if (ret != -ENOMEM)
+		return 15;
+	ret = krdma_buf_register(fd, p, 32768, 0, &h);
+	if (ret)
+		return 16;
+	ret = krdma_buf_register(fd, p, 65536, 0, &h);
+	if (ret != -ENOMEM)
+		return 17;
+	return 0;
+}
+
+TEST_F(xfer, memlock_limit_is_enforced)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(memlock_child());
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
+ * A SEND that finds no RECV posted. RoCE: the sender retries (RNR, without
+ * limit) until a RECV is posted, then both complete. iWARP has no such
+ * retry: the connection fails and the SEND completes with an error.
+ */
+TEST_F(xfer, send_without_posted_recv)
+{
+	struct mem src = {}, dst = {};
+	struct krdma_completion wc;
+	struct krdma_conn_query q;
+	struct krdma_op op;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &src, 4096, 0));
+	ASSERT_EQ(0, mem_get(self->sfd, &dst, 4096, KRDMA_ACCESS_LOCAL_WRITE));
+	pattern(src.p, 4096, 8);
+	op_rw(&op, KRDMA_OP_SEND, self->cconn, src.h, 0, 4096, NULL, 0, 1);
+	ASSERT_EQ(0, submit1(self->cfd, &op));
+
+	if (variant->iwarp) {
+		/* Sent, then refused by the peer: the connection fails */
+		ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+		EXPECT_EQ(KRDMA_CONN_ERROR, wait_conn_down(self->cfd,
+							   self->cconn));
+		EXPECT_EQ(KRDMA_CONN_ERROR, wait_conn_down(self->sfd,
+							   self->sconn));
+		goto out;
+	}
+
+	/* Still waiting for a RECV after a while */
+	EXPECT_EQ(0, krdma_poll_wc(self->cfd, &wc, 1, 300));
+	ASSERT_EQ(0, krdma_conn_info(self->cfd, self->cconn, &q));
+	EXPECT_EQ(KRDMA_CONN_CONNECTED, q.state);
+
+	op_rw(&op, KRDMA_OP_RECV, self->sconn, dst.h, 0, 4096, NULL, 0, 2);
+	ASSERT_EQ(0, submit1(self->sfd, &op));
+	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+	ASSERT_EQ(1, wait_wc(self->sfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+	EXPECT_EQ(-1, check_pattern(dst.p, 4096, 8));
+out:
+	mem_put(self->cfd, &src);
+	mem_put(self->sfd, &dst);
+}
+
+TEST_F(xfer, bad_submissions)
+{
+	struct mem ro = {}, rw = {};
+	struct krdma_token tok = {};
+	struct krdma_completion wc;
+	struct krdma_op ops[2];
+	uint32_t n = 7;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &ro, 8192, 0));
+	ASSERT_EQ(0, mem_get(self->cfd, &rw, 8192, KRDMA_ACCESS_LOCAL_WRITE));
+	tok.length = 4096;
+
+	/* Unknown handles, and handles of the wrong kind */
+	op_rw(&ops[0], KRDMA_OP_SEND, 0x7777, ro.h, 0, 10, NULL, 0, 0);
+	EXPECT_EQ(-ENOENT, submit1(self->cfd, &ops[0]));
+	op_rw(&ops[0], KRDMA_OP_SEND, ro.h, ro.h, 0, 10, NULL, 0, 0);
+	EXPECT_EQ(-ENOENT, submit1(self->cfd, &ops[0]));
+	op_rw(&ops[0], KRDMA_OP_SEND, self->cconn, self->cconn, 0, 10, NULL, 0,
+	      0);
+	EXPECT_EQ(-ENOENT, submit1(self->cfd, &ops[0]));
+	/* Ranges */
+	op_rw(&ops[0], KRDMA_OP_SEND, self->cconn, ro.h, 8000, 193, NULL, 0, 0);
+	EXPECT_EQ(-EINVAL, submit1(self->cfd, &ops[0]));
+	op_rw(&ops[0], KRDMA_OP_SEND, self->cconn, ro.h, ~0ULL - 2, 10, NULL,
+	      0, 0);
+	EXPECT_EQ(-EOVERFLOW, submit1(self->cfd, &ops[0]));
+	op_rw(&ops[0], KRDMA_OP_WRITE, self->cconn, ro.h, 0, 100, &tok, 4000,
+	      0);
+	EXPECT_EQ(-EINVAL, submit1(self->cfd, &ops[0]));
+	tok.addr = ~0ULL - 10;
+	op_rw(&ops[0], KRDMA_OP_WRITE, self->cconn, ro.h, 0, 100, &tok, 20, 0);
+	EXPECT_EQ(-EOVERFLOW, submit1(self->cfd, &ops[0]));
+	tok.addr = 0;
+	/* Writing into a buffer registered without LOCAL_WRITE */
+	op_rw(&ops[0], KRDMA_OP_READ, self->cconn, ro.h, 0, 100, &tok, 0, 0);
+	EXPECT_EQ(-EACCES, submit1(self->cfd, &ops[0]));
+	op_rw(&ops[0], KRDMA_OP_RECV, self->cconn, ro.h, 0, 100, NULL, 0, 0);
+	EXPECT_EQ(-EACCES, submit1(self->cfd, &ops[0]));
+	/* Opcodes, flags, reserved, counts */
+	op_rw(&ops[0], 0, self->cconn, rw.h, 0, 100, NULL, 0, 0);
+	EXPECT_EQ(-EINVAL, submit1(self->cfd, &ops[0]));
+	op_rw(&ops[0], 99, self->cconn, rw.h, 0, 100, NULL, 0, 0);
+	EXPECT_EQ(-EINVAL, submit1(self->cfd, &ops[0]));
+	op_rw(&ops[0], KRDMA_OP_SEND, self->cconn, rw.h, 0, 100, NULL, 0, 0);
+	ops[0].flags = 1;
+	EXPECT_EQ(-EINVAL, submit1(self->cfd, &ops[0]));
+	ops[0].flags = 0;
+	ops[0].sge.__reserved = 1;
+	EXPECT_EQ(-EINVAL, submit1(self->cfd, &ops[0]));
+	ops[0].sge.__reserved = 0;
+	ops[0].num_sge = KRDMA_MAX_SGE + 1;
+	EXPECT_EQ(-EINVAL, submit1(self->cfd, &ops[0]));
+	ops[0].num_sge = 2;
+	ops[0].sges = 8;
+	EXPECT_EQ(-EFAULT, submit1(self->cfd, &ops[0]));
+	EXPECT_EQ(-EINVAL, krdma_submit_ops(self->cfd, ops, 0, 0, NULL));
+	EXPECT_EQ(-EINVAL, krdma_submit_ops(self->cfd, ops,
+					    KRDMA_SUBMIT_MAX + 1, 0, NULL));
+	EXPECT_EQ(-EINVAL, krdma_submit_ops(self->cfd, ops, 1, 2, NULL));
+	EXPECT_EQ(-EFAULT, krdma_submit_ops(self->cfd, NULL, 1, 0, NULL));
+
+	/* The second op is bad: the first is accepted, and says so */
+	op_rw(&ops[0], KRDMA_OP_RECV, self->cconn, rw.h, 0, 100, NULL, 0, 55);
+	op_rw(&ops[1], KRDMA_OP_RECV, self->cconn, 0x7777, 0, 100, NULL, 0, 56);
+	EXPECT_EQ(-ENOENT, krdma_submit_ops(self->cfd, ops, 2, 0, &n));
+	EXPECT_EQ(1, n);
+
+	/* Nothing was completed by any of the refused ones */
+	EXPECT_EQ(0, krdma_poll_wc(self->cfd, &wc, 1, 0));
+	mem_put(self->cfd, &ro);
+	mem_put(self->cfd, &rw);
+}
+
+static void pin_counters(long *acq, long *rel)
+{
+	char name[64];
+	long v;
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	*acq = *rel = -1;
+	if (!f)
+		return;
+	while (fscanf(f, "%63s %ld", name, &v) == 2) {
+		if (!strcmp(name, "nr_foll_pin_acquired"))
+			*acq = v;
+		else if (!strcmp(name, "nr_foll_pin_released"))
+			*rel = v;
+	}
+	fclose(f);
+}
+
+/* close() with 64 operations in flight, 100 times: nothing stays pinned */
+TEST_F_TIMEOUT(xfer, close_with_64_in_flight_100_times, 600)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	long acq, rel;
+	int round, i;
+
+	close(self->sfd);
+	close(self->cfd);
+	for (round = 0; round < 100; round++) {
+		struct mem src = {}, dst = {};
+		struct krdma_token tok;
+		struct krdma_op ops[64];
+		uint32_t l, s, c, n;
+		int sfd = krdma_open(), cfd = krdma_open();
+
+		ASSERT_LE(0, sfd);
+		ASSERT_LE(0, cfd);
+		ASSERT_EQ(0, krdma_listen_on(sfd, &self->addr, 4, &l, NULL));
+		ASSERT_EQ(0, connect_pair(sfd, l, &self->addr, cfd, &s, &c));
+		ASSERT_EQ(0, mem_get(cfd, &src, 64 * 65536,
+				     KRDMA_ACCESS_LOCAL_WRITE));
+		ASSERT_EQ(0, mem_get(sfd, &dst, 64 * 65536,
+				     KRDMA_ACCESS_REMOTE_WRITE |
+				     KRDMA_ACCESS_REMOTE_READ));
+		ASSERT_EQ(0, krdma_grant_window(sfd, s, dst.h, 0, 64 * 65536,
+						KRDMA_ACCESS_REMOTE_WRITE |
+						KRDMA_ACCESS_REMOTE_READ,
+						NULL, &tok));
+		for (i = 0; i < 64; i++)
+			op_rw(&ops[i], i & 1 ? KRDMA_OP_READ : KRDMA_OP_WRITE,
+			      c, src.h, i * 65536, 65536, &tok, i * 65536, i);
+		ASSERT_EQ(0, krdma_submit_ops(cfd, ops, 64, 0, &n));
+		ASSERT_EQ(64, n);
+		/* Alternate which side goes first */
+		if (round & 1) {
+			close(sfd);
+			close(cfd);
+		} else {
+			close(cfd);
+			close(sfd);
+		}
+		munmap(src.p, src.len);
+		munmap(dst.p, dst.len);
+	}
+	self->sfd = krdma_open();
+	self->cfd = krdma_open();
+
+	/* Buffers are released by a work item: wait for it, bounded */
+	for (i = 0; i < 500; i++) {
+		pin_counters(&acq, &rel);
+		if (acq == rel)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	ASSERT_NE(-1, acq);
+	EXPECT_EQ(acq, rel);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,104 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Guest setup (run as root inside the test guest by guest-main.sh; also
+# usable by hand in any throwaway VM with the same kernel):
+#   - hung task detector at 30 s (no panic), oops do not panic;
+#   - modules ib_core rdma_cm ib_uverbs rdma_ucm rdma_rxe veth, and siw.ko
+#     built by build-siw.sh (KRDMA_SIW_KO, default build/siw-$(uname -r)/siw.ko);
+#   - veth0 198.18.0.1/24 <-> veth1 198.18.0.2/24 and
+#     veth2 198.18.1.1/24 <-> veth3 198.18.1.2/24 (RFC 2544 benchmark range),
+#     MTU 9000, up;
+#   - rdma devices rxe0 (on veth0) and siw0 (on veth2), waited for until
+#     PORT_ACTIVE;
+#   - <repo>/krdma.ko inserted if it exists (unless KRDMA_LOAD=0; module
+#     parameters from KRDMA_MODULE_PARAMS).
+# Writes the names and addresses to /run/krdma-guest.env (sourced by
+# guest-main.sh and usable by tests): KRDMA_RXE_DEV, KRDMA_RXE_NETDEV,
+# KRDMA_RXE_ADDR, KRDMA_RXE_PEER_ADDR, KRDMA_SIW_DEV, KRDMA_SIW_NETDEV,
+# KRDMA_SIW_ADDR, KRDMA_SIW_PEER_ADDR, KRDMA_LOADED (1 if krdma.ko is in).
+# Exit status: 0 when all of it worked, 1 otherwise (it goes on after a
+# failed step, to set up as much as it can).
+set -uo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+siw_ko=${KRDMA_SIW_KO:-$repo/build/siw-$(uname -r)/siw.ko}
+krdma_ko=$repo/krdma.ko
+env_file=/run/krdma-guest.env
+errors=0
+read -r start _ </proc/uptime
+
+err() { echo "krdma-setup: ERROR: $*"; errors=$((errors + 1)); }
+run() { "$@" || err "failed: $*"; }
+
+# Hung task reports after 30 s, no panic; an oops must not panic (we want
+# the log).
+echo 30 >/proc/sys/kernel/hung_task_timeout_secs
+echo 0 >/proc/sys/kernel/hung_task_panic
+echo 0 >/proc/sys/kernel/panic_on_oops
+
+run ip link set lo up
+run modprobe -a ib_core rdma_cm ib_uverbs rdma_ucm rdma_rxe veth libcrc32c
+if [[ -f $siw_ko ]]; then
+	grep -q '^siw ' /proc/modules || run insmod "$siw_ko"
+else
+	err "no $siw_ko (run selftests/qemu/build-siw.sh)"
+fi
+
+# name addr peer peer_addr
+setup_veth() {
+	ip link add "$1" type veth peer name "$3" || { err "ip link add $1"; return; }
+	run ip link set "$1" mtu 9000
+	run ip link set "$3" mtu 9000
+	run ip addr add "$2/24" dev "$1"
+	run ip addr add "$4/24" dev "$3"
+	run ip link set "$1" up
+	run ip link set "$3" up
+}
+setup_veth veth0 198.18.0.1 veth1 198.18.0.2
+setup_veth veth2 198.18.1.1 veth3 198.18.1.2
+
+run rdma link add rxe0 type rxe netdev veth0
+run rdma link add siw0 type siw netdev veth2
+
+# Poll (at most ~20 s) until both ports are ACTIVE.
+state() { cat "/sys/class/infiniband/$1/ports/1/state" 2>/dev/null; }
+for dev in rxe0 siw0; do
+	for ((i = 0; i < 200; i++)); do
+		[[ $(state "$dev") == *ACTIVE* ]] && break
+		sleep 0.1
+	done
+	[[ $(state "$dev") == *ACTIVE* ]] || err "$dev is not ACTIVE: $(state "$dev")"
+done
+
+loaded=0
+krdma_note="krdma.ko not built"
+if [[ ${KRDMA_LOAD:-1} == 0 ]]; then
+	krdma_note="krdma.ko not loaded (KRDMA_LOAD=0)"
+elif [[ -f $krdma_ko ]]; then
+	# shellcheck disable=SC2086 # the parameters are meant to be split
+	if insmod "$krdma_ko" ${KRDMA_MODULE_PARAMS:-}; then
+		loaded=1 krdma_note="krdma.ko loaded"
+	else
+		err "insmod $krdma_ko failed"
+		krdma_note="insmod krdma.ko FAILED"
+	fi
+fi
+
+cat >"$env_file" <<EOF
+KRDMA_RXE_DEV=rxe0
+KRDMA_RXE_NETDEV=veth0
+KRDMA_RXE_ADDR=198.18.0.1
+KRDMA_RXE_PEER_ADDR=198.18.0.2
+KRDMA_SIW_DEV=siw0
+KRDMA_SIW_NETDEV=veth2
+KRDMA_SIW_ADDR=198.18.1.1
+KRDMA_SIW_PEER_ADDR=198.18.1.2
+KRDMA_LOADED=$loaded
+EOF
+
+read -r now _ </proc/uptime
+summary="rxe0 on veth0 198.18.0.1 [$(state rxe0)], siw0 on veth2 198.18.1.1 [$(state siw0)], $krdma_note"
+echo "krdma-setup: $summary ($(awk "BEGIN { printf \"%.1f\", $now - $start }") s)"
+((errors == 0)) || echo "krdma-setup: $errors error(s), see above"
+((errors == 0))

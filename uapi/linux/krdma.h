@@ -1,0 +1,788 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause) */
+/*
+ * krdma: an in-kernel RDMA transport, userspace ABI of /dev/krdma.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#ifndef _UAPI_LINUX_KRDMA_H
+#define _UAPI_LINUX_KRDMA_H
+
+#include <linux/const.h>
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+/**
+ * DOC: General ioctl format
+ *
+ * Every command is ``_IO(KRDMA_TYPE, nr)`` on a file descriptor of
+ * /dev/krdma, with a pointer to the command's struct as the argument.
+ * The size of the struct is not encoded in the ioctl number: every struct
+ * starts with ``__u32 size``, which the caller sets to sizeof() of the
+ * struct as it knows it. The kernel reads the struct with
+ * copy_struct_from_user(), so:
+ *
+ * - an older caller (smaller size) keeps working: the fields it does not
+ *   know are taken as zero, and every field added later is defined so that
+ *   zero keeps the old meaning;
+ * - a newer caller (larger size) works as long as the part the kernel does
+ *   not know is all zero.
+ *
+ * Output is written back into the same struct, at most ``size`` bytes,
+ * and ``size`` is set to the number of bytes the kernel wrote: the smaller
+ * of the caller's size and the kernel's. A newer caller on an older kernel
+ * can tell from it which output fields were filled.
+ * Structs use only ``__u32`` and ``__aligned_u64`` integers (byte arrays
+ * for names and GIDs), have no implicit padding, and every field named
+ * ``__reserved`` or ``flags`` must be zero unless a flag is defined for it.
+ * Pointers to userspace memory are passed as ``__aligned_u64``.
+ *
+ * Errors (the ioctl returns -1 and sets errno):
+ *
+ * - ENOTTY: unknown ioctl command.
+ * - EINVAL: ``size`` smaller than the oldest layout of the struct; a
+ *   reserved field or unknown flag is non-zero; a field has an invalid
+ *   value.
+ * - E2BIG: ``size`` is larger than the struct the kernel knows and the
+ *   bytes beyond it are not zero.
+ * - EFAULT: the struct, or memory a field points to, cannot be accessed.
+ * - ENODEV: the RDMA device named by ``dev_index`` does not exist (or has
+ *   been removed, e.g. by ``rdma link delete``).
+ * - EOPNOTSUPP: the value is valid but not supported by this device.
+ * - EOVERFLOW: a value does not fit (an offset plus length wraps, ...).
+ * - ENOMEM: the kernel ran out of memory.
+ */
+
+/* Not assigned in Documentation/userspace-api/ioctl/ioctl-number.rst */
+#define KRDMA_TYPE 0xDA
+
+/* Version of the ABI described by this header; bumped only on breakage. */
+#define KRDMA_ABI_VERSION 1
+
+#define KRDMA_CMD_BASE		0x80
+#define KRDMA_CMD_QUERY_MODULE	0x80
+#define KRDMA_CMD_DEV_LIST	0x81
+#define KRDMA_CMD_DEV_QUERY	0x82
+#define KRDMA_CMD_PORT_QUERY	0x83
+#define KRDMA_CMD_DESTROY	0x84
+#define KRDMA_CMD_LISTEN	0x85
+#define KRDMA_CMD_ACCEPT	0x86
+#define KRDMA_CMD_CONNECT	0x87
+#define KRDMA_CMD_DISCONNECT	0x88
+#define KRDMA_CMD_CONN_QUERY	0x89
+#define KRDMA_CMD_BUF_REG	0x8a
+#define KRDMA_CMD_GRANT		0x8b
+#define KRDMA_CMD_SUBMIT	0x8c
+#define KRDMA_CMD_POLL		0x8d
+
+/*
+ * Bits of krdma_query_module.features: what this module can do. A caller
+ * checks for a bit before it uses the commands behind it.
+ */
+#define KRDMA_FEATURE_DEV_QUERY		_BITULL(0)	/* DEV_LIST, DEV_QUERY, PORT_QUERY */
+#define KRDMA_FEATURE_CONN		_BITULL(1)	/* LISTEN .. POLL */
+
+/* Encoding of krdma_query_module.version */
+#define KRDMA_VERSION_CODE(major, minor, patch) \
+	(((major) << 16) | ((minor) << 8) | (patch))
+#define KRDMA_VERSION_MAJOR(code) (((code) >> 16) & 0xff)
+#define KRDMA_VERSION_MINOR(code) (((code) >> 8) & 0xff)
+#define KRDMA_VERSION_PATCH(code) ((code) & 0xff)
+
+/**
+ * struct krdma_query_module - ioctl(KRDMA_IOC_QUERY_MODULE)
+ * @size: sizeof(struct krdma_query_module)
+ * @flags: Must be 0
+ * @abi_version: Output: KRDMA_ABI_VERSION of the running module
+ * @version: Output: module version, see KRDMA_VERSION_CODE()
+ * @features: Output: KRDMA_FEATURE_* bits
+ * @num_devices: Output: number of RDMA devices krdma currently tracks
+ * @__reserved: Must be 0
+ *
+ * Tell what the loaded module is. A tool built against another ABI version
+ * compares @abi_version before anything else.
+ */
+struct krdma_query_module {
+	__u32 size;
+	__u32 flags;
+	__u32 abi_version;
+	__u32 version;
+	__aligned_u64 features;
+	__u32 num_devices;
+	__u32 __reserved;
+};
+
+#define KRDMA_IOC_QUERY_MODULE _IO(KRDMA_TYPE, KRDMA_CMD_QUERY_MODULE)
+
+/**
+ * struct krdma_dev_list - ioctl(KRDMA_IOC_DEV_LIST)
+ * @size: sizeof(struct krdma_dev_list)
+ * @flags: Must be 0
+ * @num_devices: Input: number of entries @dev_indexes can hold.
+ *               Output: number of devices krdma tracks. When larger than the
+ *               input, only the first (input) entries were written: call
+ *               again with a larger array.
+ * @__reserved: Must be 0
+ * @dev_indexes: Pointer to a __u32 array that receives the device indexes
+ *               (the ``ifindex`` that ``rdma link`` shows), ascending. May
+ *               be 0 when @num_devices is 0, to ask for the count. Devices
+ *               come and go: callers retry while the count grows.
+ */
+struct krdma_dev_list {
+	__u32 size;
+	__u32 flags;
+	__u32 num_devices;
+	__u32 __reserved;
+	__aligned_u64 dev_indexes;
+};
+
+#define KRDMA_IOC_DEV_LIST _IO(KRDMA_TYPE, KRDMA_CMD_DEV_LIST)
+
+/* krdma_dev_query.transport */
+#define KRDMA_TRANSPORT_IB	1	/* InfiniBand */
+#define KRDMA_TRANSPORT_ROCE	2	/* RoCE (v1 and/or v2) */
+#define KRDMA_TRANSPORT_IWARP	3	/* iWARP */
+#define KRDMA_TRANSPORT_OTHER	4	/* anything else (usNIC, ...) */
+
+/* krdma_dev_query.atomic_cap, same meaning as enum ib_atomic_cap */
+#define KRDMA_ATOMIC_NONE	0	/* no RDMA atomics */
+#define KRDMA_ATOMIC_HCA	1	/* atomic within one device */
+#define KRDMA_ATOMIC_GLOB	2	/* atomic also against the CPU */
+
+#define KRDMA_NAME_MAX	64
+
+/**
+ * struct krdma_dev_query - ioctl(KRDMA_IOC_DEV_QUERY)
+ * @size: sizeof(struct krdma_dev_query)
+ * @flags: Must be 0
+ * @dev_index: Input: index of the device (from KRDMA_IOC_DEV_LIST)
+ * @transport: Output: KRDMA_TRANSPORT_*
+ * @name: Output: device name, NUL-terminated (e.g. "rxe0")
+ * @node_guid: Output: node GUID as a number, be64_to_cpu() of the GUID's
+ *             bytes: ``ibv_devinfo`` prints its 16-bit groups high first
+ * @sys_image_guid: Output: system image GUID, as @node_guid
+ * @max_mr_size: Output: largest memory registration, in bytes
+ * @page_size_cap: Output: page sizes the device supports (bit n: 2^n)
+ * @fw_ver: Output: firmware version string, NUL-terminated, as
+ *          ``ibv_devinfo`` shows it (empty if the driver has none)
+ * @vendor_id: Output: IEEE vendor id
+ * @vendor_part_id: Output: vendor part id
+ * @hw_ver: Output: hardware version
+ * @phys_port_cnt: Output: number of ports, numbered from 1
+ * @max_qp: Output: maximum number of queue pairs
+ * @max_qp_wr: Output: maximum work requests on one queue
+ * @max_send_sge: Output: maximum scatter/gather entries of a send WR
+ * @max_recv_sge: Output: maximum scatter/gather entries of a receive WR
+ * @max_sge_rd: Output: maximum scatter/gather entries of an RDMA READ
+ * @max_cq: Output: maximum number of completion queues
+ * @max_cqe: Output: maximum entries of one completion queue
+ * @max_mr: Output: maximum number of memory registrations
+ * @max_pd: Output: maximum number of protection domains
+ * @max_qp_rd_atom: Output: RDMA READ/atomic operations a QP can serve
+ * @max_qp_init_rd_atom: Output: RDMA READ/atomic operations a QP can issue
+ * @atomic_cap: Output: KRDMA_ATOMIC_*; KRDMA_ATOMIC_NONE means atomic
+ *              operations will fail with EOPNOTSUPP (e.g. siw)
+ * @max_fast_reg_page_list_len: Output: pages one fast registration can map
+ * @__reserved: Must be 0
+ *
+ * Errors: ENODEV when no device has @dev_index.
+ */
+struct krdma_dev_query {
+	__u32 size;
+	__u32 flags;
+	__u32 dev_index;
+	__u32 transport;
+	__u8 name[KRDMA_NAME_MAX];
+	__u8 fw_ver[KRDMA_NAME_MAX];
+	__aligned_u64 node_guid;
+	__aligned_u64 sys_image_guid;
+	__aligned_u64 max_mr_size;
+	__aligned_u64 page_size_cap;
+	__u32 vendor_id;
+	__u32 vendor_part_id;
+	__u32 hw_ver;
+	__u32 phys_port_cnt;
+	__u32 max_qp;
+	__u32 max_qp_wr;
+	__u32 max_send_sge;
+	__u32 max_recv_sge;
+	__u32 max_sge_rd;
+	__u32 max_cq;
+	__u32 max_cqe;
+	__u32 max_mr;
+	__u32 max_pd;
+	__u32 max_qp_rd_atom;
+	__u32 max_qp_init_rd_atom;
+	__u32 atomic_cap;
+	__u32 max_fast_reg_page_list_len;
+	__u32 __reserved;
+};
+
+#define KRDMA_IOC_DEV_QUERY _IO(KRDMA_TYPE, KRDMA_CMD_DEV_QUERY)
+
+/* krdma_port_query.state, same values as enum ib_port_state */
+#define KRDMA_PORT_NOP		0
+#define KRDMA_PORT_DOWN		1
+#define KRDMA_PORT_INIT		2
+#define KRDMA_PORT_ARMED	3
+#define KRDMA_PORT_ACTIVE	4
+#define KRDMA_PORT_ACTIVE_DEFER	5
+
+/* krdma_port_query.link_layer */
+#define KRDMA_LINK_LAYER_UNSPECIFIED	0
+#define KRDMA_LINK_LAYER_INFINIBAND	1
+#define KRDMA_LINK_LAYER_ETHERNET	2
+
+/* krdma_gid_entry.type */
+#define KRDMA_GID_TYPE_IB	0	/* InfiniBand or iWARP GID */
+#define KRDMA_GID_TYPE_ROCE_V1	1	/* RoCE v1 (Ethernet, no IP) */
+#define KRDMA_GID_TYPE_ROCE_V2	2	/* RoCE v2 (UDP/IP): the GID is the IP */
+
+#define KRDMA_IFNAME_MAX 16
+
+/**
+ * struct krdma_gid_entry - one valid entry of a port's GID table
+ * @gid: the GID, network byte order. For RoCE v2 this is the IPv6 address,
+ *       or the IPv4-mapped IPv6 address (::ffff:a.b.c.d) of an IPv4
+ *       address.
+ * @index: index of the entry in the port's GID table
+ * @type: KRDMA_GID_TYPE_*
+ * @netdev_ifindex: ifindex of the network device the GID belongs to, 0 if
+ *                  none
+ * @__reserved: Written as 0
+ */
+struct krdma_gid_entry {
+	__u8 gid[16];
+	__u32 index;
+	__u32 type;
+	__u32 netdev_ifindex;
+	__u32 __reserved;
+};
+
+/**
+ * struct krdma_port_query - ioctl(KRDMA_IOC_PORT_QUERY)
+ * @size: sizeof(struct krdma_port_query)
+ * @flags: Must be 0
+ * @dev_index: Input: index of the device
+ * @port_num: Input: port number, 1 to phys_port_cnt
+ * @state: Output: KRDMA_PORT_* (logical state)
+ * @phys_state: Output: physical state, as enum ib_port_phys_state
+ *              (5 is LinkUp, 3 is Disabled)
+ * @max_mtu: Output: largest RDMA MTU of the port, in bytes
+ * @active_mtu: Output: RDMA MTU in use, in bytes
+ * @link_layer: Output: KRDMA_LINK_LAYER_*
+ * @gid_tbl_len: Output: size of the port's GID table
+ * @netdev_ifindex: Output: ifindex of the port's network device, 0 if none
+ * @num_gids: Input: entries @gids can hold. Output: number of valid GID
+ *            entries of the port; when larger than the input, only the
+ *            first (input) entries were written.
+ * @netdev_name: Output: name of the port's network device, NUL-terminated,
+ *               empty if none
+ * @gids: Pointer to an array of struct krdma_gid_entry, or 0 when
+ *        @num_gids is 0
+ * @active_speed: Output: link speed, as ib_port_attr.active_speed
+ * @active_width: Output: link width, as ib_port_attr.active_width
+ * @__reserved: Must be 0
+ *
+ * Errors: ENODEV when no device has @dev_index; EINVAL when @port_num is
+ * not a port of the device.
+ */
+struct krdma_port_query {
+	__u32 size;
+	__u32 flags;
+	__u32 dev_index;
+	__u32 port_num;
+	__u32 state;
+	__u32 phys_state;
+	__u32 max_mtu;
+	__u32 active_mtu;
+	__u32 link_layer;
+	__u32 gid_tbl_len;
+	__u32 netdev_ifindex;
+	__u32 num_gids;
+	__u8 netdev_name[KRDMA_IFNAME_MAX];
+	__aligned_u64 gids;
+	__u32 active_speed;
+	__u32 active_width;
+	__aligned_u64 __reserved;
+};
+
+#define KRDMA_IOC_PORT_QUERY _IO(KRDMA_TYPE, KRDMA_CMD_PORT_QUERY)
+
+/**
+ * DOC: Objects and handles
+ *
+ * Listeners, connections, buffers and grants are objects of the file
+ * descriptor that created them, named by a handle (a non-zero __u32, unique
+ * in that file). KRDMA_IOC_DESTROY ends any of them; closing the file ends
+ * all of them (connections are disconnected and drained first). A handle
+ * means nothing in another file, even one of the same process: every
+ * command that takes a handle gives ENOENT for one that is not an object
+ * of this file or not of the expected kind.
+ *
+ * Further errors of these commands:
+ *
+ * - ENOENT: no such handle in this file.
+ * - ENOTCONN: the connection is not (or no longer) connected.
+ * - ETIMEDOUT: a connect, accept or wait timed out.
+ * - EAGAIN: non-blocking accept with nothing to accept; submit with no
+ *   room left in the completion queue.
+ * - ECONNREFUSED: nobody listens there, or the peer rejected us.
+ * - EHOSTUNREACH, ENETUNREACH: no RDMA route to the address.
+ * - EADDRINUSE: the address and port are taken.
+ * - ENOMEM: also when pinning a buffer would pass RLIMIT_MEMLOCK (see
+ *   ``ulimit -l``) without CAP_IPC_LOCK.
+ * - EMSGSIZE: a SEND or RECV larger than the connection can carry in one
+ *   message.
+ * - EINTR: a blocking call was interrupted by a signal.
+ */
+
+/**
+ * struct krdma_addr - an IP address and port
+ * @family: AF_INET or AF_INET6; 0 for "none/any" where allowed
+ * @port: port number, host byte order
+ * @addr: the address, network byte order: 4 bytes for AF_INET, 16 for
+ *        AF_INET6; the rest zero
+ * @scope_id: IPv6 scope (interface index) for link-local addresses, or 0
+ * @__reserved: Must be 0
+ */
+struct krdma_addr {
+	__u32 family;
+	__u32 port;
+	__u8 addr[16];
+	__u32 scope_id;
+	__u32 __reserved;
+};
+
+/**
+ * struct krdma_destroy - ioctl(KRDMA_IOC_DESTROY)
+ * @size: sizeof(struct krdma_destroy)
+ * @flags: Must be 0
+ * @handle: the object to end
+ * @__reserved: Must be 0
+ *
+ * Ends a listener (pending connections are refused), a connection
+ * (disconnects; operations still in flight end with
+ * KRDMA_WC_WR_FLUSH_ERR), a buffer (its grants are revoked first; pages
+ * stay pinned until the last operation using them completes) or a grant
+ * (its token stops working at once).
+ */
+struct krdma_destroy {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 __reserved;
+};
+
+#define KRDMA_IOC_DESTROY _IO(KRDMA_TYPE, KRDMA_CMD_DESTROY)
+
+/**
+ * struct krdma_listen - ioctl(KRDMA_IOC_LISTEN)
+ * @size: sizeof(struct krdma_listen)
+ * @flags: Must be 0
+ * @addr: Input: address to listen on (all-zero address: every address of
+ *        the family); port 0 picks a free port. Output: the bound address
+ *        and port.
+ * @backlog: Input: connections that may wait to be accepted (0: 16)
+ * @handle: Output: the listener
+ * @sq_depth: Input: send queue depth of accepted connections (0: default)
+ * @rq_depth: Input: receive queue depth of accepted connections (0:
+ *            default)
+ *
+ * Listens in the network namespace of the process that opened the file.
+ * Connections are accepted by the kernel as they arrive (up to @backlog
+ * waiting) and handed out by KRDMA_IOC_ACCEPT.
+ */
+struct krdma_listen {
+	__u32 size;
+	__u32 flags;
+	struct krdma_addr addr;
+	__u32 backlog;
+	__u32 handle;
+	__u32 sq_depth;
+	__u32 rq_depth;
+};
+
+#define KRDMA_IOC_LISTEN _IO(KRDMA_TYPE, KRDMA_CMD_LISTEN)
+
+/* krdma_accept.flags */
+#define KRDMA_ACCEPT_NONBLOCK	_BITUL(0)	/* EAGAIN instead of waiting */
+
+/* Timeouts in milliseconds; this one means "no limit" */
+#define KRDMA_TIMEOUT_INFINITE	0xffffffffU
+
+/**
+ * struct krdma_accept - ioctl(KRDMA_IOC_ACCEPT)
+ * @size: sizeof(struct krdma_accept)
+ * @flags: KRDMA_ACCEPT_*
+ * @listener: Input: the listener
+ * @timeout_ms: Input: how long to wait; KRDMA_TIMEOUT_INFINITE: no limit
+ * @handle: Output: the new, connected connection
+ * @__reserved: Must be 0
+ */
+struct krdma_accept {
+	__u32 size;
+	__u32 flags;
+	__u32 listener;
+	__u32 timeout_ms;
+	__u32 handle;
+	__u32 __reserved;
+};
+
+#define KRDMA_IOC_ACCEPT _IO(KRDMA_TYPE, KRDMA_CMD_ACCEPT)
+
+/**
+ * struct krdma_connect - ioctl(KRDMA_IOC_CONNECT)
+ * @size: sizeof(struct krdma_connect)
+ * @flags: Must be 0
+ * @dst: Input: address and port of the listener
+ * @src: Input: local address to connect from; family 0: any
+ * @timeout_ms: Input: limit for the whole connect (0: 10 seconds)
+ * @sq_depth: Input: send queue depth (0: default)
+ * @rq_depth: Input: receive queue depth (0: default)
+ * @handle: Output: the connection
+ *
+ * Resolves the address, the route, creates the queue pair and connects,
+ * blocking until it is connected or failed.
+ */
+struct krdma_connect {
+	__u32 size;
+	__u32 flags;
+	struct krdma_addr dst;
+	struct krdma_addr src;
+	__u32 timeout_ms;
+	__u32 sq_depth;
+	__u32 rq_depth;
+	__u32 handle;
+};
+
+#define KRDMA_IOC_CONNECT _IO(KRDMA_TYPE, KRDMA_CMD_CONNECT)
+
+/**
+ * struct krdma_disconnect - ioctl(KRDMA_IOC_DISCONNECT)
+ * @size: sizeof(struct krdma_disconnect)
+ * @flags: Must be 0
+ * @handle: the connection
+ * @__reserved: Must be 0
+ *
+ * Disconnects: operations in flight complete with an error status. The
+ * handle stays valid (for CONN_QUERY) until destroyed.
+ */
+struct krdma_disconnect {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 __reserved;
+};
+
+#define KRDMA_IOC_DISCONNECT _IO(KRDMA_TYPE, KRDMA_CMD_DISCONNECT)
+
+/* krdma_conn_query.state */
+#define KRDMA_CONN_CONNECTING	1
+#define KRDMA_CONN_CONNECTED	2
+#define KRDMA_CONN_ERROR	3	/* peer gone, device removed, ... */
+#define KRDMA_CONN_CLOSED	4	/* disconnected by us */
+
+/**
+ * struct krdma_conn_query - ioctl(KRDMA_IOC_CONN_QUERY)
+ * @size: sizeof(struct krdma_conn_query)
+ * @flags: Must be 0
+ * @handle: Input: the connection
+ * @state: Output: KRDMA_CONN_*
+ * @local: Output: local address and port
+ * @peer: Output: peer address and port
+ * @dev_index: Output: the RDMA device
+ * @port_num: Output: its port
+ * @qp_num: Output: local queue pair number
+ * @peer_qp_num: Output: the peer's queue pair number (0 on iWARP, whose
+ *               handshake does not carry it)
+ * @sq_depth: Output: send queue depth
+ * @rq_depth: Output: receive queue depth
+ * @peer_rq_depth: Output: the peer's receive queue depth, from the
+ *                 handshake (the RECVs it can have posted at once)
+ * @peer_features: Output: feature bits the peer announced
+ * @error: Output: when @state is KRDMA_CONN_ERROR, why: a positive errno
+ * @__reserved: Must be 0
+ */
+struct krdma_conn_query {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 state;
+	struct krdma_addr local;
+	struct krdma_addr peer;
+	__u32 dev_index;
+	__u32 port_num;
+	__u32 qp_num;
+	__u32 peer_qp_num;
+	__u32 sq_depth;
+	__u32 rq_depth;
+	__u32 peer_rq_depth;
+	__u32 peer_features;
+	__u32 error;
+	__u32 __reserved;
+};
+
+#define KRDMA_IOC_CONN_QUERY _IO(KRDMA_TYPE, KRDMA_CMD_CONN_QUERY)
+
+/* Access rights of buffers and grants */
+/* LOCAL_WRITE: krdma may write into it (READ, RECV, atomic results) */
+#define KRDMA_ACCESS_LOCAL_WRITE	_BITUL(0)
+#define KRDMA_ACCESS_REMOTE_READ	_BITUL(1)
+#define KRDMA_ACCESS_REMOTE_WRITE	_BITUL(2)
+#define KRDMA_ACCESS_REMOTE_ATOMIC	_BITUL(3)
+
+/**
+ * struct krdma_buf_reg - ioctl(KRDMA_IOC_BUF_REG)
+ * @size: sizeof(struct krdma_buf_reg)
+ * @flags: Must be 0
+ * @addr: Input: start of the buffer (any alignment)
+ * @length: Input: its length in bytes, not 0
+ * @access: Input: KRDMA_ACCESS_*: LOCAL_WRITE if krdma is to write into
+ *          it, and the remote rights that grants of it may give
+ * @handle: Output: the buffer
+ *
+ * Pins the pages (they stay in memory at the same physical address until
+ * the buffer is destroyed and no operation uses them) and charges them to
+ * the caller's RLIMIT_MEMLOCK, unless it has CAP_IPC_LOCK. A buffer is not
+ * tied to a device or connection.
+ */
+struct krdma_buf_reg {
+	__u32 size;
+	__u32 flags;
+	__aligned_u64 addr;
+	__aligned_u64 length;
+	__u32 access;
+	__u32 handle;
+};
+
+#define KRDMA_IOC_BUF_REG _IO(KRDMA_TYPE, KRDMA_CMD_BUF_REG)
+
+/**
+ * struct krdma_token - what a peer needs to access a granted window
+ * @addr: address of the first byte of the window, as the peer must name it
+ *        in RDMA operations (remote_addr of a verbs work request)
+ * @length: length of the window
+ * @rkey: the remote key (rkey of a verbs work request)
+ * @access: KRDMA_ACCESS_REMOTE_* rights granted
+ * @__reserved: Written as 0
+ *
+ * The owner sends the token to its peer (over SEND, or any channel). On
+ * the wire it is these 24 bytes, little-endian, in this order. A plain
+ * verbs peer uses remote_addr = @addr + offset and rkey = @rkey. The token
+ * works only on the connection it was granted on.
+ */
+struct krdma_token {
+	__aligned_u64 addr;
+	__aligned_u64 length;
+	__u32 rkey;
+	__u32 access;
+	__aligned_u64 __reserved;
+};
+
+/**
+ * struct krdma_grant - ioctl(KRDMA_IOC_GRANT)
+ * @size: sizeof(struct krdma_grant)
+ * @flags: Must be 0
+ * @conn: Input: the connection the token will work on
+ * @buf: Input: the buffer
+ * @offset: Input: start of the window in the buffer
+ * @length: Input: length of the window, not 0
+ * @access: Input: KRDMA_ACCESS_REMOTE_* rights, a subset of the buffer's
+ * @handle: Output: the grant, for KRDMA_IOC_DESTROY (revoke)
+ * @token: Output: the token to send to the peer
+ *
+ * Errors: EINVAL when @offset + @length is past the end of the buffer,
+ * EACCES when @access asks for more than the buffer allows, EOPNOTSUPP for
+ * remote atomics on a device without atomics.
+ */
+struct krdma_grant {
+	__u32 size;
+	__u32 flags;
+	__u32 conn;
+	__u32 buf;
+	__aligned_u64 offset;
+	__aligned_u64 length;
+	__u32 access;
+	__u32 handle;
+	struct krdma_token token;
+};
+
+#define KRDMA_IOC_GRANT _IO(KRDMA_TYPE, KRDMA_CMD_GRANT)
+
+/* krdma_op.opcode */
+#define KRDMA_OP_WRITE		1	/* local sges -> remote */
+#define KRDMA_OP_WRITE_IMM	2	/* same, then imm_data to a peer RECV */
+#define KRDMA_OP_READ		3	/* remote -> local sges */
+#define KRDMA_OP_SEND		4	/* local sges -> a peer RECV */
+#define KRDMA_OP_SEND_IMM	5	/* same, with imm_data */
+#define KRDMA_OP_RECV		6	/* post local sges for one peer SEND */
+#define KRDMA_OP_FETCH_ADD	7	/* 8 bytes at remote += compare_add */
+#define KRDMA_OP_CMP_SWAP	8	/* if == compare_add, = swap */
+
+/**
+ * struct krdma_sge - a range of a registered buffer
+ * @buf: the buffer's handle
+ * @__reserved: Must be 0
+ * @offset: start in the buffer
+ * @length: length in bytes
+ */
+struct krdma_sge {
+	__u32 buf;
+	__u32 __reserved;
+	__aligned_u64 offset;
+	__aligned_u64 length;
+};
+
+#define KRDMA_MAX_SGE 16
+
+/**
+ * struct krdma_op - one operation of KRDMA_IOC_SUBMIT
+ * @opcode: KRDMA_OP_*
+ * @flags: Must be 0
+ * @cookie: returned as is in the operation's completion
+ * @conn: the connection
+ * @num_sge: local ranges: 1 uses @sge; 2 to KRDMA_MAX_SGE use the array
+ *           at @sges; 0 only for SEND/RECV without data
+ * @sges: pointer to an array of @num_sge struct krdma_sge, when > 1
+ * @sge: the local range, when @num_sge is 1
+ * @remote: WRITE, READ and atomics: the peer's token
+ * @remote_offset: WRITE, READ and atomics: offset in the token's window
+ * @imm_data: WRITE_IMM and SEND_IMM: 32 bits handed to the peer
+ * @__reserved: Must be 0
+ * @compare_add: FETCH_ADD: the addend; CMP_SWAP: the value to compare
+ * @swap: CMP_SWAP: the value to store
+ *
+ * Atomics work on 8 naturally aligned bytes: the local sge (8 bytes,
+ * LOCAL_WRITE) receives the old value. Transfers of any length are split
+ * by krdma as the device needs; the operation completes once, when all
+ * of it is done. Up to the token's length is checked locally: EINVAL past
+ * its end, EOVERFLOW on wrap-around.
+ */
+struct krdma_op {
+	__u32 opcode;
+	__u32 flags;
+	__aligned_u64 cookie;
+	__u32 conn;
+	__u32 num_sge;
+	__aligned_u64 sges;
+	struct krdma_sge sge;
+	struct krdma_token remote;
+	__aligned_u64 remote_offset;
+	__u32 imm_data;
+	__u32 __reserved;
+	__aligned_u64 compare_add;
+	__aligned_u64 swap;
+};
+
+/* krdma_submit.flags */
+#define KRDMA_SUBMIT_WAIT	_BITUL(0)	/* wait for completion queue room */
+
+#define KRDMA_SUBMIT_MAX	256
+
+/**
+ * struct krdma_submit - ioctl(KRDMA_IOC_SUBMIT)
+ * @size: sizeof(struct krdma_submit)
+ * @flags: KRDMA_SUBMIT_*
+ * @count: Input: number of operations at @ops, 1 to KRDMA_SUBMIT_MAX
+ * @submitted: Output: how many were accepted, in order
+ * @ops: pointer to an array of struct krdma_op
+ *
+ * Each accepted operation completes exactly once, in the file's
+ * completion queue (KRDMA_IOC_POLL). Operations are checked and accepted
+ * in order; at the first one that cannot be, the call stops and fails
+ * with its errno, @submitted telling how many went before it. A full
+ * completion queue makes the call fail with EAGAIN (or wait with
+ * KRDMA_SUBMIT_WAIT): krdma never loses a completion.
+ */
+struct krdma_submit {
+	__u32 size;
+	__u32 flags;
+	__u32 count;
+	__u32 submitted;
+	__aligned_u64 ops;
+};
+
+#define KRDMA_IOC_SUBMIT _IO(KRDMA_TYPE, KRDMA_CMD_SUBMIT)
+
+/*
+ * krdma_completion.status: the values of the kernel's enum ib_wc_status,
+ * named in ``ibv_wc_status_str()`` and krdmactl.
+ */
+#define KRDMA_WC_SUCCESS		0
+#define KRDMA_WC_LOC_LEN_ERR		1
+#define KRDMA_WC_LOC_QP_OP_ERR		2
+#define KRDMA_WC_LOC_EEC_OP_ERR		3
+#define KRDMA_WC_LOC_PROT_ERR		4
+#define KRDMA_WC_WR_FLUSH_ERR		5
+#define KRDMA_WC_MW_BIND_ERR		6
+#define KRDMA_WC_BAD_RESP_ERR		7
+#define KRDMA_WC_LOC_ACCESS_ERR		8
+#define KRDMA_WC_REM_INV_REQ_ERR	9
+#define KRDMA_WC_REM_ACCESS_ERR		10
+#define KRDMA_WC_REM_OP_ERR		11
+#define KRDMA_WC_RETRY_EXC_ERR		12
+#define KRDMA_WC_RNR_RETRY_EXC_ERR	13
+#define KRDMA_WC_LOC_RDD_VIOL_ERR	14
+#define KRDMA_WC_REM_INV_RD_REQ_ERR	15
+#define KRDMA_WC_REM_ABORT_ERR		16
+#define KRDMA_WC_INV_EECN_ERR		17
+#define KRDMA_WC_INV_EEC_STATE_ERR	18
+#define KRDMA_WC_FATAL_ERR		19
+#define KRDMA_WC_RESP_TIMEOUT_ERR	20
+#define KRDMA_WC_GENERAL_ERR		21
+
+/* krdma_completion.flags */
+#define KRDMA_WC_F_IMM		_BITUL(0)	/* imm_data is valid */
+
+/**
+ * struct krdma_completion - the outcome of one operation
+ * @cookie: the operation's cookie
+ * @status: KRDMA_WC_*
+ * @opcode: the operation's KRDMA_OP_*
+ * @byte_len: RECV: bytes received; others: bytes transferred
+ * @imm_data: RECV: the peer's immediate data, if KRDMA_WC_F_IMM
+ * @conn: the connection's handle
+ * @flags: KRDMA_WC_F_*
+ * @vendor_err: the device's own error code, for error statuses
+ * @__reserved: Written as 0
+ */
+struct krdma_completion {
+	__aligned_u64 cookie;
+	__u32 status;
+	__u32 opcode;
+	__u32 byte_len;
+	__u32 imm_data;
+	__u32 conn;
+	__u32 flags;
+	__u32 vendor_err;
+	__u32 __reserved;
+};
+
+/**
+ * struct krdma_poll - ioctl(KRDMA_IOC_POLL)
+ * @size: sizeof(struct krdma_poll)
+ * @flags: Must be 0
+ * @max: Input: completions @completions can hold, 1 or more
+ * @count: Output: completions written
+ * @completions: pointer to an array of struct krdma_completion
+ * @timeout_ms: Input: when the queue is empty, how long to wait for one:
+ *              0 does not wait, KRDMA_TIMEOUT_INFINITE waits without limit
+ * @__reserved: Must be 0
+ *
+ * Takes up to @max completions from the file's completion queue, oldest
+ * first. Returns with @count 0 on timeout. The file is readable for
+ * poll()/epoll when the queue is not empty.
+ */
+struct krdma_poll {
+	__u32 size;
+	__u32 flags;
+	__u32 max;
+	__u32 count;
+	__aligned_u64 completions;
+	__u32 timeout_ms;
+	__u32 __reserved;
+};
+
+#define KRDMA_IOC_POLL _IO(KRDMA_TYPE, KRDMA_CMD_POLL)
+
+#endif /* _UAPI_LINUX_KRDMA_H */

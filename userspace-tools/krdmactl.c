@@ -1,0 +1,971 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdmactl: inspect and control krdma, the in-kernel RDMA transport.
+ *
+ * Every subcommand lives in the table at the bottom: { name, fn, help,
+ * usage }. A subcommand gets argv with its own name in argv[0] and returns
+ * the exit status: 0 done, 1 failed (the message is already on stderr),
+ * 2 bad usage.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "libkrdma.h"
+
+#define KRDMACTL_VERSION "0.1.0"
+
+#define EXIT_USAGE 2
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define __printf(a, b) __attribute__((format(printf, a, b)))
+
+static const char *prog = "krdmactl";
+
+static void __printf(1, 2)
+errmsg(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/*
+ * "krdmactl: <what>[: <strerror(err)>]", then the library's advice for
+ * @err on a second line when it has some.
+ */
+static void verrmsg(int err, bool with_strerror, const char *fmt, va_list ap)
+{
+	const char *hint = krdma_strerror_hint(err);
+
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	if (with_strerror)
+		fprintf(stderr, ": %s", strerror(err < 0 ? -err : err));
+	fputc('\n', stderr);
+	if (hint)
+		fprintf(stderr, "%s: %s\n", prog, hint);
+}
+
+/* For an error (-errno) that the kernel or libc returned. */
+static void __printf(2, 3)
+errmsg_err(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verrmsg(err, true, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * For an error that a check of ours found (an ABI mismatch, ...): the
+ * advice without strerror(), which would only confuse.
+ */
+static void __printf(2, 3)
+errmsg_hint(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verrmsg(err, false, fmt, ap);
+	va_end(ap);
+}
+
+/* Flush stdout and report a failed write (a full disk, a closed pipe). */
+static int finish_stdout(int status)
+{
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		errmsg("cannot write the output: %s", strerror(errno));
+		return 1;
+	}
+	return status;
+}
+
+/* Open /dev/krdma, or say why not. Returns the fd or -1. */
+static int open_krdma(void)
+{
+	int fd = krdma_open();
+
+	if (fd < 0) {
+		errmsg_err(fd, "cannot open %s", KRDMA_DEV_PATH);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * A tiny JSON writer. Every value goes through json_key(), which writes
+ * the comma before all but the first member of a container and the
+ * "key": of object members; a stack of the open containers checks that
+ * objects get keys and arrays do not, and that every container is closed.
+ */
+#define JSON_MAX_DEPTH 16
+
+struct json {
+	FILE *f;
+	int depth;
+	char kind[JSON_MAX_DEPTH];	/* '{' or '[' */
+	bool first[JSON_MAX_DEPTH];
+};
+
+/* @s as a JSON string: escapes ", \ and controls; invalid UTF-8 -> U+FFFD */
+static void json_write_string(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	fputc('"', f);
+	while (*s) {
+		unsigned char c = *s;
+		uint32_t cp;
+		size_t n, i;
+
+		if (c == '"' || c == '\\') {
+			fputc('\\', f);
+			fputc(c, f);
+			s++;
+			continue;
+		}
+		if (c < 0x20) {
+			fprintf(f, "\\u%04x", c);
+			s++;
+			continue;
+		}
+		if (c < 0x80) {
+			fputc(c, f);
+			s++;
+			continue;
+		}
+		/* Pass a valid UTF-8 sequence through as it is. */
+		if (c >= 0xc2 && c <= 0xdf) {
+			n = 2;
+			cp = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			n = 3;
+			cp = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			n = 4;
+			cp = c & 0x07;
+		} else {
+			n = 0;
+			cp = 0;
+		}
+		/* a NUL fails the continuation test: no read past the end */
+		for (i = 1; i < n; i++) {
+			if ((s[i] & 0xc0) != 0x80)
+				break;
+			cp = cp << 6 | (s[i] & 0x3f);
+		}
+		if (!n || i < n || (n == 3 && cp < 0x800) ||
+		    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		    (cp >= 0xd800 && cp <= 0xdfff)) {
+			fputs("\\ufffd", f);
+			s++;
+			continue;
+		}
+		fwrite(s, 1, n, f);
+		s += n;
+	}
+	fputc('"', f);
+}
+
+static void json_key(struct json *j, const char *key)
+{
+	if (j->depth > 0) {
+		int top = j->depth - 1;
+
+		if ((j->kind[top] == '{') != !!key)
+			abort();	/* object member without key, or vice versa */
+		if (!j->first[top])
+			fputc(',', j->f);
+		j->first[top] = false;
+	}
+	if (key) {
+		json_write_string(j->f, key);
+		fputc(':', j->f);
+	}
+}
+
+static void json_open(struct json *j, const char *key, char kind)
+{
+	json_key(j, key);
+	if (j->depth >= JSON_MAX_DEPTH)
+		abort();
+	fputc(kind, j->f);
+	j->kind[j->depth] = kind;
+	j->first[j->depth] = true;
+	j->depth++;
+}
+
+static void json_close(struct json *j, char kind)
+{
+	if (j->depth <= 0 || j->kind[j->depth - 1] != kind)
+		abort();
+	j->depth--;
+	fputc(kind == '{' ? '}' : ']', j->f);
+	if (!j->depth)
+		fputc('\n', j->f);
+}
+
+static void json_begin_object(struct json *j, const char *key)
+{
+	json_open(j, key, '{');
+}
+
+static void json_end_object(struct json *j)
+{
+	json_close(j, '{');
+}
+
+static void json_begin_array(struct json *j, const char *key)
+{
+	json_open(j, key, '[');
+}
+
+static void json_end_array(struct json *j)
+{
+	json_close(j, '[');
+}
+
+static void json_str(struct json *j, const char *key, const char *val)
+{
+	json_key(j, key);
+	json_write_string(j->f, val);
+}
+
+static void json_u64(struct json *j, const char *key, uint64_t val)
+{
+	json_key(j, key);
+	fprintf(j->f, "%" PRIu64, val);
+}
+
+static void json_bool(struct json *j, const char *key, bool val)
+{
+	json_key(j, key);
+	fputs(val ? "true" : "false", j->f);
+}
+
+static void json_null(struct json *j, const char *key)
+{
+	json_key(j, key);
+	fputs("null", j->f);
+}
+
+/* Parse the options of a subcommand that takes only -j/--json, -h/--help. */
+enum opt_result { OPT_OK, OPT_HELP, OPT_BAD };
+
+static void print_usage_of(const char *name, FILE *f);
+
+static enum opt_result parse_json_opts(int argc, char *argv[], bool *json)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			*json = true;
+			break;
+		case 'h':
+			print_usage_of(argv[0], stdout);
+			return OPT_HELP;
+		default:
+			if (optopt)
+				errmsg("%s: unknown option '-%c'", argv[0],
+				       optopt);
+			else
+				errmsg("%s: unknown option '%s'", argv[0],
+				       argv[optind - 1]);
+			print_usage_of(argv[0], stderr);
+			return OPT_BAD;
+		}
+	}
+	return OPT_OK;
+}
+
+/* krdmactl version */
+
+static void print_features(uint64_t features)
+{
+	bool any = false;
+	int bit;
+
+	for (bit = 0; bit < 64; bit++) {
+		uint64_t b = 1ULL << bit;
+		const char *name;
+
+		if (!(features & b))
+			continue;
+		name = krdma_feature_str(b);
+		if (name)
+			printf("%s%s", any ? " " : "", name);
+		else
+			printf("%sbit%d", any ? " " : "", bit);
+		any = true;
+	}
+	printf("%s (0x%" PRIx64 ")\n", any ? "" : "none", features);
+}
+
+static void json_features(struct json *j, uint64_t features)
+{
+	int bit;
+
+	json_begin_array(j, "feature_names");
+	for (bit = 0; bit < 64; bit++) {
+		uint64_t b = 1ULL << bit;
+		char unknown[16];
+		const char *name;
+
+		if (!(features & b))
+			continue;
+		name = krdma_feature_str(b);
+		if (!name) {
+			snprintf(unknown, sizeof(unknown), "bit%d", bit);
+			name = unknown;
+		}
+		json_str(j, NULL, name);
+	}
+	json_end_array(j);
+}
+
+static int version_main(int argc, char *argv[])
+{
+	struct krdma_query_module qm;
+	struct json j = { .f = stdout };
+	bool json = false;
+	char ver[32];
+	int fd, ret;
+
+	switch (parse_json_opts(argc, argv, &json)) {
+	case OPT_HELP:
+		return finish_stdout(0);
+	case OPT_BAD:
+		return EXIT_USAGE;
+	case OPT_OK:
+		break;
+	}
+	if (optind < argc) {
+		errmsg("version: unexpected argument '%s'", argv[optind]);
+		print_usage_of(argv[0], stderr);
+		return EXIT_USAGE;
+	}
+
+	if (json) {
+		json_begin_object(&j, NULL);
+		json_begin_object(&j, "krdmactl");
+		json_str(&j, "version", KRDMACTL_VERSION);
+		json_u64(&j, "abi_version", KRDMA_ABI_VERSION);
+		json_end_object(&j);
+	} else {
+		printf("krdmactl:     %s (built for krdma ABI %u)\n",
+		       KRDMACTL_VERSION, KRDMA_ABI_VERSION);
+	}
+
+	fd = krdma_open();
+	ret = fd < 0 ? fd : krdma_query_module(fd, &qm);
+	if (fd >= 0)
+		close(fd);
+	if (ret) {
+		if (json) {
+			json_null(&j, "module");
+			json_end_object(&j);
+		}
+		finish_stdout(0);
+		if (fd < 0)
+			errmsg_err(ret, "cannot open %s", KRDMA_DEV_PATH);
+		else
+			errmsg_err(ret, "cannot query the krdma module");
+		return 1;
+	}
+
+	snprintf(ver, sizeof(ver), "%u.%u.%u",
+		 KRDMA_VERSION_MAJOR(qm.version),
+		 KRDMA_VERSION_MINOR(qm.version),
+		 KRDMA_VERSION_PATCH(qm.version));
+	if (json) {
+		json_begin_object(&j, "module");
+		json_str(&j, "version", ver);
+		json_u64(&j, "abi_version", qm.abi_version);
+		json_u64(&j, "features", qm.features);
+		json_features(&j, qm.features);
+		json_u64(&j, "num_devices", qm.num_devices);
+		json_end_object(&j);
+		json_bool(&j, "abi_match", qm.abi_version == KRDMA_ABI_VERSION);
+		json_end_object(&j);
+	} else {
+		printf("module:       %s (krdma ABI %u)\n", ver,
+		       qm.abi_version);
+		printf("features:     ");
+		print_features(qm.features);
+		printf("num_devices:  %u\n", qm.num_devices);
+	}
+	ret = finish_stdout(0);
+
+	if (qm.abi_version != KRDMA_ABI_VERSION) {
+		errmsg("WARNING: ABI MISMATCH: krdmactl was built for krdma ABI %u, but the loaded krdma.ko speaks ABI %u!",
+		       KRDMA_ABI_VERSION, qm.abi_version);
+		errmsg("WARNING: the other commands will refuse to run; build and install krdma.ko and krdmactl from the same tree");
+	}
+	return ret;
+}
+
+/* krdmactl dev */
+
+struct port_info {
+	struct krdma_port_query pq;
+	struct krdma_gid_entry *gids;
+	uint32_t ngids;
+};
+
+struct dev_info {
+	struct krdma_dev_query dq;
+	struct port_info *ports;	/* phys_port_cnt entries, port 1 first */
+};
+
+static void free_dev(struct dev_info *d)
+{
+	uint32_t p;
+
+	if (d->ports) {
+		for (p = 0; p < d->dq.phys_port_cnt; p++)
+			free(d->ports[p].gids);
+		free(d->ports);
+	}
+	memset(d, 0, sizeof(*d));
+}
+
+static void free_devs(struct dev_info *devs, uint32_t ndevs)
+{
+	uint32_t i;
+
+	for (i = 0; i < ndevs; i++)
+		free_dev(&devs[i]);
+	free(devs);
+}
+
+/*
+ * Query the ports of @d (whose dq is filled). Returns 0 or -errno; the
+ * error is reported here, except -ENODEV (the device went away) which is
+ * up to the caller.
+ */
+static int collect_ports(int fd, struct dev_info *d)
+{
+	uint32_t p;
+	int ret;
+
+	d->ports = calloc(d->dq.phys_port_cnt ? d->dq.phys_port_cnt : 1,
+			  sizeof(*d->ports));
+	if (!d->ports) {
+		errmsg_err(-ENOMEM, "cannot query %s", (char *)d->dq.name);
+		return -ENOMEM;
+	}
+	for (p = 0; p < d->dq.phys_port_cnt; p++) {
+		struct port_info *pi = &d->ports[p];
+
+		ret = krdma_port_query(fd, d->dq.dev_index, p + 1, &pi->pq,
+				       &pi->gids, &pi->ngids);
+		if (ret && ret != -ENODEV)
+			errmsg_err(ret, "cannot query port %u of %s", p + 1,
+				   (char *)d->dq.name);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Tell which devices there are, after DEVNAME was not found. */
+static void list_known_devices(int fd)
+{
+	struct krdma_dev_query dq;
+	uint32_t *idx, n, i;
+	bool any = false;
+
+	if (krdma_dev_list(fd, &idx, &n))
+		return;
+	for (i = 0; i < n; i++) {
+		if (krdma_dev_query(fd, idx[i], &dq))
+			continue;
+		fprintf(stderr, "%s%s", any ? ", " : "krdmactl: krdma tracks: ",
+			(char *)dq.name);
+		any = true;
+	}
+	if (any)
+		fputc('\n', stderr);
+	else
+		errmsg("krdma tracks no RDMA device; add a soft one with e.g.: sudo rdma link add rxe0 type rxe netdev eth0");
+	free(idx);
+}
+
+/*
+ * Fill *devs with every device (or only @name), ports and GIDs included.
+ * Devices removed while we look are left out. Returns 0 or -errno, already
+ * reported.
+ */
+static int collect_devs(int fd, const char *name, struct dev_info **devs,
+			uint32_t *ndevs)
+{
+	struct dev_info *d;
+	uint32_t *idx, n, i, nd = 0;
+	int ret;
+
+	*devs = NULL;
+	*ndevs = 0;
+
+	if (name) {
+		d = calloc(1, sizeof(*d));
+		if (!d) {
+			errmsg_err(-ENOMEM, "cannot query %s", name);
+			return -ENOMEM;
+		}
+		ret = krdma_dev_find(fd, name, &i, &d->dq);
+		if (ret == -ENODEV) {
+			errmsg("no RDMA device named '%s'", name);
+			list_known_devices(fd);
+		} else if (ret) {
+			errmsg_err(ret, "cannot look for RDMA device '%s'",
+				   name);
+		} else {
+			ret = collect_ports(fd, d);
+			if (ret == -ENODEV)
+				errmsg_err(ret, "cannot query %s", name);
+		}
+		if (ret) {
+			free_devs(d, 1);
+			return ret;
+		}
+		*devs = d;
+		*ndevs = 1;
+		return 0;
+	}
+
+	ret = krdma_dev_list(fd, &idx, &n);
+	if (ret) {
+		errmsg_err(ret, "cannot list the RDMA devices");
+		return ret;
+	}
+	d = calloc(n ? n : 1, sizeof(*d));
+	if (!d) {
+		free(idx);
+		errmsg_err(-ENOMEM, "cannot list the RDMA devices");
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		struct dev_info *cur = &d[nd];
+
+		ret = krdma_dev_query(fd, idx[i], &cur->dq);
+		if (!ret)
+			ret = collect_ports(fd, cur);
+		else if (ret != -ENODEV)
+			errmsg_err(ret, "cannot query RDMA device %u", idx[i]);
+		if (ret == -ENODEV) {
+			/* removed since the list: as if it never was */
+			free_dev(cur);
+			ret = 0;
+			continue;
+		}
+		nd++;
+		if (ret)
+			break;
+	}
+	free(idx);
+	if (ret) {
+		free_devs(d, nd);
+		return ret;
+	}
+	*devs = d;
+	*ndevs = nd;
+	return 0;
+}
+
+/* The name of the network device @ifindex, or "ifindex N". */
+static const char *ifname(uint32_t ifindex, char buf[IF_NAMESIZE + 16])
+{
+	if (!if_indextoname(ifindex, buf))
+		snprintf(buf, IF_NAMESIZE + 16, "ifindex %u", ifindex);
+	return buf;
+}
+
+/* "\t<key>:<padding><value>\n", with @indent tabs */
+static void __printf(3, 4)
+kv(int indent, const char *key, const char *fmt, ...)
+{
+	va_list ap;
+	/* values line up across indent levels, for 8-column tabs */
+	int pad = 28 - (int)strlen(key) - 8 * (indent - 1);
+
+	printf("%.*s%s:%*s", indent, "\t\t\t\t", key, pad > 1 ? pad : 1, "");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+static void print_port_text(const struct port_info *pi)
+{
+	const struct krdma_port_query *pq = &pi->pq;
+	char buf[KRDMA_GID_IP_STR_LEN], ifbuf[IF_NAMESIZE + 16];
+	uint32_t g;
+
+	printf("\tport %u:\n", pq->port_num);
+	kv(2, "state", "%s (%u)", krdma_port_state_str(pq->state), pq->state);
+	kv(2, "phys_state", "%s (%u)",
+	   krdma_port_phys_state_str(pq->phys_state), pq->phys_state);
+	kv(2, "active_mtu", "%u", pq->active_mtu);
+	kv(2, "max_mtu", "%u", pq->max_mtu);
+	kv(2, "link_layer", "%s", krdma_link_layer_str(pq->link_layer));
+	if (pq->netdev_name[0])
+		kv(2, "netdev", "%s (ifindex %u)", (const char *)pq->netdev_name,
+		   pq->netdev_ifindex);
+	else if (pq->netdev_ifindex)
+		kv(2, "netdev", "%s", ifname(pq->netdev_ifindex, ifbuf));
+	else
+		kv(2, "netdev", "none");
+	if (strcmp(krdma_port_width_str(pq->active_width), "unknown"))
+		kv(2, "active_width", "%s",
+		   krdma_port_width_str(pq->active_width));
+	else
+		kv(2, "active_width", "unknown (%u)", pq->active_width);
+	if (strcmp(krdma_port_speed_str(pq->active_speed), "unknown"))
+		kv(2, "active_speed", "%s",
+		   krdma_port_speed_str(pq->active_speed));
+	else
+		kv(2, "active_speed", "unknown (%u)", pq->active_speed);
+	kv(2, "gid_tbl_len", "%u", pq->gid_tbl_len);
+	if (!pi->ngids)
+		kv(2, "gids", "none");
+	for (g = 0; g < pi->ngids; g++) {
+		const struct krdma_gid_entry *ge = &pi->gids[g];
+		char key[32];
+
+		snprintf(key, sizeof(key), "GID[%3u]", ge->index);
+		if (ge->netdev_ifindex)
+			kv(2, key, "%s, %s, %s",
+			   krdma_gid_ip_str(ge->gid, buf),
+			   krdma_gid_type_str(ge->type),
+			   ifname(ge->netdev_ifindex, ifbuf));
+		else
+			kv(2, key, "%s, %s", krdma_gid_ip_str(ge->gid, buf),
+			   krdma_gid_type_str(ge->type));
+	}
+}
+
+static void print_dev_text(const struct dev_info *d)
+{
+	const struct krdma_dev_query *dq = &d->dq;
+	char buf[KRDMA_GUID_STR_LEN];
+	uint32_t p;
+
+
+	printf("%s\n", (const char *)dq->name);
+	kv(1, "dev_index", "%u", dq->dev_index);
+	kv(1, "transport", "%s (%u)", krdma_transport_str(dq->transport),
+	   dq->transport);
+	kv(1, "node_guid", "%s", krdma_guid_str(dq->node_guid, buf));
+	kv(1, "sys_image_guid", "%s", krdma_guid_str(dq->sys_image_guid, buf));
+	kv(1, "fw_ver", "%s", (const char *)dq->fw_ver);
+	kv(1, "vendor_id", "0x%04x", dq->vendor_id);
+	kv(1, "vendor_part_id", "%u", dq->vendor_part_id);
+	kv(1, "hw_ver", "0x%x", dq->hw_ver);
+	kv(1, "phys_port_cnt", "%u", dq->phys_port_cnt);
+	kv(1, "max_mr_size", "0x%" PRIx64, (uint64_t)dq->max_mr_size);
+	kv(1, "page_size_cap", "0x%" PRIx64, (uint64_t)dq->page_size_cap);
+	kv(1, "max_qp", "%u", dq->max_qp);
+	kv(1, "max_qp_wr", "%u", dq->max_qp_wr);
+	kv(1, "max_send_sge", "%u", dq->max_send_sge);
+	kv(1, "max_recv_sge", "%u", dq->max_recv_sge);
+	kv(1, "max_sge_rd", "%u", dq->max_sge_rd);
+	kv(1, "max_cq", "%u", dq->max_cq);
+	kv(1, "max_cqe", "%u", dq->max_cqe);
+	kv(1, "max_mr", "%u", dq->max_mr);
+	kv(1, "max_pd", "%u", dq->max_pd);
+	kv(1, "max_qp_rd_atom", "%u", dq->max_qp_rd_atom);
+	kv(1, "max_qp_init_rd_atom", "%u", dq->max_qp_init_rd_atom);
+	if (dq->atomic_cap == KRDMA_ATOMIC_NONE)
+		kv(1, "atomic_cap", "none (RDMA atomics not supported)");
+	else
+		kv(1, "atomic_cap", "%s (%u)",
+		   krdma_atomic_cap_str(dq->atomic_cap), dq->atomic_cap);
+	kv(1, "max_fast_reg_page_list_len", "%u",
+	   dq->max_fast_reg_page_list_len);
+	for (p = 0; p < dq->phys_port_cnt; p++)
+		print_port_text(&d->ports[p]);
+}
+
+static void json_port(struct json *j, const struct port_info *pi)
+{
+	const struct krdma_port_query *pq = &pi->pq;
+	char buf[KRDMA_GID_IP_STR_LEN];
+	uint32_t g;
+
+	_Static_assert(KRDMA_GID_IP_STR_LEN >= KRDMA_GID_STR_LEN, "buf");
+
+	json_begin_object(j, NULL);
+	json_u64(j, "port_num", pq->port_num);
+	json_str(j, "state", krdma_port_state_str(pq->state));
+	json_str(j, "phys_state", krdma_port_phys_state_str(pq->phys_state));
+	json_u64(j, "max_mtu", pq->max_mtu);
+	json_u64(j, "active_mtu", pq->active_mtu);
+	json_str(j, "link_layer", krdma_link_layer_str(pq->link_layer));
+	json_u64(j, "gid_tbl_len", pq->gid_tbl_len);
+	json_u64(j, "netdev_ifindex", pq->netdev_ifindex);
+	json_str(j, "netdev_name", (const char *)pq->netdev_name);
+	json_u64(j, "active_speed", pq->active_speed);
+	json_u64(j, "active_width", pq->active_width);
+	json_u64(j, "num_gids", pi->ngids);
+	json_begin_array(j, "gids");
+	for (g = 0; g < pi->ngids; g++) {
+		const struct krdma_gid_entry *ge = &pi->gids[g];
+
+		json_begin_object(j, NULL);
+		json_u64(j, "index", ge->index);
+		json_str(j, "type", krdma_gid_type_str(ge->type));
+		json_str(j, "gid", krdma_gid_str(ge->gid, buf));
+		json_str(j, "ip", krdma_gid_ip_str(ge->gid, buf));
+		json_u64(j, "netdev_ifindex", ge->netdev_ifindex);
+		json_end_object(j);
+	}
+	json_end_array(j);
+	json_end_object(j);
+}
+
+static void json_dev(struct json *j, const struct dev_info *d)
+{
+	const struct krdma_dev_query *dq = &d->dq;
+	char buf[KRDMA_GUID_STR_LEN];
+	uint32_t p;
+
+	json_begin_object(j, NULL);
+	json_u64(j, "dev_index", dq->dev_index);
+	json_str(j, "name", (const char *)dq->name);
+	json_str(j, "transport", krdma_transport_str(dq->transport));
+	json_str(j, "node_guid", krdma_guid_str(dq->node_guid, buf));
+	json_str(j, "sys_image_guid", krdma_guid_str(dq->sys_image_guid, buf));
+	json_str(j, "fw_ver", (const char *)dq->fw_ver);
+	json_u64(j, "vendor_id", dq->vendor_id);
+	json_u64(j, "vendor_part_id", dq->vendor_part_id);
+	json_u64(j, "hw_ver", dq->hw_ver);
+	json_u64(j, "phys_port_cnt", dq->phys_port_cnt);
+	json_u64(j, "max_mr_size", dq->max_mr_size);
+	json_u64(j, "page_size_cap", dq->page_size_cap);
+	json_u64(j, "max_qp", dq->max_qp);
+	json_u64(j, "max_qp_wr", dq->max_qp_wr);
+	json_u64(j, "max_send_sge", dq->max_send_sge);
+	json_u64(j, "max_recv_sge", dq->max_recv_sge);
+	json_u64(j, "max_sge_rd", dq->max_sge_rd);
+	json_u64(j, "max_cq", dq->max_cq);
+	json_u64(j, "max_cqe", dq->max_cqe);
+	json_u64(j, "max_mr", dq->max_mr);
+	json_u64(j, "max_pd", dq->max_pd);
+	json_u64(j, "max_qp_rd_atom", dq->max_qp_rd_atom);
+	json_u64(j, "max_qp_init_rd_atom", dq->max_qp_init_rd_atom);
+	json_str(j, "atomic_cap", krdma_atomic_cap_str(dq->atomic_cap));
+	json_u64(j, "max_fast_reg_page_list_len",
+		 dq->max_fast_reg_page_list_len);
+	json_begin_array(j, "ports");
+	for (p = 0; p < dq->phys_port_cnt; p++)
+		json_port(j, &d->ports[p]);
+	json_end_array(j);
+	json_end_object(j);
+}
+
+static int dev_main(int argc, char *argv[])
+{
+	struct krdma_query_module qm;
+	struct json j = { .f = stdout };
+	const char *name = NULL;
+	struct dev_info *devs;
+	bool json = false;
+	uint32_t ndevs, i;
+	int fd, ret;
+
+	switch (parse_json_opts(argc, argv, &json)) {
+	case OPT_HELP:
+		return finish_stdout(0);
+	case OPT_BAD:
+		return EXIT_USAGE;
+	case OPT_OK:
+		break;
+	}
+	if (optind < argc)
+		name = argv[optind++];
+	if (optind < argc) {
+		errmsg("dev: unexpected argument '%s'", argv[optind]);
+		print_usage_of(argv[0], stderr);
+		return EXIT_USAGE;
+	}
+
+	fd = open_krdma();
+	if (fd < 0)
+		return 1;
+
+	ret = krdma_check_module(fd, KRDMA_FEATURE_DEV_QUERY, &qm);
+	if (ret == -EPROTO)
+		errmsg_hint(ret, "krdmactl was built for krdma ABI %u, but the loaded krdma.ko speaks ABI %u",
+			    KRDMA_ABI_VERSION, qm.abi_version);
+	else if (ret == -EPROTONOSUPPORT)
+		errmsg_hint(ret, "the loaded krdma.ko lacks the dev_query feature (features 0x%llx)",
+			    (unsigned long long)qm.features);
+	else if (ret)
+		errmsg_err(ret, "cannot query the krdma module");
+	if (!ret)
+		ret = collect_devs(fd, name, &devs, &ndevs);
+	close(fd);
+	if (ret)
+		return 1;
+
+	if (json) {
+		json_begin_object(&j, NULL);
+		json_begin_array(&j, "devices");
+		for (i = 0; i < ndevs; i++)
+			json_dev(&j, &devs[i]);
+		json_end_array(&j);
+		json_end_object(&j);
+	} else if (!ndevs) {
+		printf("No RDMA devices. Add a soft one with e.g.: sudo rdma link add rxe0 type rxe netdev eth0\n");
+	} else {
+		for (i = 0; i < ndevs; i++) {
+			if (i)
+				putchar('\n');
+			print_dev_text(&devs[i]);
+		}
+	}
+	free_devs(devs, ndevs);
+	return finish_stdout(0);
+}
+
+/* krdmactl help */
+
+static int help_main(int argc, char *argv[]);
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char *argv[]);
+	const char *help;
+	const char *usage;
+} subcommands[] = {
+	{ "version", version_main,
+	  "show the versions of krdmactl and of the loaded krdma module",
+	  "[-j]\n"
+	  "Print the version of krdmactl and the krdma ABI it was built for,\n"
+	  "then the version, ABI and features of the loaded krdma.ko. Warns\n"
+	  "when the two ABIs differ.\n"
+	  "\n"
+	  "  -j, --json  print JSON\n"
+	  "  -h, --help  show this help\n" },
+	{ "dev", dev_main,
+	  "show the RDMA devices krdma tracks: ports, GIDs, limits",
+	  "[-j] [DEVNAME]\n"
+	  "Show every RDMA device krdma tracks, or only DEVNAME (e.g. rxe0):\n"
+	  "its identity, limits, ports and their valid GIDs.\n"
+	  "\n"
+	  "  -j, --json  print JSON: {\"devices\":[{...,\"ports\":[{...,\n"
+	  "              \"gids\":[...]}]}]}, fields named as in\n"
+	  "              <linux/krdma.h>; GUIDs, GIDs, fw_ver and enum values\n"
+	  "              as strings, the same as in the text output\n"
+	  "  -h, --help  show this help\n" },
+	{ "help", help_main,
+	  "show this help, or the help of a command",
+	  "[COMMAND]\n"
+	  "Show the list of commands, or the help of COMMAND.\n" },
+};
+
+static void print_usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "Usage: %s COMMAND [ARGS...]\n", prog);
+	fprintf(f, "       %s COMMAND --help\n", prog);
+	fprintf(f, "Inspect and control krdma, the in-kernel RDMA transport (%s).\n\n",
+		KRDMA_DEV_PATH);
+	fprintf(f, "Commands:\n");
+	for (i = 0; i < ARRAY_SIZE(subcommands); i++)
+		fprintf(f, "  %-9s %s\n", subcommands[i].name,
+			subcommands[i].help);
+	fprintf(f, "\nExit status: 0 done, 1 failed, 2 bad usage.\n");
+}
+
+static void print_usage_of(const char *name, FILE *f)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(subcommands); i++) {
+		if (strcmp(name, subcommands[i].name))
+			continue;
+		fprintf(f, "Usage: %s %s %s", prog, subcommands[i].name,
+			subcommands[i].usage);
+		return;
+	}
+	print_usage(f);
+}
+
+static int help_main(int argc, char *argv[])
+{
+	size_t i;
+
+	if (argc > 2) {
+		errmsg("help: unexpected argument '%s'", argv[2]);
+		print_usage_of("help", stderr);
+		return EXIT_USAGE;
+	}
+	if (argc == 2 && strcmp(argv[1], "-h") && strcmp(argv[1], "--help")) {
+		for (i = 0; i < ARRAY_SIZE(subcommands); i++) {
+			if (!strcmp(argv[1], subcommands[i].name)) {
+				print_usage_of(argv[1], stdout);
+				return finish_stdout(0);
+			}
+		}
+		errmsg("help: unknown command '%s'", argv[1]);
+		print_usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (argc == 2)
+		print_usage_of("help", stdout);
+	else
+		print_usage(stdout);
+	return finish_stdout(0);
+}
+
+int main(int argc, char *argv[])
+{
+	size_t i;
+
+	if (argc < 2) {
+		print_usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		print_usage(stdout);
+		return finish_stdout(0);
+	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		printf("krdmactl %s (krdma ABI %u)\n", KRDMACTL_VERSION,
+		       KRDMA_ABI_VERSION);
+		return finish_stdout(0);
+	}
+	for (i = 0; i < ARRAY_SIZE(subcommands); i++) {
+		if (!strcmp(argv[1], subcommands[i].name))
+			return subcommands[i].fn(argc - 1, argv + 1);
+	}
+	errmsg("unknown command '%s'", argv[1]);
+	print_usage(stderr);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,705 @@
+// SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause
+/*
+ * libkrdma: the userspace side of /dev/krdma. See libkrdma.h.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "libkrdma.h"
+
+/* The layouts the kernel expects: no padding may sneak in. */
+_Static_assert(sizeof(struct krdma_query_module) == 32, "abi");
+_Static_assert(sizeof(struct krdma_dev_list) == 24, "abi");
+_Static_assert(sizeof(struct krdma_dev_query) == 248, "abi");
+_Static_assert(sizeof(struct krdma_gid_entry) == 32, "abi");
+_Static_assert(sizeof(struct krdma_port_query) == 88, "abi");
+
+/*
+ * How often the list commands retry when the list grew between the count
+ * and the fetch, and the slack added to each allocation.
+ */
+#define KRDMA_LIST_TRIES	8
+#define KRDMA_LIST_SLACK	4
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+int krdma_open(void)
+{
+	int fd = open(KRDMA_DEV_PATH, O_RDWR | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int krdma_ioctl(int fd, unsigned long cmd, void *arg)
+{
+	/* No retry on EINTR: a SUBMIT may have accepted part of its batch */
+	return ioctl(fd, cmd, arg) < 0 ? -errno : 0;
+}
+
+int krdma_query_module(int fd, struct krdma_query_module *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->size = sizeof(*out);
+	return krdma_ioctl(fd, KRDMA_IOC_QUERY_MODULE, out);
+}
+
+int krdma_check_module(int fd, uint64_t features,
+		       struct krdma_query_module *out)
+{
+	struct krdma_query_module qm;
+	int ret;
+
+	if (!out)
+		out = &qm;
+	ret = krdma_query_module(fd, out);
+	if (ret)
+		return ret;
+	if (out->abi_version != KRDMA_ABI_VERSION)
+		return -EPROTO;
+	if ((out->features & features) != features)
+		return -EPROTONOSUPPORT;
+	return 0;
+}
+
+/* One KRDMA_IOC_DEV_LIST with room for @cap entries of @buf. */
+static int dev_list_once(int fd, uint32_t *buf, uint32_t cap, uint32_t *total)
+{
+	struct krdma_dev_list dl;
+	int ret;
+
+	memset(&dl, 0, sizeof(dl));
+	dl.size = sizeof(dl);
+	dl.num_devices = cap;
+	dl.dev_indexes = (uintptr_t)buf;
+	ret = krdma_ioctl(fd, KRDMA_IOC_DEV_LIST, &dl);
+	if (!ret)
+		*total = dl.num_devices;
+	return ret;
+}
+
+int krdma_dev_list(int fd, uint32_t **indexes, uint32_t *n)
+{
+	uint32_t *buf = NULL, cap = 0, total;
+	int ret, tries;
+
+	if (indexes)
+		*indexes = NULL;
+	*n = 0;
+
+	ret = dev_list_once(fd, NULL, 0, &total);
+	if (ret || !indexes || !total) {
+		if (!ret)
+			*n = total;
+		return ret;
+	}
+
+	for (tries = 0; tries < KRDMA_LIST_TRIES; tries++) {
+		uint32_t *nbuf;
+
+		if (total > UINT32_MAX - KRDMA_LIST_SLACK) {
+			free(buf);
+			return -EOVERFLOW;
+		}
+		cap = total + KRDMA_LIST_SLACK;
+		nbuf = realloc(buf, (size_t)cap * sizeof(*buf));
+		if (!nbuf) {
+			free(buf);
+			return -ENOMEM;
+		}
+		buf = nbuf;
+
+		ret = dev_list_once(fd, buf, cap, &total);
+		if (ret) {
+			free(buf);
+			return ret;
+		}
+		if (total <= cap)
+			break;
+	}
+	if (total > cap) {
+		free(buf);
+		return -EAGAIN;
+	}
+	if (!total) {
+		/* Every device went away between the two calls. */
+		free(buf);
+		buf = NULL;
+	}
+	*indexes = buf;
+	*n = total;
+	return 0;
+}
+
+int krdma_dev_query(int fd, uint32_t dev_index, struct krdma_dev_query *out)
+{
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	out->size = sizeof(*out);
+	out->dev_index = dev_index;
+	ret = krdma_ioctl(fd, KRDMA_IOC_DEV_QUERY, out);
+	out->name[sizeof(out->name) - 1] = '\0';
+	return ret;
+}
+
+int krdma_dev_find(int fd, const char *name, uint32_t *dev_index,
+		   struct krdma_dev_query *out)
+{
+	struct krdma_dev_query dq;
+	uint32_t *idx, n, i;
+	int ret;
+
+	ret = krdma_dev_list(fd, &idx, &n);
+	if (ret)
+		return ret;
+
+	ret = -ENODEV;
+	for (i = 0; i < n; i++) {
+		int err = krdma_dev_query(fd, idx[i], &dq);
+
+		if (err == -ENODEV)	/* removed since the list: skip it */
+			continue;
+		if (err) {
+			ret = err;
+			break;
+		}
+		if (!strcmp((const char *)dq.name, name)) {
+			*dev_index = idx[i];
+			if (out)
+				*out = dq;
+			ret = 0;
+			break;
+		}
+	}
+	free(idx);
+	return ret;
+}
+
+/* One KRDMA_IOC_PORT_QUERY with room for @cap entries of @buf. */
+static int port_query_once(int fd, uint32_t dev_index, uint32_t port,
+			   struct krdma_port_query *out,
+			   struct krdma_gid_entry *buf, uint32_t cap)
+{
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	out->size = sizeof(*out);
+	out->dev_index = dev_index;
+	out->port_num = port;
+	out->num_gids = cap;
+	out->gids = (uintptr_t)buf;
+	ret = krdma_ioctl(fd, KRDMA_IOC_PORT_QUERY, out);
+	out->netdev_name[sizeof(out->netdev_name) - 1] = '\0';
+	return ret;
+}
+
+int krdma_port_query(int fd, uint32_t dev_index, uint32_t port,
+		     struct krdma_port_query *out,
+		     struct krdma_gid_entry **gids, uint32_t *ngids)
+{
+	struct krdma_gid_entry *buf = NULL;
+	uint32_t cap = 0;
+	int ret, tries;
+
+	if (gids)
+		*gids = NULL;
+	if (ngids)
+		*ngids = 0;
+
+	ret = port_query_once(fd, dev_index, port, out, NULL, 0);
+	if (ret)
+		return ret;
+	if (!gids || !out->num_gids) {
+		if (ngids)
+			*ngids = out->num_gids;
+		return 0;
+	}
+
+	for (tries = 0; tries < KRDMA_LIST_TRIES; tries++) {
+		struct krdma_gid_entry *nbuf;
+		uint32_t total = out->num_gids;
+
+		if (total > UINT32_MAX - KRDMA_LIST_SLACK) {
+			free(buf);
+			return -EOVERFLOW;
+		}
+		cap = total + KRDMA_LIST_SLACK;
+		nbuf = realloc(buf, (size_t)cap * sizeof(*buf));
+		if (!nbuf) {
+			free(buf);
+			return -ENOMEM;
+		}
+		buf = nbuf;
+		memset(buf, 0, (size_t)cap * sizeof(*buf));
+
+		ret = port_query_once(fd, dev_index, port, out, buf, cap);
+		if (ret) {
+			free(buf);
+			return ret;
+		}
+		if (out->num_gids <= cap)
+			break;
+	}
+	if (out->num_gids > cap) {
+		free(buf);
+		return -EAGAIN;
+	}
+	if (!out->num_gids) {
+		free(buf);
+		buf = NULL;
+		out->gids = 0;
+	}
+	*gids = buf;
+	if (ngids)
+		*ngids = out->num_gids;
+	return 0;
+}
+
+/* Name of @val in @names, a table indexed by value with NULL holes. */
+static const char *lookup(const char *const *names, size_t n, uint32_t val)
+{
+	if (val < n && names[val])
+		return names[val];
+	return "unknown";
+}
+
+const char *krdma_transport_str(uint32_t transport)
+{
+	static const char *const names[] = {
+		[KRDMA_TRANSPORT_IB] = "InfiniBand",
+		[KRDMA_TRANSPORT_ROCE] = "RoCE",
+		[KRDMA_TRANSPORT_IWARP] = "iWARP",
+		[KRDMA_TRANSPORT_OTHER] = "other",
+	};
+
+	return lookup(names, ARRAY_SIZE(names), transport);
+}
+
+const char *krdma_port_state_str(uint32_t state)
+{
+	static const char *const names[] = {
+		[KRDMA_PORT_NOP] = "NOP",
+		[KRDMA_PORT_DOWN] = "DOWN",
+		[KRDMA_PORT_INIT] = "INIT",
+		[KRDMA_PORT_ARMED] = "ARMED",
+		[KRDMA_PORT_ACTIVE] = "ACTIVE",
+		[KRDMA_PORT_ACTIVE_DEFER] = "ACTIVE_DEFER",
+	};
+
+	return lookup(names, ARRAY_SIZE(names), state);
+}
+
+const char *krdma_port_phys_state_str(uint32_t phys_state)
+{
+	/* enum ib_port_phys_state; the uapi has no names for these */
+	static const char *const names[] = {
+		[0] = "NOP",
+		[1] = "SLEEP",
+		[2] = "POLLING",
+		[3] = "DISABLED",
+		[4] = "TRAINING",
+		[5] = "LINK_UP",
+		[6] = "LINK_ERROR_RECOVERY",
+		[7] = "PHY_TEST",
+	};
+
+	return lookup(names, ARRAY_SIZE(names), phys_state);
+}
+
+const char *krdma_link_layer_str(uint32_t link_layer)
+{
+	static const char *const names[] = {
+		[KRDMA_LINK_LAYER_UNSPECIFIED] = "unspecified",
+		[KRDMA_LINK_LAYER_INFINIBAND] = "InfiniBand",
+		[KRDMA_LINK_LAYER_ETHERNET] = "Ethernet",
+	};
+
+	return lookup(names, ARRAY_SIZE(names), link_layer);
+}
+
+const char *krdma_gid_type_str(uint32_t type)
+{
+	static const char *const names[] = {
+		[KRDMA_GID_TYPE_IB] = "IB",
+		[KRDMA_GID_TYPE_ROCE_V1] = "RoCE v1",
+		[KRDMA_GID_TYPE_ROCE_V2] = "RoCE v2",
+	};
+
+	return lookup(names, ARRAY_SIZE(names), type);
+}
+
+const char *krdma_atomic_cap_str(uint32_t atomic_cap)
+{
+	static const char *const names[] = {
+		[KRDMA_ATOMIC_NONE] = "none",
+		[KRDMA_ATOMIC_HCA] = "HCA",
+		[KRDMA_ATOMIC_GLOB] = "GLOB",
+	};
+
+	return lookup(names, ARRAY_SIZE(names), atomic_cap);
+}
+
+const char *krdma_port_width_str(uint32_t active_width)
+{
+	/* enum ib_port_width */
+	switch (active_width) {
+	case 1:
+		return "1X";
+	case 2:
+		return "4X";
+	case 4:
+		return "8X";
+	case 8:
+		return "12X";
+	case 16:
+		return "2X";
+	}
+	return "unknown";
+}
+
+const char *krdma_port_speed_str(uint32_t active_speed)
+{
+	/* enum ib_port_speed, per lane as ibv_devinfo rounds it */
+	switch (active_speed) {
+	case 1:
+		return "2.5 Gbps (SDR)";
+	case 2:
+		return "5.0 Gbps (DDR)";
+	case 4:
+		return "10.0 Gbps (QDR)";
+	case 8:
+		return "10.0 Gbps (FDR10)";
+	case 16:
+		return "14.0 Gbps (FDR)";
+	case 32:
+		return "25.0 Gbps (EDR)";
+	case 64:
+		return "50.0 Gbps (HDR)";
+	case 128:
+		return "100.0 Gbps (NDR)";
+	case 256:
+		return "200.0 Gbps (XDR)";
+	}
+	return "unknown";
+}
+
+const char *krdma_feature_str(uint64_t feature_bit)
+{
+	if (feature_bit == KRDMA_FEATURE_DEV_QUERY)
+		return "dev_query";
+	return NULL;
+}
+
+char *krdma_guid_str(uint64_t guid, char buf[KRDMA_GUID_STR_LEN])
+{
+	snprintf(buf, KRDMA_GUID_STR_LEN, "%04x:%04x:%04x:%04x",
+		 (unsigned int)(guid >> 48) & 0xffff,
+		 (unsigned int)(guid >> 32) & 0xffff,
+		 (unsigned int)(guid >> 16) & 0xffff,
+		 (unsigned int)guid & 0xffff);
+	return buf;
+}
+
+char *krdma_gid_str(const uint8_t gid[16], char buf[KRDMA_GID_STR_LEN])
+{
+	char *p = buf;
+	int i;
+
+	for (i = 0; i < 16; i += 2)
+		p += sprintf(p, "%s%02x%02x", i ? ":" : "", gid[i], gid[i + 1]);
+	return buf;
+}
+
+char *krdma_gid_ip_str(const uint8_t gid[16], char buf[KRDMA_GID_IP_STR_LEN])
+{
+	static const uint8_t v4mapped[12] = {
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff
+	};
+
+	if (!memcmp(gid, v4mapped, sizeof(v4mapped))) {
+		if (!inet_ntop(AF_INET, gid + 12, buf, KRDMA_GID_IP_STR_LEN))
+			buf[0] = '\0';
+	} else {
+		if (!inet_ntop(AF_INET6, gid, buf, KRDMA_GID_IP_STR_LEN))
+			buf[0] = '\0';
+	}
+	return buf;
+}
+
+const char *krdma_strerror_hint(int err)
+{
+	if (err < 0)
+		err = -err;
+
+	switch (err) {
+	case ENOENT:
+		return KRDMA_DEV_PATH " not found: is krdma.ko loaded? try: sudo modprobe krdma (or insmod krdma.ko)";
+	case ENXIO:
+		return KRDMA_DEV_PATH " exists but no driver is behind it: is krdma.ko loaded? try: sudo modprobe krdma (or insmod krdma.ko)";
+	case EACCES:
+	case EPERM:
+		return "no permission to use " KRDMA_DEV_PATH ": run as root (sudo), or give your user access to it (a udev rule setting its group and mode)";
+	case ENODEV:
+		return "the RDMA device is gone (removed with rdma link delete?); list the devices with: krdmactl dev";
+	case ENOTTY:
+		return "the loaded krdma.ko does not know this command: the module is too old or its ABI does not match this tool; compare both with: krdmactl version";
+	case EPROTONOSUPPORT:
+		return "the loaded krdma.ko lacks a feature this tool needs (it is older than the tool): upgrade the module; compare both with: krdmactl version";
+	case EPROTO:
+		return "the loaded krdma.ko speaks another ABI version than this tool was built for: build and install the module and the tools from the same tree";
+	case E2BIG:
+		return "this tool is newer than the loaded krdma.ko and used a field the module does not know: upgrade the module";
+	case EINVAL:
+		return "the module rejected an argument (a wrong port number? an ABI mismatch? compare with: krdmactl version)";
+	case EOPNOTSUPP:
+		return "the RDMA device does not support this";
+	case EAGAIN:
+		return "the list kept changing while it was read (devices being added?); try again";
+	case EFAULT:
+		return "the module could not access the buffers passed to it: a bug in the tool or the library";
+	case ENOMEM:
+		return "out of memory";
+	}
+	return NULL;
+}
+
+/*
+ * Connections, buffers and transfers
+ */
+
+int krdma_parse_addr(const char *host, uint32_t port, struct krdma_addr *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->port = port;
+	if (inet_pton(AF_INET, host, out->addr) == 1) {
+		out->family = AF_INET;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, out->addr) == 1) {
+		out->family = AF_INET6;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+char *krdma_addr_str(const struct krdma_addr *a, char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	if (a->family == AF_INET || a->family == AF_INET6)
+		inet_ntop(a->family, a->addr, ip, sizeof(ip));
+	snprintf(buf, len, a->family == AF_INET6 ? "[%s]:%u" : "%s:%u", ip,
+		 a->port);
+	return buf;
+}
+
+int krdma_listen_on(int fd, const struct krdma_addr *addr, uint32_t backlog,
+		    uint32_t *handle, struct krdma_addr *bound)
+{
+	struct krdma_listen l;
+	int ret;
+
+	memset(&l, 0, sizeof(l));
+	l.size = sizeof(l);
+	l.addr = *addr;
+	l.backlog = backlog;
+	ret = krdma_ioctl(fd, KRDMA_IOC_LISTEN, &l);
+	if (ret)
+		return ret;
+	*handle = l.handle;
+	if (bound)
+		*bound = l.addr;
+	return 0;
+}
+
+int krdma_accept_conn(int fd, uint32_t listener, uint32_t flags,
+		      uint32_t timeout_ms, uint32_t *conn)
+{
+	struct krdma_accept a;
+	int ret;
+
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.flags = flags;
+	a.listener = listener;
+	a.timeout_ms = timeout_ms;
+	ret = krdma_ioctl(fd, KRDMA_IOC_ACCEPT, &a);
+	if (!ret)
+		*conn = a.handle;
+	return ret;
+}
+
+int krdma_connect_to(int fd, const struct krdma_addr *dst,
+		     uint32_t timeout_ms, uint32_t *conn)
+{
+	struct krdma_connect c;
+	int ret;
+
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.dst = *dst;
+	c.timeout_ms = timeout_ms;
+	ret = krdma_ioctl(fd, KRDMA_IOC_CONNECT, &c);
+	if (!ret)
+		*conn = c.handle;
+	return ret;
+}
+
+int krdma_disconnect_conn(int fd, uint32_t conn)
+{
+	struct krdma_disconnect d;
+
+	memset(&d, 0, sizeof(d));
+	d.size = sizeof(d);
+	d.handle = conn;
+	return krdma_ioctl(fd, KRDMA_IOC_DISCONNECT, &d);
+}
+
+int krdma_conn_info(int fd, uint32_t conn, struct krdma_conn_query *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->size = sizeof(*out);
+	out->handle = conn;
+	return krdma_ioctl(fd, KRDMA_IOC_CONN_QUERY, out);
+}
+
+int krdma_destroy_handle(int fd, uint32_t handle)
+{
+	struct krdma_destroy d;
+
+	memset(&d, 0, sizeof(d));
+	d.size = sizeof(d);
+	d.handle = handle;
+	return krdma_ioctl(fd, KRDMA_IOC_DESTROY, &d);
+}
+
+int krdma_buf_register(int fd, void *addr, uint64_t length, uint32_t access,
+		       uint32_t *handle)
+{
+	struct krdma_buf_reg r;
+	int ret;
+
+	memset(&r, 0, sizeof(r));
+	r.size = sizeof(r);
+	r.addr = (uintptr_t)addr;
+	r.length = length;
+	r.access = access;
+	ret = krdma_ioctl(fd, KRDMA_IOC_BUF_REG, &r);
+	if (!ret)
+		*handle = r.handle;
+	return ret;
+}
+
+int krdma_grant_window(int fd, uint32_t conn, uint32_t buf, uint64_t offset,
+		       uint64_t length, uint32_t access, uint32_t *handle,
+		       struct krdma_token *token)
+{
+	struct krdma_grant g;
+	int ret;
+
+	memset(&g, 0, sizeof(g));
+	g.size = sizeof(g);
+	g.conn = conn;
+	g.buf = buf;
+	g.offset = offset;
+	g.length = length;
+	g.access = access;
+	ret = krdma_ioctl(fd, KRDMA_IOC_GRANT, &g);
+	if (ret)
+		return ret;
+	if (handle)
+		*handle = g.handle;
+	if (token)
+		*token = g.token;
+	return 0;
+}
+
+int krdma_submit_ops(int fd, struct krdma_op *ops, uint32_t count,
+		     uint32_t flags, uint32_t *submitted)
+{
+	struct krdma_submit s;
+	int ret;
+
+	memset(&s, 0, sizeof(s));
+	s.size = sizeof(s);
+	s.flags = flags;
+	s.count = count;
+	s.ops = (uintptr_t)ops;
+	ret = krdma_ioctl(fd, KRDMA_IOC_SUBMIT, &s);
+	if (submitted)
+		*submitted = s.submitted;
+	return ret;
+}
+
+int krdma_poll_wc(int fd, struct krdma_completion *wc, uint32_t max,
+		  uint32_t timeout_ms)
+{
+	struct krdma_poll p;
+	int ret;
+
+	memset(&p, 0, sizeof(p));
+	p.size = sizeof(p);
+	p.max = max;
+	p.completions = (uintptr_t)wc;
+	p.timeout_ms = timeout_ms;
+	ret = krdma_ioctl(fd, KRDMA_IOC_POLL, &p);
+	return ret ? ret : (int)p.count;
+}
+
+const char *krdma_wc_status_str(uint32_t status)
+{
+	static const char *const names[] = {
+		[KRDMA_WC_SUCCESS] = "SUCCESS",
+		[KRDMA_WC_LOC_LEN_ERR] = "LOC_LEN_ERR",
+		[KRDMA_WC_LOC_QP_OP_ERR] = "LOC_QP_OP_ERR",
+		[KRDMA_WC_LOC_EEC_OP_ERR] = "LOC_EEC_OP_ERR",
+		[KRDMA_WC_LOC_PROT_ERR] = "LOC_PROT_ERR",
+		[KRDMA_WC_WR_FLUSH_ERR] = "WR_FLUSH_ERR",
+		[KRDMA_WC_MW_BIND_ERR] = "MW_BIND_ERR",
+		[KRDMA_WC_BAD_RESP_ERR] = "BAD_RESP_ERR",
+		[KRDMA_WC_LOC_ACCESS_ERR] = "LOC_ACCESS_ERR",
+		[KRDMA_WC_REM_INV_REQ_ERR] = "REM_INV_REQ_ERR",
+		[KRDMA_WC_REM_ACCESS_ERR] = "REM_ACCESS_ERR",
+		[KRDMA_WC_REM_OP_ERR] = "REM_OP_ERR",
+		[KRDMA_WC_RETRY_EXC_ERR] = "RETRY_EXC_ERR",
+		[KRDMA_WC_RNR_RETRY_EXC_ERR] = "RNR_RETRY_EXC_ERR",
+		[KRDMA_WC_LOC_RDD_VIOL_ERR] = "LOC_RDD_VIOL_ERR",
+		[KRDMA_WC_REM_INV_RD_REQ_ERR] = "REM_INV_RD_REQ_ERR",
+		[KRDMA_WC_REM_ABORT_ERR] = "REM_ABORT_ERR",
+		[KRDMA_WC_INV_EECN_ERR] = "INV_EECN_ERR",
+		[KRDMA_WC_INV_EEC_STATE_ERR] = "INV_EEC_STATE_ERR",
+		[KRDMA_WC_FATAL_ERR] = "FATAL_ERR",
+		[KRDMA_WC_RESP_TIMEOUT_ERR] = "RESP_TIMEOUT_ERR",
+		[KRDMA_WC_GENERAL_ERR] = "GENERAL_ERR",
+	};
+
+	if (status < sizeof(names) / sizeof(names[0]) && names[status])
+		return names[status];
+	return "unknown";
+}
+
+const char *krdma_opcode_str(uint32_t opcode)
+{
+	static const char *const names[] = {
+		[KRDMA_OP_WRITE] = "WRITE",
+		[KRDMA_OP_WRITE_IMM] = "WRITE_IMM",
+		[KRDMA_OP_READ] = "READ",
+		[KRDMA_OP_SEND] = "SEND",
+		[KRDMA_OP_SEND_IMM] = "SEND_IMM",
+		[KRDMA_OP_RECV] = "RECV",
+		[KRDMA_OP_FETCH_ADD] = "FETCH_ADD",
+		[KRDMA_OP_CMP_SWAP] = "CMP_SWAP",
+	};
+
+	if (opcode < sizeof(names) / sizeof(names[0]) && names[opcode])
+		return names[opcode];
+	return "unknown";
+}
