@@ -60,6 +60,8 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
 	INIT_LIST_HEAD(&conn->listen_entry);
 	INIT_LIST_HEAD(&conn->grants);
 	INIT_LIST_HEAD(&conn->pending);
+	INIT_LIST_HEAD(&conn->chunks);
+	INIT_LIST_HEAD(&conn->zombies);
 	INIT_LIST_HEAD(&conn->mrs);
 	spin_lock_init(&conn->sq_lock);
 	INIT_WORK(&conn->post_work, krdma_post_work);
@@ -329,6 +331,7 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	if (conn->qp) {
 		rdma_disconnect(conn->cm_id);
 		ib_drain_qp(conn->qp);
+		krdma_xfer_reap(conn);
 	}
 	cancel_work_sync(&conn->post_work);
 	krdma_xfer_flush_pending(conn);
@@ -344,6 +347,7 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 		ib_free_cq(conn->cq);
 		conn->cq = NULL;
 	}
+	krdma_xfer_free_zombies(conn);
 	if (conn->pd) {
 		ib_dealloc_pd(conn->pd);
 		conn->pd = NULL;

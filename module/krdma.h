@@ -212,7 +212,9 @@ enum krdma_conn_state {
  * @peer_rq_depth: from the peer's handshake header
  * @peer_features: from the peer's handshake header
  * @grants: grants made on this connection, under @lock
- * @sq_lock: protects @sq_free and @pending
+ * @sq_lock: protects @sq_free, @pending and @chunks
+ * @chunks: posted chunks not completed yet
+ * @zombies: chunks completed by teardown whose CQE may still come
  * @sq_total: send WRs the QP takes (less one for the drain)
  * @sq_free: send WRs that may still be posted
  * @rq_total: receive WRs the QP takes (less one for the drain)
@@ -259,12 +261,14 @@ struct krdma_conn {
 	u32 peer_rq_depth;
 	u32 peer_features;
 	struct list_head grants;
-	spinlock_t sq_lock; /* @sq_free, @pending */
+	spinlock_t sq_lock; /* @sq_free, @pending, @chunks */
 	u32 sq_total;
 	u32 sq_free;
 	u32 rq_total;
 	atomic_t rq_free;
 	struct list_head pending;
+	struct list_head chunks;
+	struct list_head zombies;
 	struct work_struct post_work;
 	struct list_head mrs;
 	u32 max_mr_pages;
@@ -418,6 +422,8 @@ struct krdma_req {
 int krdma_post(struct krdma_conn *conn, struct krdma_req *req);
 void krdma_xfer_init_conn(struct krdma_conn *conn);
 void krdma_xfer_flush_pending(struct krdma_conn *conn);
+void krdma_xfer_reap(struct krdma_conn *conn);
+void krdma_xfer_free_zombies(struct krdma_conn *conn);
 void krdma_post_work(struct work_struct *work);
 
 /* chardev.c */

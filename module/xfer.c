@@ -41,6 +41,9 @@ enum krdma_chunk_kind {
  * @reg: MR registration WR
  * @inv: MR invalidation WR
  * @sges: SGEs of @wr or @rwr
+ * @entry: in conn->chunks while posted, then maybe in conn->zombies
+ * @reaped: completed by teardown (under conn->sq_lock): its CQE, should
+ *          it still come, is ignored
  */
 struct krdma_chunk {
 	struct ib_cqe cqe;
@@ -61,6 +64,8 @@ struct krdma_chunk {
 	struct ib_reg_wr reg;
 	struct ib_send_wr inv;
 	struct ib_sge sges[KRDMA_OP_MAX_SGE];
+	struct list_head entry;
+	bool reaped;
 };
 
 static bool krdma_op_reads_local(u32 opcode)
@@ -112,7 +117,33 @@ static void krdma_req_dec(struct krdma_req *req)
 		krdma_req_complete(req);
 }
 
-static void krdma_chunk_free(struct krdma_conn *conn, struct krdma_chunk *chunk)
+/* Track a chunk that is about to be posted */
+static void krdma_chunk_link(struct krdma_conn *conn, struct krdma_chunk *chunk)
+{
+	spin_lock_bh(&conn->sq_lock);
+	list_add_tail(&chunk->entry, &conn->chunks);
+	spin_unlock_bh(&conn->sq_lock);
+}
+
+/* Stop tracking a chunk; false if teardown reaped it already */
+static bool krdma_chunk_unlink(struct krdma_conn *conn,
+			       struct krdma_chunk *chunk)
+{
+	bool mine;
+
+	spin_lock_bh(&conn->sq_lock);
+	mine = !chunk->reaped;
+	if (mine)
+		list_del(&chunk->entry);
+	if (list_empty(&conn->chunks))
+		wake_up_all(&conn->wait);
+	spin_unlock_bh(&conn->sq_lock);
+	return mine;
+}
+
+/* Release what a chunk holds on the device, not its memory */
+static void krdma_chunk_release(struct krdma_conn *conn,
+				struct krdma_chunk *chunk)
 {
 	struct ib_device *ibdev = conn->kdev->ibdev;
 
@@ -120,11 +151,19 @@ static void krdma_chunk_free(struct krdma_conn *conn, struct krdma_chunk *chunk)
 		rdma_rw_ctx_destroy(&chunk->rw, conn->qp, conn->port_num,
 				    chunk->sgt.sgl, chunk->sgt.orig_nents,
 				    chunk->dir);
+	chunk->kind = KRDMA_CHUNK_WR;
 	if (chunk->mr)
 		ib_mr_pool_put(conn->qp, &conn->mrs, chunk->mr);
+	chunk->mr = NULL;
 	if (chunk->mapped)
 		ib_dma_unmap_sgtable_attrs(ibdev, &chunk->sgt, chunk->dir, 0);
+	chunk->mapped = false;
 	sg_free_table(&chunk->sgt);
+}
+
+static void krdma_chunk_free(struct krdma_conn *conn, struct krdma_chunk *chunk)
+{
+	krdma_chunk_release(conn, chunk);
 	kfree(chunk);
 }
 
@@ -159,12 +198,28 @@ static int krdma_wc_errno(enum ib_wc_status status)
 	}
 }
 
+static void krdma_chunk_complete(struct krdma_conn *conn,
+				 struct krdma_chunk *chunk,
+				 const struct ib_wc *wc);
+
 static void krdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_chunk *chunk = container_of(wc->wr_cqe, struct krdma_chunk,
 						 cqe);
 	struct krdma_req *req = chunk->req;
 	struct krdma_conn *conn = req->conn;
+
+	if (!krdma_chunk_unlink(conn, chunk))
+		return;
+	krdma_chunk_complete(conn, chunk, wc);
+}
+
+/* Complete a chunk whose CQE came, or that teardown gave up waiting for */
+static void krdma_chunk_complete(struct krdma_conn *conn,
+				 struct krdma_chunk *chunk,
+				 const struct ib_wc *wc)
+{
+	struct krdma_req *req = chunk->req;
 
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR) {
@@ -187,7 +242,12 @@ static void krdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 		atomic_inc(&conn->rq_free);
 
 	krdma_sq_release(conn, chunk->nr_wrs);
-	krdma_chunk_free(conn, chunk);
+	if (chunk->reaped) {
+		/* Its CQE may still come: keep the memory until the CQ is gone */
+		krdma_chunk_release(conn, chunk);
+	} else {
+		krdma_chunk_free(conn, chunk);
+	}
 	krdma_req_dec(req);
 }
 
@@ -376,9 +436,11 @@ static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req)
 	}
 
 	atomic_inc(&req->inflight);
+	krdma_chunk_link(conn, chunk);
 	ret = rdma_rw_ctx_post(&chunk->rw, conn->qp, conn->port_num,
 			       &chunk->cqe, NULL);
 	if (ret) {
+		krdma_chunk_unlink(conn, chunk);
 		atomic_dec(&req->inflight);
 		krdma_sq_release(conn, nr);
 		krdma_chunk_abort(conn, chunk);
@@ -456,8 +518,10 @@ static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req)
 		goto err_abort;
 	}
 	atomic_inc(&req->inflight);
+	krdma_chunk_link(conn, chunk);
 	ret = ib_post_send(conn->qp, head, NULL);
 	if (ret) {
+		krdma_chunk_unlink(conn, chunk);
 		atomic_dec(&req->inflight);
 		krdma_sq_release(conn, chunk->nr_wrs);
 		goto err_abort;
@@ -509,8 +573,10 @@ static int krdma_post_recv_chunk(struct krdma_conn *conn, struct krdma_req *req,
 
 	if (!chunk->mr) {
 		atomic_inc(&req->inflight);
+		krdma_chunk_link(conn, chunk);
 		ret = ib_post_recv(conn->qp, &chunk->rwr, NULL);
 		if (ret) {
+			krdma_chunk_unlink(conn, chunk);
 			atomic_dec(&req->inflight);
 			atomic_inc(&conn->rq_free);
 			goto err_abort;
@@ -530,8 +596,10 @@ static int krdma_post_recv_chunk(struct krdma_conn *conn, struct krdma_req *req,
 		goto err_abort;
 	}
 	atomic_inc(&req->inflight);
+	krdma_chunk_link(conn, chunk);
 	ret = ib_post_send(conn->qp, head, NULL);
 	if (ret) {
+		krdma_chunk_unlink(conn, chunk);
 		atomic_dec(&req->inflight);
 		atomic_inc(&conn->rq_free);
 		krdma_sq_release(conn, chunk->nr_wrs);
@@ -550,24 +618,27 @@ static void krdma_recv_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 						 cqe);
 	struct krdma_req *req = chunk->req;
 	struct krdma_conn *conn = req->conn;
+	struct ib_wc err = { .status = IB_WC_LOC_QP_OP_ERR };
 	u32 nr_wrs = chunk->nr_wrs;
 
-	chunk->nr_wrs = 0;
-	if (wc->status == IB_WC_SUCCESS) {
+	if (wc->status != IB_WC_SUCCESS) {
+		/* Completes the chunk as a failed RECV, rq_free and all */
 		chunk->kind = KRDMA_CHUNK_RECV;
-		chunk->cqe.done = krdma_chunk_done;
-		if (!ib_post_recv(conn->qp, &chunk->rwr, NULL)) {
-			krdma_sq_release(conn, nr_wrs);
-			return;
-		}
-		krdma_req_fail(req, IB_WC_LOC_QP_OP_ERR);
-	} else {
-		krdma_req_fail(req, wc->status);
+		krdma_chunk_done(cq, wc);
+		return;
 	}
-	atomic_inc(&conn->rq_free);
+	if (!krdma_chunk_unlink(conn, chunk))
+		return;
+
+	chunk->nr_wrs = 0;
+	chunk->kind = KRDMA_CHUNK_RECV;
+	chunk->cqe.done = krdma_chunk_done;
+	krdma_chunk_link(conn, chunk);
+	if (ib_post_recv(conn->qp, &chunk->rwr, NULL)) {
+		if (krdma_chunk_unlink(conn, chunk))
+			krdma_chunk_complete(conn, chunk, &err);
+	}
 	krdma_sq_release(conn, nr_wrs);
-	krdma_chunk_free(conn, chunk);
-	krdma_req_dec(req);
 }
 
 /*
@@ -645,6 +716,74 @@ static void krdma_push(struct krdma_conn *conn)
 void krdma_post_work(struct work_struct *work)
 {
 	krdma_push(container_of(work, struct krdma_conn, post_work));
+}
+
+static bool krdma_chunks_idle(struct krdma_conn *conn)
+{
+	bool idle;
+
+	spin_lock_bh(&conn->sq_lock);
+	idle = list_empty(&conn->chunks);
+	spin_unlock_bh(&conn->sq_lock);
+	return idle;
+}
+
+/* How long a drained QP may take to deliver its last completions */
+#define KRDMA_REAP_TIMEOUT (HZ / 2)
+
+/**
+ * krdma_xfer_reap - make sure every posted chunk has completed
+ * @conn: a connection whose QP was just drained
+ *
+ * After ib_drain_qp() every WR should have completed. A driver that lost
+ * some (siw can, when the peer went away with large transfers in flight)
+ * would leave operations hanging and pages pinned: wait a little for
+ * them, then complete them here as flushed. Their memory stays on
+ * conn->zombies until the CQ is gone, in case a late CQE names them.
+ *
+ * Context: process context; sleeps.
+ */
+void krdma_xfer_reap(struct krdma_conn *conn)
+{
+	struct ib_wc wc = { .status = IB_WC_WR_FLUSH_ERR };
+	struct krdma_chunk *chunk, *tmp;
+	LIST_HEAD(reaped);
+	unsigned int n = 0;
+
+	wait_event_timeout(conn->wait, krdma_chunks_idle(conn),
+			   KRDMA_REAP_TIMEOUT);
+
+	spin_lock_bh(&conn->sq_lock);
+	list_for_each_entry(chunk, &conn->chunks, entry) {
+		chunk->reaped = true;
+		n++;
+	}
+	list_splice_init(&conn->chunks, &reaped);
+	spin_unlock_bh(&conn->sq_lock);
+	if (!n)
+		return;
+
+	dev_info_ratelimited(&conn->kdev->ibdev->dev,
+			     "krdma: %u work requests not flushed by the device after a drain; completing them\n",
+			     n);
+	list_for_each_entry_safe(chunk, tmp, &reaped, entry) {
+		list_move_tail(&chunk->entry, &conn->zombies);
+		krdma_chunk_complete(conn, chunk, &wc);
+	}
+}
+
+/**
+ * krdma_xfer_free_zombies - free the chunks krdma_xfer_reap() completed
+ * @conn: a connection whose CQ is destroyed
+ */
+void krdma_xfer_free_zombies(struct krdma_conn *conn)
+{
+	struct krdma_chunk *chunk, *tmp;
+
+	list_for_each_entry_safe(chunk, tmp, &conn->zombies, entry) {
+		list_del(&chunk->entry);
+		kfree(chunk);
+	}
 }
 
 /**
