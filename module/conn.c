@@ -62,6 +62,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
 	INIT_LIST_HEAD(&conn->pending);
 	INIT_LIST_HEAD(&conn->chunks);
 	INIT_LIST_HEAD(&conn->zombies);
+	INIT_LIST_HEAD(&conn->free_chunks);
 	INIT_LIST_HEAD(&conn->mrs);
 	spin_lock_init(&conn->sq_lock);
 	INIT_WORK(&conn->post_work, krdma_post_work);
@@ -140,28 +141,27 @@ static void krdma_qp_event(struct ib_event *event, void *context)
 	}
 }
 
+/*
+ * A connection that failed (QP error, peer gone) is torn down at once:
+ * the drain completes every operation in flight with an error, and the
+ * device resources go. The owner keeps the connection, in state ERROR,
+ * until it closes it.
+ */
 static void krdma_conn_error_work(struct work_struct *work)
 {
 	struct krdma_conn *conn = container_of(work, struct krdma_conn,
 					       error_work);
 
-	mutex_lock(&conn->lock);
-	if (!conn->torn_down && conn->state == KRDMA_CS_CONNECTED) {
-		krdma_conn_set_state(conn, KRDMA_CS_ERROR,
-				     atomic_read(&conn->qp_error));
-		/* Tell the peer, whose side of the QP may still be fine */
-		rdma_disconnect(conn->cm_id);
-	}
-	mutex_unlock(&conn->lock);
+	krdma_conn_teardown(conn, atomic_read(&conn->qp_error));
 	krdma_conn_put(conn);
 }
 
 /**
- * krdma_conn_qp_failed - the QP went to the error state
+ * krdma_conn_qp_failed - the connection failed: tear it down soon
  * @conn: the connection
  * @error: why, a negative errno
  *
- * Context: any (completion handlers, QP events).
+ * Context: any (completion handlers, QP events, CM events).
  */
 void krdma_conn_qp_failed(struct krdma_conn *conn, int error)
 {
@@ -473,6 +473,9 @@ static int krdma_conn_connect_locked(struct krdma_conn *conn)
 	param.private_data_len = sizeof(hdr);
 	param.responder_resources = min_t(u32, attrs->max_qp_rd_atom, 255);
 	param.initiator_depth = min_t(u32, attrs->max_qp_init_rd_atom, 255);
+	/* Until the accept says otherwise (iWARP does not say) */
+	conn->initiator_depth = param.initiator_depth;
+	conn->responder_resources = param.responder_resources;
 	param.flow_control = 1;
 	param.retry_count = 7;
 	param.rnr_retry_count = 7;
@@ -511,8 +514,14 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 			rdma_disconnect(id);
 			break;
 		}
-		if (!conn->passive)
+		/* What the accept granted (rdma_cm gives it our way round) */
+		if (!conn->passive && !rdma_protocol_iwarp(id->device,
+							   id->port_num)) {
 			conn->peer_qp_num = ev->param.conn.qp_num;
+			conn->initiator_depth = ev->param.conn.initiator_depth;
+			conn->responder_resources =
+				ev->param.conn.responder_resources;
+		}
 		krdma_conn_save_addrs(conn);
 		krdma_conn_set_state(conn, KRDMA_CS_CONNECTED, 0);
 		if (conn->passive)
@@ -525,6 +534,8 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 		krdma_conn_set_state(conn, KRDMA_CS_ERROR,
 				     krdma_cm_status_errno(ev));
 		close_it = conn->passive && !READ_ONCE(conn->accepted);
+		if (!close_it)
+			krdma_conn_qp_failed(conn, krdma_cm_status_errno(ev));
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
@@ -701,6 +712,8 @@ static int krdma_listener_request(struct krdma_listener *l,
 				      attrs->max_qp_init_rd_atom);
 	param.flow_control = 1;
 	param.rnr_retry_count = 7;
+	conn->initiator_depth = param.initiator_depth;
+	conn->responder_resources = param.responder_resources;
 	ret = rdma_accept(id, &param);
 	if (ret)
 		goto err_destroy_qp;

@@ -211,10 +211,13 @@ enum krdma_conn_state {
  * @peer_qp_num: the peer's QP number
  * @peer_rq_depth: from the peer's handshake header
  * @peer_features: from the peer's handshake header
+ * @initiator_depth: READs/atomics we may have in flight, as agreed
+ * @responder_resources: READs/atomics of the peer we serve, as agreed
  * @grants: grants made on this connection, under @lock
  * @sq_lock: protects @sq_free, @pending and @chunks
  * @chunks: posted chunks not completed yet
  * @zombies: chunks completed by teardown whose CQE may still come
+ * @free_chunks: chunks to reuse; freed with the connection's CQ
  * @sq_total: send WRs the QP takes (less one for the drain)
  * @sq_free: send WRs that may still be posted
  * @rq_total: receive WRs the QP takes (less one for the drain)
@@ -260,6 +263,8 @@ struct krdma_conn {
 	u32 peer_qp_num;
 	u32 peer_rq_depth;
 	u32 peer_features;
+	u32 initiator_depth;
+	u32 responder_resources;
 	struct list_head grants;
 	spinlock_t sq_lock; /* @sq_free, @pending, @chunks */
 	u32 sq_total;
@@ -269,6 +274,7 @@ struct krdma_conn {
 	struct list_head pending;
 	struct list_head chunks;
 	struct list_head zombies;
+	struct list_head free_chunks;
 	struct work_struct post_work;
 	struct list_head mrs;
 	u32 max_mr_pages;

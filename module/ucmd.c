@@ -415,6 +415,8 @@ int krdma_cmd_conn_query(struct krdma_ucmd *ucmd)
 	cmd->rq_depth = conn->params.rq_depth;
 	cmd->peer_rq_depth = conn->peer_rq_depth;
 	cmd->peer_features = conn->peer_features;
+	cmd->initiator_depth = conn->initiator_depth;
+	cmd->responder_resources = conn->responder_resources;
 	mutex_unlock(&conn->lock);
 	krdma_conn_put(conn);
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));

@@ -18,6 +18,13 @@
 
 #define KRDMA_CHUNK (256 * 1024)
 
+enum krdma_chunk_state {
+	KRDMA_CHUNK_FREE,	/* on conn->free_chunks */
+	KRDMA_CHUNK_READY,	/* being built or completed */
+	KRDMA_CHUNK_POSTED,	/* on conn->chunks, waiting for its CQE */
+	KRDMA_CHUNK_REAPED,	/* completed by teardown, on conn->zombies */
+};
+
 enum krdma_chunk_kind {
 	KRDMA_CHUNK_RW,		/* rdma_rw WRITE or READ */
 	KRDMA_CHUNK_WR,		/* one WR of ours: SEND, atomic, WRITE_IMM tail */
@@ -41,9 +48,14 @@ enum krdma_chunk_kind {
  * @reg: MR registration WR
  * @inv: MR invalidation WR
  * @sges: SGEs of @wr or @rwr
- * @entry: in conn->chunks while posted, then maybe in conn->zombies
- * @reaped: completed by teardown (under conn->sq_lock): its CQE, should
- *          it still come, is ignored
+ * @entry: in conn->chunks while posted, conn->zombies once reaped,
+ *         conn->free_chunks once free
+ * @state: KRDMA_CHUNK_* state, under conn->sq_lock
+ *
+ * A chunk's memory lives as long as its connection's CQ: freed chunks go
+ * to a per-connection free list. A CQE that names a chunk not in state
+ * POSTED (a driver that completes a WR twice: siw may flush a READ that
+ * already completed) finds it there and is ignored.
  */
 struct krdma_chunk {
 	struct ib_cqe cqe;
@@ -65,7 +77,7 @@ struct krdma_chunk {
 	struct ib_send_wr inv;
 	struct ib_sge sges[KRDMA_OP_MAX_SGE];
 	struct list_head entry;
-	bool reaped;
+	enum krdma_chunk_state state;
 };
 
 static bool krdma_op_reads_local(u32 opcode)
@@ -121,20 +133,26 @@ static void krdma_req_dec(struct krdma_req *req)
 static void krdma_chunk_link(struct krdma_conn *conn, struct krdma_chunk *chunk)
 {
 	spin_lock_bh(&conn->sq_lock);
+	chunk->state = KRDMA_CHUNK_POSTED;
 	list_add_tail(&chunk->entry, &conn->chunks);
 	spin_unlock_bh(&conn->sq_lock);
 }
 
-/* Stop tracking a chunk; false if teardown reaped it already */
+/*
+ * Stop tracking a posted chunk; false if it is not posted (any more):
+ * reaped by teardown, or a duplicate CQE for a chunk completed already.
+ */
 static bool krdma_chunk_unlink(struct krdma_conn *conn,
 			       struct krdma_chunk *chunk)
 {
 	bool mine;
 
 	spin_lock_bh(&conn->sq_lock);
-	mine = !chunk->reaped;
-	if (mine)
+	mine = chunk->state == KRDMA_CHUNK_POSTED;
+	if (mine) {
 		list_del(&chunk->entry);
+		chunk->state = KRDMA_CHUNK_READY;
+	}
 	if (list_empty(&conn->chunks))
 		wake_up_all(&conn->wait);
 	spin_unlock_bh(&conn->sq_lock);
@@ -164,7 +182,10 @@ static void krdma_chunk_release(struct krdma_conn *conn,
 static void krdma_chunk_free(struct krdma_conn *conn, struct krdma_chunk *chunk)
 {
 	krdma_chunk_release(conn, chunk);
-	kfree(chunk);
+	spin_lock_bh(&conn->sq_lock);
+	chunk->state = KRDMA_CHUNK_FREE;
+	list_add(&chunk->entry, &conn->free_chunks);
+	spin_unlock_bh(&conn->sq_lock);
 }
 
 static void krdma_sq_release(struct krdma_conn *conn, u32 nr_wrs)
@@ -206,8 +227,7 @@ static void krdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_chunk *chunk = container_of(wc->wr_cqe, struct krdma_chunk,
 						 cqe);
-	struct krdma_req *req = chunk->req;
-	struct krdma_conn *conn = req->conn;
+	struct krdma_conn *conn = cq->cq_context;
 
 	if (!krdma_chunk_unlink(conn, chunk))
 		return;
@@ -242,7 +262,7 @@ static void krdma_chunk_complete(struct krdma_conn *conn,
 		atomic_inc(&conn->rq_free);
 
 	krdma_sq_release(conn, chunk->nr_wrs);
-	if (chunk->reaped) {
+	if (chunk->state == KRDMA_CHUNK_REAPED) {
 		/* Its CQE may still come: keep the memory until the CQ is gone */
 		krdma_chunk_release(conn, chunk);
 	} else {
@@ -251,14 +271,27 @@ static void krdma_chunk_complete(struct krdma_conn *conn,
 	krdma_req_dec(req);
 }
 
-static struct krdma_chunk *krdma_chunk_alloc(struct krdma_req *req,
+static struct krdma_chunk *krdma_chunk_alloc(struct krdma_conn *conn,
+					     struct krdma_req *req,
 					     enum krdma_chunk_kind kind)
 {
 	struct krdma_chunk *chunk;
 
-	chunk = kzalloc(sizeof(*chunk), GFP_KERNEL);
-	if (!chunk)
-		return NULL;
+	spin_lock_bh(&conn->sq_lock);
+	chunk = list_first_entry_or_null(&conn->free_chunks,
+					 struct krdma_chunk, entry);
+	if (chunk) {
+		list_del(&chunk->entry);
+		memset(chunk, 0, sizeof(*chunk));
+		chunk->state = KRDMA_CHUNK_READY;
+	}
+	spin_unlock_bh(&conn->sq_lock);
+	if (!chunk) {
+		chunk = kzalloc(sizeof(*chunk), GFP_KERNEL);
+		if (!chunk)
+			return NULL;
+		chunk->state = KRDMA_CHUNK_READY;
+	}
 	chunk->req = req;
 	chunk->kind = kind;
 	chunk->dir = krdma_op_dir(req->opcode);
@@ -388,6 +421,19 @@ static struct ib_send_wr *krdma_chunk_reg_chain(struct krdma_chunk *chunk,
 	return head;
 }
 
+/*
+ * The driver refused a post. It may have flushed part of it already, and
+ * a CQE may still come for the chunk, which stays tracked: it completes by
+ * that CQE or by the teardown's reaping. The connection is not usable any
+ * more: fail it.
+ */
+static int krdma_post_failed(struct krdma_conn *conn, int ret)
+{
+	pr_debug("conn %p: post failed: %d\n", conn, ret);
+	krdma_conn_qp_failed(conn, ret);
+	return -EIO;
+}
+
 /* Release what a chunk that could not be posted holds */
 static void krdma_chunk_abort(struct krdma_conn *conn, struct krdma_chunk *chunk)
 {
@@ -407,13 +453,13 @@ static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req)
 		return 1;
 
 	len = min_t(u64, sge->length - req->sge_off, KRDMA_CHUNK);
-	chunk = krdma_chunk_alloc(req, KRDMA_CHUNK_RW);
+	chunk = krdma_chunk_alloc(conn, req, KRDMA_CHUNK_RW);
 	if (!chunk)
 		return -ENOMEM;
 	ret = krdma_buf_sgt(sge->buf, sge->offset + req->sge_off, len, max_seg,
 			    &chunk->sgt);
 	if (ret) {
-		kfree(chunk);
+		krdma_chunk_free(conn, chunk);
 		return ret;
 	}
 	nr = rdma_rw_ctx_init(&chunk->rw, conn->qp, conn->port_num,
@@ -421,8 +467,7 @@ static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req)
 			      req->remote_addr + req->rdone, req->rkey,
 			      chunk->dir);
 	if (nr < 0) {
-		sg_free_table(&chunk->sgt);
-		kfree(chunk);
+		krdma_chunk_free(conn, chunk);
 		return nr;
 	}
 	chunk->nr_wrs = nr;
@@ -439,13 +484,8 @@ static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req)
 	krdma_chunk_link(conn, chunk);
 	ret = rdma_rw_ctx_post(&chunk->rw, conn->qp, conn->port_num,
 			       &chunk->cqe, NULL);
-	if (ret) {
-		krdma_chunk_unlink(conn, chunk);
-		atomic_dec(&req->inflight);
-		krdma_sq_release(conn, nr);
-		krdma_chunk_abort(conn, chunk);
-		return ret;
-	}
+	if (ret)
+		return krdma_post_failed(conn, ret);
 
 	req->rdone += len;
 	req->sge_off += len;
@@ -463,7 +503,7 @@ static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req)
 	struct ib_send_wr *head;
 	int nsge = 0, ret;
 
-	chunk = krdma_chunk_alloc(req, KRDMA_CHUNK_WR);
+	chunk = krdma_chunk_alloc(conn, req, KRDMA_CHUNK_WR);
 	if (!chunk)
 		return -ENOMEM;
 
@@ -520,19 +560,15 @@ static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req)
 	atomic_inc(&req->inflight);
 	krdma_chunk_link(conn, chunk);
 	ret = ib_post_send(conn->qp, head, NULL);
-	if (ret) {
-		krdma_chunk_unlink(conn, chunk);
-		atomic_dec(&req->inflight);
-		krdma_sq_release(conn, chunk->nr_wrs);
-		goto err_abort;
-	}
+	if (ret)
+		return krdma_post_failed(conn, ret);
 	return 0;
 
 err_abort:
 	krdma_chunk_abort(conn, chunk);
 	return ret;
 err_free_chunk:
-	kfree(chunk);
+	krdma_chunk_free(conn, chunk);
 	return ret;
 }
 
@@ -546,13 +582,13 @@ static int krdma_post_recv_chunk(struct krdma_conn *conn, struct krdma_req *req,
 	struct ib_send_wr *head;
 	int nsge = 0, ret;
 
-	chunk = krdma_chunk_alloc(req, KRDMA_CHUNK_RECV);
+	chunk = krdma_chunk_alloc(conn, req, KRDMA_CHUNK_RECV);
 	if (!chunk)
 		return -ENOMEM;
 	if (req->num_sge) {
 		ret = krdma_req_sgt(conn, req, &chunk->sgt);
 		if (ret) {
-			kfree(chunk);
+			krdma_chunk_free(conn, chunk);
 			return ret;
 		}
 		nsge = krdma_chunk_map(conn, chunk, conn->max_recv_sge,
@@ -576,10 +612,9 @@ static int krdma_post_recv_chunk(struct krdma_conn *conn, struct krdma_req *req,
 		krdma_chunk_link(conn, chunk);
 		ret = ib_post_recv(conn->qp, &chunk->rwr, NULL);
 		if (ret) {
-			krdma_chunk_unlink(conn, chunk);
-			atomic_dec(&req->inflight);
-			atomic_inc(&conn->rq_free);
-			goto err_abort;
+			/* Posted or not, it completes: the RECV is accepted */
+			krdma_req_fail(req, IB_WC_LOC_QP_OP_ERR);
+			krdma_post_failed(conn, ret);
 		}
 		return 0;
 	}
@@ -598,13 +633,8 @@ static int krdma_post_recv_chunk(struct krdma_conn *conn, struct krdma_req *req,
 	atomic_inc(&req->inflight);
 	krdma_chunk_link(conn, chunk);
 	ret = ib_post_send(conn->qp, head, NULL);
-	if (ret) {
-		krdma_chunk_unlink(conn, chunk);
-		atomic_dec(&req->inflight);
-		atomic_inc(&conn->rq_free);
-		krdma_sq_release(conn, chunk->nr_wrs);
-		goto err_abort;
-	}
+	if (ret)
+		return krdma_post_failed(conn, ret);
 	return 0;
 
 err_abort:
@@ -616,27 +646,30 @@ static void krdma_recv_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_chunk *chunk = container_of(wc->wr_cqe, struct krdma_chunk,
 						 cqe);
-	struct krdma_req *req = chunk->req;
-	struct krdma_conn *conn = req->conn;
-	struct ib_wc err = { .status = IB_WC_LOC_QP_OP_ERR };
-	u32 nr_wrs = chunk->nr_wrs;
+	struct krdma_conn *conn = cq->cq_context;
+	struct krdma_req *req;
+	u32 nr_wrs;
+	int ret;
 
-	if (wc->status != IB_WC_SUCCESS) {
-		/* Completes the chunk as a failed RECV, rq_free and all */
-		chunk->kind = KRDMA_CHUNK_RECV;
-		krdma_chunk_done(cq, wc);
-		return;
-	}
 	if (!krdma_chunk_unlink(conn, chunk))
 		return;
+	req = chunk->req;
+	nr_wrs = chunk->nr_wrs;
+	if (wc->status != IB_WC_SUCCESS) {
+		/* Complete it as a failed RECV: rq_free and all */
+		chunk->kind = KRDMA_CHUNK_RECV;
+		krdma_chunk_complete(conn, chunk, wc);
+		return;
+	}
 
 	chunk->nr_wrs = 0;
 	chunk->kind = KRDMA_CHUNK_RECV;
 	chunk->cqe.done = krdma_chunk_done;
 	krdma_chunk_link(conn, chunk);
-	if (ib_post_recv(conn->qp, &chunk->rwr, NULL)) {
-		if (krdma_chunk_unlink(conn, chunk))
-			krdma_chunk_complete(conn, chunk, &err);
+	ret = ib_post_recv(conn->qp, &chunk->rwr, NULL);
+	if (ret) {
+		krdma_req_fail(req, IB_WC_LOC_QP_OP_ERR);
+		krdma_post_failed(conn, ret);
 	}
 	krdma_sq_release(conn, nr_wrs);
 }
@@ -755,7 +788,7 @@ void krdma_xfer_reap(struct krdma_conn *conn)
 
 	spin_lock_bh(&conn->sq_lock);
 	list_for_each_entry(chunk, &conn->chunks, entry) {
-		chunk->reaped = true;
+		chunk->state = KRDMA_CHUNK_REAPED;
 		n++;
 	}
 	list_splice_init(&conn->chunks, &reaped);
@@ -773,17 +806,19 @@ void krdma_xfer_reap(struct krdma_conn *conn)
 }
 
 /**
- * krdma_xfer_free_zombies - free the chunks krdma_xfer_reap() completed
- * @conn: a connection whose CQ is destroyed
+ * krdma_xfer_free_zombies - free every chunk of a connection
+ * @conn: a connection whose CQ is destroyed: no CQE can name them now
  */
 void krdma_xfer_free_zombies(struct krdma_conn *conn)
 {
 	struct krdma_chunk *chunk, *tmp;
 
-	list_for_each_entry_safe(chunk, tmp, &conn->zombies, entry) {
-		list_del(&chunk->entry);
+	list_for_each_entry_safe(chunk, tmp, &conn->zombies, entry)
 		kfree(chunk);
-	}
+	INIT_LIST_HEAD(&conn->zombies);
+	list_for_each_entry_safe(chunk, tmp, &conn->free_chunks, entry)
+		kfree(chunk);
+	INIT_LIST_HEAD(&conn->free_chunks);
 }
 
 /**
@@ -835,12 +870,15 @@ static int krdma_check_req(struct krdma_conn *conn, struct krdma_req *req,
 		return ret;
 
 	switch (req->opcode) {
+	case KRDMA_OP_READ:
+		if (!conn->initiator_depth)
+			return -EOPNOTSUPP;
+		fallthrough;
 	case KRDMA_OP_WRITE_IMM:
-		if (iwarp)
+		if (req->opcode == KRDMA_OP_WRITE_IMM && iwarp)
 			return -EOPNOTSUPP;
 		fallthrough;
 	case KRDMA_OP_WRITE:
-	case KRDMA_OP_READ:
 		if (!req->num_sge)
 			return -EINVAL;
 		if (req->remote_addr + *total < req->remote_addr)
@@ -856,7 +894,8 @@ static int krdma_check_req(struct krdma_conn *conn, struct krdma_req *req,
 		       -EMSGSIZE : 0;
 	case KRDMA_OP_FETCH_ADD:
 	case KRDMA_OP_CMP_SWAP:
-		if (ibdev->attrs.atomic_cap == IB_ATOMIC_NONE)
+		if (ibdev->attrs.atomic_cap == IB_ATOMIC_NONE ||
+		    !conn->initiator_depth)
 			return -EOPNOTSUPP;
 		if (req->num_sge != 1 || *total != 8 ||
 		    !IS_ALIGNED(req->remote_addr, 8))

@@ -21,18 +21,13 @@
 #include <unistd.h>
 
 #include "libkrdma.h"
+#include "krdmactl.h"
 
 #define KRDMACTL_VERSION "0.1.0"
 
-#define EXIT_USAGE 2
-
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define __printf(a, b) __attribute__((format(printf, a, b)))
-
 static const char *prog = "krdmactl";
 
-static void __printf(1, 2)
-errmsg(const char *fmt, ...)
+void errmsg(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -43,17 +38,13 @@ errmsg(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-/*
- * "krdmactl: <what>[: <strerror(err)>]", then the library's advice for
- * @err on a second line when it has some.
- */
-static void verrmsg(int err, bool with_strerror, const char *fmt, va_list ap)
+/* "krdmactl: <what>[: <strerror(err)>]", then @hint on a second line */
+static void verrmsg(int err, bool with_strerror, const char *hint,
+		    const char *fmt, va_list ap)
 {
-	const char *hint = krdma_strerror_hint(err);
-
 	fprintf(stderr, "%s: ", prog);
 	vfprintf(stderr, fmt, ap);
-	if (with_strerror)
+	if (with_strerror && err)
 		fprintf(stderr, ": %s", strerror(err < 0 ? -err : err));
 	fputc('\n', stderr);
 	if (hint)
@@ -61,13 +52,21 @@ static void verrmsg(int err, bool with_strerror, const char *fmt, va_list ap)
 }
 
 /* For an error (-errno) that the kernel or libc returned. */
-static void __printf(2, 3)
-errmsg_err(int err, const char *fmt, ...)
+void errmsg_err(int err, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	verrmsg(err, true, fmt, ap);
+	verrmsg(err, true, krdma_strerror_hint(err), fmt, ap);
+	va_end(ap);
+}
+
+void errmsg_advice(int err, const char *hint, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verrmsg(err, true, hint, fmt, ap);
 	va_end(ap);
 }
 
@@ -75,18 +74,17 @@ errmsg_err(int err, const char *fmt, ...)
  * For an error that a check of ours found (an ABI mismatch, ...): the
  * advice without strerror(), which would only confuse.
  */
-static void __printf(2, 3)
-errmsg_hint(int err, const char *fmt, ...)
+void errmsg_hint(int err, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	verrmsg(err, false, fmt, ap);
+	verrmsg(err, false, krdma_strerror_hint(err), fmt, ap);
 	va_end(ap);
 }
 
 /* Flush stdout and report a failed write (a full disk, a closed pipe). */
-static int finish_stdout(int status)
+int finish_stdout(int status)
 {
 	if (fflush(stdout) == EOF || ferror(stdout)) {
 		errmsg("cannot write the output: %s", strerror(errno));
@@ -96,7 +94,7 @@ static int finish_stdout(int status)
 }
 
 /* Open /dev/krdma, or say why not. Returns the fd or -1. */
-static int open_krdma(void)
+int open_krdma(void)
 {
 	int fd = krdma_open();
 
@@ -113,15 +111,6 @@ static int open_krdma(void)
  * "key": of object members; a stack of the open containers checks that
  * objects get keys and arrays do not, and that every container is closed.
  */
-#define JSON_MAX_DEPTH 16
-
-struct json {
-	FILE *f;
-	int depth;
-	char kind[JSON_MAX_DEPTH];	/* '{' or '[' */
-	bool first[JSON_MAX_DEPTH];
-};
-
 /* @s as a JSON string: escapes ", \ and controls; invalid UTF-8 -> U+FFFD */
 static void json_write_string(FILE *f, const char *str)
 {
@@ -220,54 +209,91 @@ static void json_close(struct json *j, char kind)
 		fputc('\n', j->f);
 }
 
-static void json_begin_object(struct json *j, const char *key)
+void json_begin_object(struct json *j, const char *key)
 {
 	json_open(j, key, '{');
 }
 
-static void json_end_object(struct json *j)
+void json_end_object(struct json *j)
 {
 	json_close(j, '{');
 }
 
-static void json_begin_array(struct json *j, const char *key)
+void json_begin_array(struct json *j, const char *key)
 {
 	json_open(j, key, '[');
 }
 
-static void json_end_array(struct json *j)
+void json_end_array(struct json *j)
 {
 	json_close(j, '[');
 }
 
-static void json_str(struct json *j, const char *key, const char *val)
+void json_str(struct json *j, const char *key, const char *val)
 {
 	json_key(j, key);
 	json_write_string(j->f, val);
 }
 
-static void json_u64(struct json *j, const char *key, uint64_t val)
+void json_u64(struct json *j, const char *key, uint64_t val)
 {
 	json_key(j, key);
 	fprintf(j->f, "%" PRIu64, val);
 }
 
-static void json_bool(struct json *j, const char *key, bool val)
+void json_double(struct json *j, const char *key, double val, int decimals)
+{
+	json_key(j, key);
+	fprintf(j->f, "%.*f", decimals, val);
+}
+
+void json_bool(struct json *j, const char *key, bool val)
 {
 	json_key(j, key);
 	fputs(val ? "true" : "false", j->f);
 }
 
-static void json_null(struct json *j, const char *key)
+void json_null(struct json *j, const char *key)
 {
 	json_key(j, key);
 	fputs("null", j->f);
 }
 
+void bad_option(const char *cmd, int c, char *argv[])
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+	bool is_long = !strncmp(arg, "--", 2);
+
+	if (c == ':' && is_long)
+		errmsg("%s: option '%s' needs a value", cmd, arg);
+	else if (c == ':')
+		errmsg("%s: option '-%c' needs a value", cmd, optopt);
+	else if (optopt && !is_long)
+		errmsg("%s: unknown option '-%c'", cmd, optopt);
+	else
+		errmsg("%s: unknown option '%s'", cmd, arg);
+	print_usage_of(cmd, stderr);
+}
+
+int check_module_for(int fd, uint64_t features, const char *feature_name)
+{
+	struct krdma_query_module qm;
+	int ret;
+
+	ret = krdma_check_module(fd, features, &qm);
+	if (ret == -EPROTO)
+		errmsg_hint(ret, "krdmactl was built for krdma ABI %u, but the loaded krdma.ko speaks ABI %u",
+			    KRDMA_ABI_VERSION, qm.abi_version);
+	else if (ret == -EPROTONOSUPPORT)
+		errmsg_hint(ret, "the loaded krdma.ko lacks the %s feature (features 0x%llx)",
+			    feature_name, (unsigned long long)qm.features);
+	else if (ret)
+		errmsg_err(ret, "cannot query the krdma module");
+	return ret;
+}
+
 /* Parse the options of a subcommand that takes only -j/--json, -h/--help. */
 enum opt_result { OPT_OK, OPT_HELP, OPT_BAD };
-
-static void print_usage_of(const char *name, FILE *f);
 
 static enum opt_result parse_json_opts(int argc, char *argv[], bool *json)
 {
@@ -280,7 +306,7 @@ static enum opt_result parse_json_opts(int argc, char *argv[], bool *json)
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":jh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			*json = true;
@@ -289,13 +315,7 @@ static enum opt_result parse_json_opts(int argc, char *argv[], bool *json)
 			print_usage_of(argv[0], stdout);
 			return OPT_HELP;
 		default:
-			if (optopt)
-				errmsg("%s: unknown option '-%c'", argv[0],
-				       optopt);
-			else
-				errmsg("%s: unknown option '%s'", argv[0],
-				       argv[optind - 1]);
-			print_usage_of(argv[0], stderr);
+			bad_option(argv[0], c, argv);
 			return OPT_BAD;
 		}
 	}
@@ -789,7 +809,6 @@ static void json_dev(struct json *j, const struct dev_info *d)
 
 static int dev_main(int argc, char *argv[])
 {
-	struct krdma_query_module qm;
 	struct json j = { .f = stdout };
 	const char *name = NULL;
 	struct dev_info *devs;
@@ -817,15 +836,7 @@ static int dev_main(int argc, char *argv[])
 	if (fd < 0)
 		return 1;
 
-	ret = krdma_check_module(fd, KRDMA_FEATURE_DEV_QUERY, &qm);
-	if (ret == -EPROTO)
-		errmsg_hint(ret, "krdmactl was built for krdma ABI %u, but the loaded krdma.ko speaks ABI %u",
-			    KRDMA_ABI_VERSION, qm.abi_version);
-	else if (ret == -EPROTONOSUPPORT)
-		errmsg_hint(ret, "the loaded krdma.ko lacks the dev_query feature (features 0x%llx)",
-			    (unsigned long long)qm.features);
-	else if (ret)
-		errmsg_err(ret, "cannot query the krdma module");
+	ret = check_module_for(fd, KRDMA_FEATURE_DEV_QUERY, "dev_query");
 	if (!ret)
 		ret = collect_devs(fd, name, &devs, &ndevs);
 	close(fd);
@@ -882,6 +893,72 @@ static const struct {
 	  "              <linux/krdma.h>; GUIDs, GIDs, fw_ver and enum values\n"
 	  "              as strings, the same as in the text output\n"
 	  "  -h, --help  show this help\n" },
+	{ "serve", serve_main,
+	  "answer ping and xfer clients: a verified RDMA window for each",
+	  "[-a ADDR] [-p PORT] [-n COUNT] [-1]\n"
+	  "Listen for `krdmactl ping` and `krdmactl xfer` clients and answer\n"
+	  "them, one client at a time: register a buffer as large as the client\n"
+	  "asks for (up to 1 GiB), grant it RDMA READ and WRITE access, and check\n"
+	  "every pattern the client writes into it. Prints the address it listens\n"
+	  "on, then one line per client. The protocol is described at the top of\n"
+	  "userspace-tools/krdmactl_ping.c.\n"
+	  "\n"
+	  "  -a, --addr ADDR    listen on ADDR only (default 0.0.0.0: every\n"
+	  "                     IPv4 address; :: for IPv6)\n"
+	  "  -p, --port PORT    port (default 18515; 0 picks a free one)\n"
+	  "  -n, --count COUNT  exit after COUNT clients (a connection lost\n"
+	  "                     before the client's first message does not count)\n"
+	  "  -1, --once         exit after one client (-n 1)\n"
+	  "  -h, --help         show this help\n"
+	  "\n"
+	  "Runs until interrupted (SIGINT, SIGTERM) or COUNT clients are served.\n"
+	  "Exit status: 0 when every client ended cleanly with every WRITE\n"
+	  "verified, 1 otherwise, 2 bad usage.\n" },
+	{ "ping", ping_main,
+	  "rping-like: latency of RDMA WRITE, SEND/RECV, READ, verified",
+	  "ADDR [-p PORT] [-c COUNT] [-s SIZE] [-i INTERVAL_MS] [-t TIMEOUT_MS] [-j]\n"
+	  "Connect to `krdmactl serve` at ADDR and, like rping, each round: RDMA\n"
+	  "WRITE SIZE bytes of a fresh pattern into the server's window; SEND a\n"
+	  "request and RECV the answer once the server has checked the bytes and\n"
+	  "written a new pattern; RDMA READ that back and check it. Prints the\n"
+	  "latency of the WRITE, of the SEND/RECV round trip (it includes the\n"
+	  "server's check) and of the READ in microseconds, then min/avg/max.\n"
+	  "\n"
+	  "  -p, --port PORT          the server's port (default 18515)\n"
+	  "  -c, --count COUNT        rounds (default 5; 0: until interrupted)\n"
+	  "  -s, --size SIZE          bytes per round (default 64; K, M, G:\n"
+	  "                           binary multiples; at most 1G)\n"
+	  "  -i, --interval MS        pause between rounds (default 1000)\n"
+	  "  -t, --timeout MS         limit of the connect, and of each wait for\n"
+	  "                           a completion (default 10000)\n"
+	  "  -j, --json               print JSON: {\"rounds\":[{\"round\",\n"
+	  "                           \"write_us\",\"send_rtt_us\",\"read_us\",\n"
+	  "                           \"verified\"}],\"verified\",\"write_us\":\n"
+	  "                           {\"min\",\"avg\",\"max\"},...,\"ok\",\"error\"}\n"
+	  "  -h, --help               show this help\n"
+	  "\n"
+	  "Exit status: 0 when every round ran and was verified both ways, 1\n"
+	  "otherwise, 2 bad usage.\n" },
+	{ "xfer", xfer_main,
+	  "throughput of one large RDMA WRITE and READ, verified",
+	  "ADDR [-p PORT] [-s SIZE] [-t TIMEOUT_MS] [-j]\n"
+	  "Connect to `krdmactl serve` at ADDR, move SIZE bytes of a pattern into\n"
+	  "the server's window with one RDMA WRITE (the server checks them and\n"
+	  "writes a new pattern) and back with one RDMA READ (checked here), and\n"
+	  "print the bytes, time and throughput (MB/s, 10^6 bytes a second) of\n"
+	  "each. krdma splits each operation as the device needs.\n"
+	  "\n"
+	  "  -p, --port PORT          the server's port (default 18515)\n"
+	  "  -s, --size SIZE          bytes (default 16M; K, M, G: binary\n"
+	  "                           multiples; at most 1G)\n"
+	  "  -t, --timeout MS         limit of the connect, and of each wait for\n"
+	  "                           a completion (default 60000)\n"
+	  "  -j, --json               print JSON: {\"bytes\",\"write\":{\"seconds\",\n"
+	  "                           \"mb_per_s\",\"verified\"},\"read\":{...},\n"
+	  "                           \"ok\",\"error\"}\n"
+	  "  -h, --help               show this help\n"
+	  "\n"
+	  "Exit status: 0 when both ways were verified, 1 otherwise, 2 bad usage.\n" },
 	{ "help", help_main,
 	  "show this help, or the help of a command",
 	  "[COMMAND]\n"
@@ -903,7 +980,7 @@ static void print_usage(FILE *f)
 	fprintf(f, "\nExit status: 0 done, 1 failed, 2 bad usage.\n");
 }
 
-static void print_usage_of(const char *name, FILE *f)
+void print_usage_of(const char *name, FILE *f)
 {
 	size_t i;
 

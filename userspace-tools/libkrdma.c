@@ -540,12 +540,21 @@ int krdma_accept_conn(int fd, uint32_t listener, uint32_t flags,
 int krdma_connect_to(int fd, const struct krdma_addr *dst,
 		     uint32_t timeout_ms, uint32_t *conn)
 {
+	return krdma_connect_from(fd, dst, NULL, timeout_ms, conn);
+}
+
+int krdma_connect_from(int fd, const struct krdma_addr *dst,
+		       const struct krdma_addr *src, uint32_t timeout_ms,
+		       uint32_t *conn)
+{
 	struct krdma_connect c;
 	int ret;
 
 	memset(&c, 0, sizeof(c));
 	c.size = sizeof(c);
 	c.dst = *dst;
+	if (src)
+		c.src = *src;
 	c.timeout_ms = timeout_ms;
 	ret = krdma_ioctl(fd, KRDMA_IOC_CONNECT, &c);
 	if (!ret)

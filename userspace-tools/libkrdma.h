@@ -172,6 +172,10 @@ int krdma_accept_conn(int fd, uint32_t listener, uint32_t flags,
 		      uint32_t timeout_ms, uint32_t *conn);
 int krdma_connect_to(int fd, const struct krdma_addr *dst,
 		     uint32_t timeout_ms, uint32_t *conn);
+/* The same from a given local address (src: NULL or family 0 for any) */
+int krdma_connect_from(int fd, const struct krdma_addr *dst,
+		       const struct krdma_addr *src, uint32_t timeout_ms,
+		       uint32_t *conn);
 int krdma_disconnect_conn(int fd, uint32_t conn);
 int krdma_conn_info(int fd, uint32_t conn, struct krdma_conn_query *out);
 int krdma_destroy_handle(int fd, uint32_t handle);

@@ -10,7 +10,13 @@
 #     veth2 198.18.1.1/24 <-> veth3 198.18.1.2/24 (RFC 2544 benchmark range),
 #     MTU 9000, up;
 #   - rdma devices rxe0 (on veth0) and siw0 (on veth2), waited for until
-#     PORT_ACTIVE;
+#     PORT_ACTIVE: each is its own peer (loopback on one device);
+#   - two more veth pairs whose ends are different RDMA devices, so that
+#     traffic between them crosses the pair (see "Across a veth pair"):
+#
+#        rxe1 veth4 198.18.2.1 <====> veth5 198.18.2.2 rxe2
+#        siw1 veth6 198.18.3.1 <====> veth7 198.18.3.2 siw2
+#
 #   - <repo>/krdma.ko inserted if it exists (unless KRDMA_LOAD=0; module
 #     parameters from KRDMA_MODULE_PARAMS).
 # Writes the names and addresses to /run/krdma-guest.env (sourced by
@@ -57,13 +63,53 @@ setup_veth() {
 }
 setup_veth veth0 198.18.0.1 veth1 198.18.0.2
 setup_veth veth2 198.18.1.1 veth3 198.18.1.2
+# IPv6 (RFC 5180 benchmarking prefix) on the loopback devices, no DAD wait
+run ip addr add 2001:2::1/64 dev veth0 nodad
+run ip addr add 2001:2:0:1::1/64 dev veth2 nodad
+
+# Across a veth pair: in one network namespace the kernel delivers traffic
+# between two local addresses through lo, never through the pair. To make
+# it cross the pair: accept packets with a local source (accept_local, no
+# rp_filter), look up the local table after our rules (pref 1000), route
+# each end's address out of the other end (pref 20, tables 102..105) with
+# permanent neighbour entries, and deliver what arrives on a veth locally
+# (pref 10, iif). Only the addresses of these two pairs are affected.
+run sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.all.rp_filter=0 \
+	net.ipv4.conf.default.rp_filter=0
+run ip rule add pref 1000 lookup local
+run ip rule del pref 0 lookup local
+
+# a b addr_a addr_b table_a table_b
+setup_pair() {
+	setup_veth "$1" "$3" "$2" "$4"
+	local d
+	for d in "$1" "$2"; do
+		run sysctl -qw "net.ipv4.conf.$d.accept_local=1" \
+			"net.ipv4.conf.$d.rp_filter=0"
+		run ip rule add pref 10 iif "$d" lookup local
+	done
+	run ip route add "$4" dev "$1" table "$5"
+	run ip route add "$3" dev "$2" table "$6"
+	run ip rule add pref 20 to "$4" lookup "$5"
+	run ip rule add pref 20 to "$3" lookup "$6"
+	run ip neigh replace "$4" lladdr "$(cat "/sys/class/net/$2/address")" \
+		dev "$1" nud permanent
+	run ip neigh replace "$3" lladdr "$(cat "/sys/class/net/$1/address")" \
+		dev "$2" nud permanent
+}
+setup_pair veth4 veth5 198.18.2.1 198.18.2.2 102 103
+setup_pair veth6 veth7 198.18.3.1 198.18.3.2 104 105
 
 run rdma link add rxe0 type rxe netdev veth0
 run rdma link add siw0 type siw netdev veth2
+run rdma link add rxe1 type rxe netdev veth4
+run rdma link add rxe2 type rxe netdev veth5
+run rdma link add siw1 type siw netdev veth6
+run rdma link add siw2 type siw netdev veth7
 
 # Poll (at most ~20 s) until both ports are ACTIVE.
 state() { cat "/sys/class/infiniband/$1/ports/1/state" 2>/dev/null; }
-for dev in rxe0 siw0; do
+for dev in rxe0 siw0 rxe1 rxe2 siw1 siw2; do
 	for ((i = 0; i < 200; i++)); do
 		[[ $(state "$dev") == *ACTIVE* ]] && break
 		sleep 0.1

@@ -501,6 +501,12 @@ struct krdma_disconnect {
  *                 handshake (the RECVs it can have posted at once)
  * @peer_features: Output: feature bits the peer announced
  * @error: Output: when @state is KRDMA_CONN_ERROR, why: a positive errno
+ * @initiator_depth: Output: RDMA READs and atomics this side may have in
+ *                   flight at once, as agreed in the handshake; 0 means
+ *                   the peer takes none: READ and atomics fail with
+ *                   EOPNOTSUPP
+ * @responder_resources: Output: RDMA READs and atomics of the peer this
+ *                       side serves at once
  * @__reserved: Must be 0
  */
 struct krdma_conn_query {
@@ -519,6 +525,8 @@ struct krdma_conn_query {
 	__u32 peer_rq_depth;
 	__u32 peer_features;
 	__u32 error;
+	__u32 initiator_depth;
+	__u32 responder_resources;
 	__u32 __reserved;
 };
 

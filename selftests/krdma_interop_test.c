@@ -1,0 +1,721 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma selftests: interoperation with a plain librdmacm/libibverbs peer.
+ *
+ * krdma_verbs_peer (built next to this program) knows nothing of krdma but
+ * the wire format: the handshake header in the rdma_cm private data and
+ * the 24-byte token. Each test starts it as a child, with its output
+ * piped here, and plays the krdma side of its script (described at the
+ * top of krdma_verbs_peer.c) through libkrdma: tokens over SEND/RECV, then
+ * RDMA WRITE and READ in both directions, every byte checked on both sides.
+ * Every wait is bounded; the peer is killed when the test ends (and when
+ * the test process dies).
+ *
+ * Run: make selftests, then make guest-run CMD=selftests/krdma_interop_test
+ * (the peer alone: selftests/krdma_verbs_peer -h).
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libkrdma.h"
+#include "kselftest_harness.h"
+
+#define MiB (1024UL * 1024)
+#define WAIT_MS 30000
+#define PEER_TIMEOUT "40"	/* seconds, the peer's own deadline */
+#define PEER_EXIT_MS 45000
+
+/* The script of krdma_verbs_peer.c: the same numbers */
+#define PEER_RQ_DEPTH		16
+#define SEED_KRDMA_READ		0x11
+#define SEED_PEER_READ		0x22
+#define SEED_PEER_WRITE		0x33
+#define SEED_KRDMA_WRITE	0x44
+#define MSG_DONE_A		1
+#define MSG_DONE_B		2
+#define MSG_VERDICT		3
+#define GUARD			0xee
+
+/* Peer exit codes */
+#define PEER_OK			0
+#define PEER_REJECTED		5
+
+/* This side's layout: window at WIN_LEAD, io and message slots as the peer */
+#define WIN_LEAD		5
+#define WIN_TAIL		64
+#define IO_SRC			1
+#define IO_SINK			71
+#define IO_TAIL			64
+#define MSG_SLOT		64
+#define MSG_NRECV		3
+#define MSG_SEND_SLOT		4
+#define MSG_SLOTS		5
+
+#define COOKIE_RECV(n)		(100 + (n))
+#define COOKIE_SEND		200
+#define COOKIE_WRITE		300
+#define COOKIE_READ		301
+
+/* A token as it goes over the wire: 24 bytes, little-endian */
+struct wire_token {
+	uint64_t addr;
+	uint64_t length;
+	uint32_t rkey;
+	uint32_t access;
+} __attribute__((packed));
+
+struct wire_msg {
+	uint32_t type;
+	uint32_t status;
+} __attribute__((packed));
+
+static uint8_t pattern_byte(size_t i, unsigned int seed)
+{
+	uint32_t h = (uint32_t)i * 2654435761u + seed * 0x9e3779b9u;
+
+	return (uint8_t)((h >> 24) ^ (i >> 8) ^ seed);
+}
+
+static void pattern(uint8_t *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = pattern_byte(i, seed);
+}
+
+static long check_pattern(const uint8_t *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != pattern_byte(i, seed))
+			return i;
+	return -1;
+}
+
+static long check_fill(const uint8_t *p, size_t len, uint8_t v)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != v)
+			return i;
+	return -1;
+}
+
+struct mem {
+	uint8_t *p;
+	size_t len;
+	uint32_t h;
+};
+
+static int mem_get(int fd, struct mem *m, size_t len, uint32_t access)
+{
+	m->len = len;
+	m->p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m->p == MAP_FAILED) {
+		m->p = NULL;
+		return -errno;
+	}
+	memset(m->p, GUARD, len);
+	return krdma_buf_register(fd, m->p, len, access, &m->h);
+}
+
+static void mem_put(int fd, struct mem *m)
+{
+	if (m->h)
+		krdma_destroy_handle(fd, m->h);
+	if (m->p)
+		munmap(m->p, m->len);
+	memset(m, 0, sizeof(*m));
+}
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 +
+	       (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+FIXTURE(interop) {
+	int fd;
+	uint32_t listener;
+	struct krdma_addr laddr;
+	char peer_path[PATH_MAX];
+	pid_t pid;
+	int out;
+	char log[16384];
+	size_t loglen;
+	struct krdma_completion stash[16];
+	int nstash;
+};
+
+FIXTURE_VARIANT(interop) {
+	const char *ip;
+	const char *dev;
+	bool iwarp;
+};
+
+FIXTURE_VARIANT_ADD(interop, rxe) {
+	.ip = "198.18.0.1",
+	.dev = "rxe0",
+	.iwarp = false,
+};
+
+FIXTURE_VARIANT_ADD(interop, siw) {
+	.ip = "198.18.1.1",
+	.dev = "siw0",
+	.iwarp = true,
+};
+
+FIXTURE_SETUP(interop)
+{
+	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
+	struct krdma_addr any;
+	char *slash;
+	uint32_t dev;
+	ssize_t n;
+
+	self->out = -1;
+	/* siw charges its registrations to RLIMIT_MEMLOCK even for root */
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &unlimited));
+
+	n = readlink("/proc/self/exe", self->peer_path,
+		     sizeof(self->peer_path) - 32);
+	ASSERT_LT(0, n);
+	self->peer_path[n] = '\0';
+	slash = strrchr(self->peer_path, '/');
+	ASSERT_NE(NULL, slash);
+	strcpy(slash + 1, "krdma_verbs_peer");
+	ASSERT_EQ(0, access(self->peer_path, X_OK))
+		TH_LOG("%s: %s (make selftests)", self->peer_path,
+		       strerror(errno));
+
+	self->fd = krdma_open();
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, krdma_dev_find(self->fd, variant->dev, &dev, NULL));
+	ASSERT_EQ(0, krdma_parse_addr(variant->ip, 0, &any));
+	ASSERT_EQ(0, krdma_listen_on(self->fd, &any, 4, &self->listener,
+				     &self->laddr));
+	ASSERT_NE(0, self->laddr.port);
+}
+
+/* Read what the peer printed, for up to @timeout_ms: bytes, 0 EOF, -1 */
+static int peer_read(FIXTURE_DATA(interop) *self, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = self->out, .events = POLLIN };
+	char buf[1024];
+	size_t room;
+	ssize_t n;
+
+	if (self->out < 0)
+		return 0;
+	if (poll(&pfd, 1, timeout_ms) <= 0)
+		return -1;
+	n = read(self->out, buf, sizeof(buf));
+	if (n <= 0) {
+		close(self->out);
+		self->out = -1;
+		return 0;
+	}
+	room = sizeof(self->log) - 1 - self->loglen;
+	if ((size_t)n > room)
+		n = room;
+	memcpy(self->log + self->loglen, buf, n);
+	self->loglen += n;
+	self->log[self->loglen] = '\0';
+	return n;
+}
+
+/* The peer's output, as comment lines of the TAP output */
+static void peer_log_flush(FIXTURE_DATA(interop) *self)
+{
+	char *line, *save = NULL;
+
+	for (line = strtok_r(self->log, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		fprintf(stderr, "# peer: %s\n", line);
+	self->loglen = 0;
+	self->log[0] = '\0';
+}
+
+/* Start the peer with @args (NULL-terminated), its output piped to us */
+static int peer_spawn(FIXTURE_DATA(interop) *self, const char *const *args)
+{
+	const char *argv[24];
+	pid_t parent = getpid();
+	int pfd[2], i;
+
+	argv[0] = self->peer_path;
+	for (i = 0; args[i] && i < 22; i++)
+		argv[i + 1] = args[i];
+	argv[i + 1] = NULL;
+	fprintf(stderr, "# peer:");
+	for (i = 0; argv[i]; i++)
+		fprintf(stderr, " %s", argv[i]);
+	fprintf(stderr, "\n");
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	fflush(stdout);
+	fflush(stderr);
+	self->pid = fork();
+	if (self->pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -errno;
+	}
+	if (!self->pid) {
+		/* Never outlive the test */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		dup2(pfd[1], 1);
+		dup2(pfd[1], 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	self->out = pfd[0];
+	self->loglen = 0;
+	return 0;
+}
+
+/* Wait for a line of the peer that starts with @prefix; NULL on timeout */
+static const char *peer_wait_line(FIXTURE_DATA(interop) *self,
+				  const char *prefix, int timeout_ms)
+{
+	struct timespec t0;
+	size_t plen = strlen(prefix);
+	const char *l, *nl;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		/* Complete lines only */
+		for (l = self->log; (nl = strchr(l, '\n')); l = nl + 1)
+			if (!strncmp(l, prefix, plen))
+				return l + plen;
+		if (ms_since(&t0) > timeout_ms || self->out < 0)
+			return NULL;
+		peer_read(self, 100);
+	}
+}
+
+/*
+ * Wait, bounded, for the peer to exit: its exit status, 128 + signal, or
+ * -1 when it had to be killed. Prints its output.
+ */
+static int peer_wait_exit(FIXTURE_DATA(interop) *self, int timeout_ms)
+{
+	struct timespec t0;
+	int status, ret = -1;
+	pid_t got;
+
+	if (self->pid <= 0)
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		got = waitpid(self->pid, &status, WNOHANG);
+		if (got == self->pid)
+			break;
+		if (ms_since(&t0) > timeout_ms) {
+			fprintf(stderr, "# peer: still running after %d ms: killed\n",
+				timeout_ms);
+			kill(self->pid, SIGKILL);
+			waitpid(self->pid, &status, 0);
+			status = -1;
+			break;
+		}
+		if (peer_read(self, 100) == 0)
+			usleep(10000);
+	}
+	self->pid = 0;
+	/* Whatever it printed last */
+	while (peer_read(self, 1000) > 0)
+		;
+	if (status != -1)
+		ret = WIFEXITED(status) ? WEXITSTATUS(status) :
+		      128 + WTERMSIG(status);
+	peer_log_flush(self);
+	if (self->out >= 0) {
+		close(self->out);
+		self->out = -1;
+	}
+	return ret;
+}
+
+FIXTURE_TEARDOWN(interop)
+{
+	if (self->pid > 0) {
+		kill(self->pid, SIGKILL);
+		peer_wait_exit(self, 5000);
+	}
+	if (self->out >= 0)
+		close(self->out);
+	close(self->fd);
+}
+
+/*
+ * The completion of @cookie, waiting up to WAIT_MS. One for another
+ * operation is kept for later, unless it failed: that one is returned.
+ */
+static int wait_cookie(FIXTURE_DATA(interop) *self, uint64_t cookie,
+		       struct krdma_completion *out)
+{
+	struct krdma_completion wc;
+	int i, ret;
+
+	for (;;) {
+		for (i = 0; i < self->nstash; i++) {
+			if (self->stash[i].cookie != cookie)
+				continue;
+			*out = self->stash[i];
+			self->stash[i] = self->stash[--self->nstash];
+			return 0;
+		}
+		ret = krdma_poll_wc(self->fd, &wc, 1, WAIT_MS);
+		if (ret < 0)
+			return ret;
+		if (!ret)
+			return -ETIMEDOUT;
+		if (wc.cookie == cookie || wc.status != KRDMA_WC_SUCCESS ||
+		    self->nstash == 16) {
+			*out = wc;
+			return 0;
+		}
+		self->stash[self->nstash++] = wc;
+	}
+}
+
+static void op_init(struct krdma_op *op, uint32_t opcode, uint32_t conn,
+		    uint32_t buf, uint64_t off, uint64_t len, uint64_t cookie)
+{
+	memset(op, 0, sizeof(*op));
+	op->opcode = opcode;
+	op->conn = conn;
+	op->cookie = cookie;
+	op->num_sge = 1;
+	op->sge.buf = buf;
+	op->sge.offset = off;
+	op->sge.length = len;
+}
+
+#define EXPECT_WC(wc, want_cookie) do { \
+	EXPECT_EQ(KRDMA_WC_SUCCESS, (wc).status) \
+		TH_LOG("cookie %llu (waiting for %d): %s", \
+		       (unsigned long long)(wc).cookie, (want_cookie), \
+		       krdma_wc_status_str((wc).status)); \
+	EXPECT_EQ((want_cookie), (wc).cookie); \
+} while (0)
+
+/*
+ * The krdma side of the script, on @conn: @size bytes each way at offset
+ * @off of the windows.
+ */
+static void krdma_side(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(interop) *self, uint32_t conn,
+		       size_t size, size_t off)
+{
+	const size_t wlen = off + 2 * size;
+	struct mem win = {}, io = {}, msg = {};
+	struct krdma_completion wc;
+	struct krdma_token tok, peer = {};
+	struct wire_token wt;
+	struct wire_msg m;
+	struct krdma_op ops[MSG_NRECV + 2];
+	uint8_t *w, *sink;
+	uint32_t grant, n;
+	long at;
+	int i;
+
+	self->nstash = 0;
+	ASSERT_EQ(0, mem_get(self->fd, &win, WIN_LEAD + wlen + WIN_TAIL,
+			     KRDMA_ACCESS_REMOTE_READ |
+			     KRDMA_ACCESS_REMOTE_WRITE));
+	ASSERT_EQ(0, mem_get(self->fd, &io, IO_SINK + 2 * size + IO_TAIL,
+			     KRDMA_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(0, mem_get(self->fd, &msg, MSG_SLOTS * MSG_SLOT,
+			     KRDMA_ACCESS_LOCAL_WRITE));
+	w = win.p + WIN_LEAD;
+	sink = io.p + IO_SINK + size;
+	pattern(w + off, size, SEED_KRDMA_READ);
+	pattern(io.p + IO_SRC, size, SEED_KRDMA_WRITE);
+
+	ASSERT_EQ(0, krdma_grant_window(self->fd, conn, win.h, WIN_LEAD, wlen,
+					KRDMA_ACCESS_REMOTE_READ |
+					KRDMA_ACCESS_REMOTE_WRITE,
+					&grant, &tok));
+	ASSERT_EQ(wlen, tok.length);
+
+	/* Every RECV the peer will need, then our token: 24 bytes, LE */
+	for (i = 0; i < MSG_NRECV; i++)
+		op_init(&ops[i], KRDMA_OP_RECV, conn, msg.h, i * MSG_SLOT,
+			MSG_SLOT, COOKIE_RECV(i));
+	wt.addr = htole64(tok.addr);
+	wt.length = htole64(tok.length);
+	wt.rkey = htole32(tok.rkey);
+	wt.access = htole32(tok.access);
+	memcpy(msg.p + MSG_SEND_SLOT * MSG_SLOT, &wt, sizeof(wt));
+	op_init(&ops[MSG_NRECV], KRDMA_OP_SEND, conn, msg.h,
+		MSG_SEND_SLOT * MSG_SLOT, sizeof(wt), COOKIE_SEND);
+	ASSERT_EQ(0, krdma_submit_ops(self->fd, ops, MSG_NRECV + 1, 0, &n));
+	ASSERT_EQ(0, wait_cookie(self, COOKIE_SEND, &wc));
+	EXPECT_WC(wc, COOKIE_SEND);
+
+	/* The peer's token: its MR's VA, length and rkey */
+	ASSERT_EQ(0, wait_cookie(self, COOKIE_RECV(0), &wc));
+	EXPECT_WC(wc, COOKIE_RECV(0));
+	ASSERT_EQ(sizeof(wt), wc.byte_len);
+	memcpy(&wt, msg.p, sizeof(wt));
+	peer.addr = le64toh(wt.addr);
+	peer.length = le64toh(wt.length);
+	peer.rkey = le32toh(wt.rkey);
+	peer.access = le32toh(wt.access);
+	EXPECT_NE(0, peer.addr);
+	ASSERT_EQ(wlen, peer.length);
+	EXPECT_EQ(KRDMA_ACCESS_REMOTE_READ | KRDMA_ACCESS_REMOTE_WRITE,
+		  peer.access);
+
+	/* Phase A: the peer WRITEs into our window and READs out of it */
+	ASSERT_EQ(0, wait_cookie(self, COOKIE_RECV(1), &wc));
+	EXPECT_WC(wc, COOKIE_RECV(1));
+	ASSERT_EQ(sizeof(m), wc.byte_len);
+	memcpy(&m, msg.p + MSG_SLOT, sizeof(m));
+	ASSERT_EQ(MSG_DONE_A, le32toh(m.type));
+	EXPECT_EQ(0, le32toh(m.status))
+		TH_LOG("the peer's READ of %zu bytes did not check out", size);
+	at = check_pattern(w + off + size, size, SEED_PEER_WRITE);
+	EXPECT_EQ(-1, at)
+		TH_LOG("peer's WRITE of %zu bytes: byte %ld is 0x%02x, expected 0x%02x",
+		       size, at, at >= 0 ? w[off + size + at] : 0,
+		       at >= 0 ? pattern_byte(at, SEED_PEER_WRITE) : 0);
+	EXPECT_EQ(-1, check_pattern(w + off, size, SEED_KRDMA_READ));
+	EXPECT_EQ(-1, check_fill(win.p, WIN_LEAD + off, GUARD));
+	EXPECT_EQ(-1, check_fill(w + wlen, WIN_TAIL, GUARD));
+
+	/* Phase B: we WRITE into the peer's window and READ out of it */
+	op_init(&ops[0], KRDMA_OP_WRITE, conn, io.h, IO_SRC, size,
+		COOKIE_WRITE);
+	ops[0].remote = peer;
+	ops[0].remote_offset = off + size;
+	op_init(&ops[1], KRDMA_OP_READ, conn, io.h, IO_SINK + size, size,
+		COOKIE_READ);
+	ops[1].remote = peer;
+	ops[1].remote_offset = off;
+	ASSERT_EQ(0, krdma_submit_ops(self->fd, ops, 2, 0, &n));
+	ASSERT_EQ(0, wait_cookie(self, COOKIE_WRITE, &wc));
+	EXPECT_WC(wc, COOKIE_WRITE);
+	EXPECT_EQ(size, wc.byte_len);
+	ASSERT_EQ(0, wait_cookie(self, COOKIE_READ, &wc));
+	EXPECT_WC(wc, COOKIE_READ);
+	EXPECT_EQ(size, wc.byte_len);
+	at = check_pattern(sink, size, SEED_PEER_READ);
+	EXPECT_EQ(-1, at)
+		TH_LOG("READ of %zu bytes from the peer: byte %ld is 0x%02x, expected 0x%02x",
+		       size, at, at >= 0 ? sink[at] : 0,
+		       at >= 0 ? pattern_byte(at, SEED_PEER_READ) : 0);
+	EXPECT_EQ(-1, check_fill(sink - IO_TAIL, IO_TAIL, GUARD));
+	EXPECT_EQ(-1, check_fill(sink + size, IO_TAIL, GUARD));
+
+	m.type = htole32(MSG_DONE_B);
+	m.status = 0;
+	memcpy(msg.p + MSG_SEND_SLOT * MSG_SLOT, &m, sizeof(m));
+	op_init(&ops[0], KRDMA_OP_SEND, conn, msg.h, MSG_SEND_SLOT * MSG_SLOT,
+		sizeof(m), COOKIE_SEND);
+	ASSERT_EQ(0, krdma_submit_ops(self->fd, ops, 1, 0, &n));
+	ASSERT_EQ(0, wait_cookie(self, COOKIE_SEND, &wc));
+	EXPECT_WC(wc, COOKIE_SEND);
+
+	/* The peer checked its window */
+	ASSERT_EQ(0, wait_cookie(self, COOKIE_RECV(2), &wc));
+	EXPECT_WC(wc, COOKIE_RECV(2));
+	ASSERT_EQ(sizeof(m), wc.byte_len);
+	memcpy(&m, msg.p + 2 * MSG_SLOT, sizeof(m));
+	EXPECT_EQ(MSG_VERDICT, le32toh(m.type));
+	EXPECT_EQ(0, le32toh(m.status))
+		TH_LOG("the peer found its window wrong (0x%x)",
+		       le32toh(m.status));
+
+	EXPECT_EQ(0, krdma_destroy_handle(self->fd, grant));
+	mem_put(self->fd, &win);
+	mem_put(self->fd, &io);
+	mem_put(self->fd, &msg);
+}
+
+/* Wait, bounded, for a connection to leave the CONNECTED state */
+static uint32_t wait_conn_down(int fd, uint32_t conn)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	struct krdma_conn_query q;
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		if (krdma_conn_info(fd, conn, &q))
+			return 0;
+		if (q.state != KRDMA_CONN_CONNECTED)
+			return q.state;
+		nanosleep(&ts, NULL);
+	}
+	return KRDMA_CONN_CONNECTED;
+}
+
+/* What krdma learned from the handshake, or its absence */
+static void check_conn(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(interop) *self,
+		       const FIXTURE_VARIANT(interop) *variant,
+		       uint32_t conn, bool hdr)
+{
+	struct krdma_conn_query q;
+	struct krdma_addr ip;
+
+	ASSERT_EQ(0, krdma_conn_info(self->fd, conn, &q));
+	EXPECT_EQ(KRDMA_CONN_CONNECTED, q.state);
+	EXPECT_EQ(hdr ? PEER_RQ_DEPTH : 0, q.peer_rq_depth);
+	EXPECT_EQ(0, q.peer_features);
+	ASSERT_EQ(0, krdma_parse_addr(variant->ip, 0, &ip));
+	EXPECT_EQ(0, memcmp(q.peer.addr, ip.addr, 4));
+	EXPECT_NE(0, q.peer.port);
+}
+
+static const struct {
+	size_t size, off;
+} runs[] = {
+	{ 65536, 3 },
+	{ MiB, 4093 },
+};
+
+/* The peer connects to our listener */
+static void verbs_client(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(interop) *self,
+			 const FIXTURE_VARIANT(interop) *variant,
+			 size_t size, size_t off, bool hdr)
+{
+	char port[16], n[32], o[32];
+	const char *args[] = {
+		"-c", variant->ip, "-p", port, "-n", n, "-o", o,
+		"-t", PEER_TIMEOUT, hdr ? NULL : "--no-hdr", NULL,
+	};
+	uint32_t conn;
+
+	snprintf(port, sizeof(port), "%u", self->laddr.port);
+	snprintf(n, sizeof(n), "%zu", size);
+	snprintf(o, sizeof(o), "%zu", off);
+	ASSERT_EQ(0, peer_spawn(self, args));
+	ASSERT_EQ(0, krdma_accept_conn(self->fd, self->listener, 0, WAIT_MS,
+				       &conn));
+	check_conn(_metadata, self, variant, conn, hdr);
+	krdma_side(_metadata, self, conn, size, off);
+	EXPECT_EQ(PEER_OK, peer_wait_exit(self, PEER_EXIT_MS));
+	/* The peer disconnected when it was done */
+	EXPECT_EQ(KRDMA_CONN_ERROR, wait_conn_down(self->fd, conn));
+	EXPECT_EQ(0, krdma_destroy_handle(self->fd, conn));
+}
+
+/* The peer listens; we connect to it */
+static void verbs_server(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(interop) *self,
+			 const FIXTURE_VARIANT(interop) *variant,
+			 size_t size, size_t off, bool hdr)
+{
+	char n[32], o[32];
+	const char *args[] = {
+		"-s", variant->ip, "-p", "0", "-n", n, "-o", o,
+		"-t", PEER_TIMEOUT, hdr ? NULL : "--no-hdr", NULL,
+	};
+	char ip[64];
+	struct krdma_addr dst;
+	const char *line;
+	unsigned int port;
+	uint32_t conn;
+
+	snprintf(n, sizeof(n), "%zu", size);
+	snprintf(o, sizeof(o), "%zu", off);
+	ASSERT_EQ(0, peer_spawn(self, args));
+	line = peer_wait_line(self, "listening ", WAIT_MS);
+	ASSERT_NE(NULL, line) TH_LOG("the peer did not listen");
+	ASSERT_EQ(2, sscanf(line, "%63s %u", ip, &port));
+	ASSERT_EQ(0, krdma_parse_addr(ip, port, &dst));
+	ASSERT_EQ(0, krdma_connect_to(self->fd, &dst, 10000, &conn));
+	check_conn(_metadata, self, variant, conn, hdr);
+	krdma_side(_metadata, self, conn, size, off);
+	EXPECT_EQ(PEER_OK, peer_wait_exit(self, PEER_EXIT_MS));
+	EXPECT_EQ(KRDMA_CONN_ERROR, wait_conn_down(self->fd, conn));
+	EXPECT_EQ(0, krdma_destroy_handle(self->fd, conn));
+}
+
+/* (a) a verbs client, with krdma's header, to a krdma listener */
+TEST_F_TIMEOUT(interop, verbs_client_to_krdma_listener, 240)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(runs); i++)
+		verbs_client(_metadata, self, variant, runs[i].size,
+			     runs[i].off, true);
+}
+
+/* (b) krdma connects to a verbs server, which sends krdma's header */
+TEST_F_TIMEOUT(interop, krdma_client_to_verbs_server, 240)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(runs); i++)
+		verbs_server(_metadata, self, variant, runs[i].size,
+			     runs[i].off, true);
+}
+
+/* (c) a verbs client that sends no header is accepted as a plain peer */
+TEST_F_TIMEOUT(interop, verbs_client_without_hdr, 240)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(runs); i++)
+		verbs_client(_metadata, self, variant, runs[i].size,
+			     runs[i].off, false);
+}
+
+/* A verbs server that answers without a header is fine too */
+TEST_F_TIMEOUT(interop, krdma_client_to_verbs_server_without_hdr, 120)
+{
+	verbs_server(_metadata, self, variant, 65536, 5, false);
+}
+
+/* A header of another version is refused, and nothing is queued */
+TEST_F_TIMEOUT(interop, wrong_hdr_version_is_rejected, 120)
+{
+	char port[16];
+	const char *args[] = {
+		"-c", variant->ip, "-p", port, "--hdr-version", "2",
+		"-t", PEER_TIMEOUT, NULL,
+	};
+	uint32_t conn;
+
+	snprintf(port, sizeof(port), "%u", self->laddr.port);
+	ASSERT_EQ(0, peer_spawn(self, args));
+	EXPECT_EQ(PEER_REJECTED, peer_wait_exit(self, PEER_EXIT_MS));
+	EXPECT_EQ(-EAGAIN, krdma_accept_conn(self->fd, self->listener,
+					     KRDMA_ACCEPT_NONBLOCK, 0, &conn));
+	/* The listener still works */
+	verbs_client(_metadata, self, variant, 4096, 1, true);
+}
+
+TEST_HARNESS_MAIN

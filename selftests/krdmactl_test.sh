@@ -1,0 +1,289 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# krdmactl selftests: the CLI against the real module, in the guest test
+# bed (run as root from anywhere; rxe0 and siw0 up, krdma.ko loaded, see
+# selftests/qemu/guest-setup.sh). Prints TAP.
+#
+# - version works and names the loaded module;
+# - dev lists rxe0 and siw0; dev -j is valid JSON naming the same
+#   devices as the text output;
+# - serve + ping (JSON) and serve + xfer, on rxe and on siw: every round
+#   verified, the server exits by itself with status 0 and reports the
+#   client's rounds;
+# - ping to a port nobody listens on fails quickly, with status 1 and a
+#   message that says what to do;
+# - bad usage exits 2; --help works for every subcommand.
+# Every command runs under `timeout`.
+
+# shellcheck disable=SC2317 # functions run through check()
+set -u
+cd "$(dirname "$0")/.." || exit 1
+
+K=$PWD/userspace-tools/krdmactl
+PYTHON=${PYTHON:-python3}
+RXE_ADDR=${KRDMA_RXE_ADDR:-198.18.0.1}
+RXE_DEV=${KRDMA_RXE_DEV:-rxe0}
+SIW_ADDR=${KRDMA_SIW_ADDR:-198.18.1.1}
+SIW_DEV=${KRDMA_SIW_DEV:-siw0}
+COUNT=5
+
+TMP=$(mktemp -d /tmp/krdmactl_test.XXXXXX) || exit 1
+server_pid=
+cleanup() {
+	[[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+n=0
+failed=0
+ok() {
+	n=$((n + 1))
+	echo "ok $n $1"
+}
+not_ok() {
+	n=$((n + 1))
+	failed=$((failed + 1))
+	echo "not ok $n $1"
+}
+diag() {
+	sed 's/^/# /'
+}
+# check DESCRIPTION COMMAND...: ok when COMMAND succeeds, else not ok
+# with the last outputs as diagnostics
+check() {
+	local desc=$1
+
+	shift
+	if "$@"; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		for f in out err; do
+			[[ -s $TMP/$f ]] || continue
+			echo "# --- $f:"
+			head -c 4000 "$TMP/$f" | diag
+		done
+	fi
+}
+
+# run SECONDS ARGS...: krdmactl ARGS into $TMP/out, $TMP/err; status in $rc
+run() {
+	local secs=$1
+
+	shift
+	timeout -k 5 "$secs" "$K" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+	rc=$?
+}
+
+# json PYTHON-EXPRESSION: true when it holds for d, the parsed $TMP/out
+json() {
+	"$PYTHON" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if eval(sys.argv[2]) else 1)
+' "$TMP/out" "$1" 2>>"$TMP/err"
+}
+
+# The subcommands, from the command list of `krdmactl --help`
+subcommands() {
+	"$K" --help 2>/dev/null |
+		awk '/^Commands:/ { on = 1; next } on && NF == 0 { on = 0 }
+		     on { print $1 }'
+}
+
+# Bad usages, each "ARGS" split on spaces
+bad_usages=(
+	""
+	"bogus"
+	"ping"
+	"ping $RXE_ADDR -x"
+	"ping $RXE_ADDR -c"
+	"ping $RXE_ADDR -c many"
+	"ping $RXE_ADDR -s 0"
+	"ping $RXE_ADDR -s 2G"
+	"ping $RXE_ADDR -p 70000"
+	"ping not-an-address"
+	"ping $RXE_ADDR extra"
+	"xfer"
+	"xfer $RXE_ADDR -c 3"
+	"serve extra"
+	"serve -n 0"
+	"serve -a not-an-address"
+	"dev -x"
+	"version extra"
+)
+
+if [[ ! -x $K ]]; then
+	echo "1..1"
+	not_ok "userspace-tools/krdmactl is built"
+	exit 1
+fi
+mapfile -t cmds < <(subcommands)
+
+# version 2 + dev 3 + per transport 2 (ping, xfer) + refused 1 + usages
+# + help per subcommand + help listing all of serve ping xfer 1
+echo "TAP version 13"
+echo "1..$((2 + 3 + 2 * 2 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
+
+# version
+run 20 version
+check "version exits 0" test "$rc" -eq 0
+check "version names the loaded module and its ABI" \
+	grep -Eq '^module: +[0-9]+\.[0-9]+\.[0-9]+ \(krdma ABI [0-9]+\)' "$TMP/out"
+
+# dev, text and JSON
+run 20 dev
+grep -E '^[^[:space:]]' "$TMP/out" | sort >"$TMP/text_devs"
+dev_text_ok() {
+	((rc == 0)) && grep -qx "$RXE_DEV" "$TMP/text_devs" &&
+		grep -qx "$SIW_DEV" "$TMP/text_devs"
+}
+check "dev exits 0 and lists $RXE_DEV and $SIW_DEV" dev_text_ok
+run 20 dev -j
+dev_json_ok() {
+	((rc == 0)) && "$PYTHON" -m json.tool "$TMP/out" >/dev/null
+}
+check "dev -j exits 0 and parses as JSON" dev_json_ok
+"$PYTHON" -c '
+import json, sys
+for x in json.load(open(sys.argv[1]))["devices"]:
+    print(x["name"])' "$TMP/out" 2>/dev/null | sort >"$TMP/json_devs"
+same_devs() {
+	[[ -s $TMP/json_devs ]] && cmp -s "$TMP/text_devs" "$TMP/json_devs"
+}
+check "dev -j names the same devices as dev ($(tr '\n' ' ' <"$TMP/text_devs"))" \
+	same_devs
+
+# start_server ADDR: `serve -1` in the background on a free port; waits
+# (bounded) for its "listening on ADDR:PORT" line and sets $port
+start_server() {
+	local i line=
+
+	timeout -k 5 120 "$K" serve -1 -a "$1" -p 0 >"$TMP/server" 2>&1 </dev/null &
+	server_pid=$!
+	for ((i = 0; i < 200; i++)); do
+		line=$(grep -m1 '^krdmactl serve: listening on ' "$TMP/server")
+		[[ -n $line ]] && break
+		kill -0 "$server_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	port=${line##*:}
+	[[ -n $line && $port =~ ^[0-9]+$ && $port -gt 0 ]]
+}
+
+# stop_server: the server must exit by itself after its one client, with
+# status 0 (bounded: 10 s); sets $server_rc, appends its output to err
+stop_server() {
+	local i
+
+	for ((i = 0; i < 200; i++)); do
+		kill -0 "$server_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill "$server_pid" 2>/dev/null
+	wait "$server_pid"
+	server_rc=$?
+	server_pid=
+	{
+		echo "--- server (exit status $server_rc):"
+		cat "$TMP/server"
+	} >>"$TMP/err"
+}
+
+ping_ok() {
+	((rc == 0 && server_rc == 0)) &&
+		json "d['ok'] and d['rounds_done'] == $COUNT and
+		      d['verified'] == $COUNT and d['failed'] == 0 and
+		      len(d['rounds']) == $COUNT and
+		      all(r['verified'] and r['write_us'] > 0 and
+			  r['read_us'] > 0 and r['send_rtt_us'] > 0
+			  for r in d['rounds']) and
+		      d['device'] == '$dev' and d['error'] is None" &&
+		grep -q "via $dev: $COUNT rounds of 64 B, every WRITE verified, bye" \
+			"$TMP/server"
+}
+
+xfer_ok() {
+	((rc == 0 && server_rc == 0)) &&
+		json "d['ok'] and d['bytes'] == 8 << 20 and
+		      d['device'] == '$dev' and
+		      d['write']['verified'] and d['read']['verified'] and
+		      d['write']['seconds'] > 0 and d['read']['mb_per_s'] > 0" &&
+		grep -q "via $dev: 1 round of 8 MiB, every WRITE verified, bye" \
+			"$TMP/server"
+}
+
+# transport_tests LABEL ADDR DEV
+transport_tests() {
+	local label=$1 addr=$2 dev=$3
+
+	if start_server "$addr"; then
+		run 60 ping "$addr" -p "$port" -c $COUNT -i 20 -j
+		stop_server
+		check "$label: serve -1 + ping -c $COUNT -j: exit 0, JSON reports $COUNT verified rounds via $dev, the server exits 0" \
+			ping_ok
+	else
+		cp "$TMP/server" "$TMP/err"
+		: >"$TMP/out"
+		check "$label: serve -1 + ping: the server starts listening" false
+	fi
+
+	if start_server "$addr"; then
+		run 120 xfer "$addr" -p "$port" -s 8M -j
+		stop_server
+		check "$label: serve -1 + xfer -s 8M -j: both ways verified via $dev, the server exits 0" \
+			xfer_ok
+	else
+		cp "$TMP/server" "$TMP/err"
+		: >"$TMP/out"
+		check "$label: serve -1 + xfer: the server starts listening" false
+	fi
+}
+
+transport_tests "rxe" "$RXE_ADDR" "$RXE_DEV"
+transport_tests "siw" "$SIW_ADDR" "$SIW_DEV"
+
+# Nobody listens on port 9
+start=$SECONDS
+run 30 ping "$RXE_ADDR" -p 9 -c 1 -t 5000
+refused_ok() {
+	((rc == 1 && SECONDS - start <= 10)) &&
+		grep -q 'cannot connect to .*:9: Connection refused' "$TMP/err" &&
+		grep -q 'krdmactl serve' "$TMP/err"
+}
+check "ping to a port nobody listens on: exit 1 within 10 s, says refused and what to do" \
+	refused_ok
+
+# Bad usage
+usage_error() {
+	((rc == 2)) && [[ -s $TMP/err && ! -s $TMP/out ]]
+}
+for args in "${bad_usages[@]}"; do
+	# shellcheck disable=SC2086 # split on purpose
+	run 20 $args
+	check "bad usage 'krdmactl $args' exits 2 with a message on stderr" \
+		usage_error
+done
+
+# --help of every subcommand
+help_ok() {
+	((rc == 0)) && grep -q "^Usage: krdmactl $cmd" "$TMP/out"
+}
+for cmd in "${cmds[@]}"; do
+	run 20 "$cmd" --help
+	check "$cmd --help exits 0 and shows its usage" help_ok
+done
+has_cmds() {
+	local c
+
+	for c in serve ping xfer; do
+		printf '%s\n' "${cmds[@]}" | grep -qx "$c" || return 1
+	done
+}
+: >"$TMP/out"
+: >"$TMP/err"
+check "the command list has serve, ping and xfer (${cmds[*]})" has_cmds
+
+exit $((failed ? 1 : 0))

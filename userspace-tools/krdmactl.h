@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krdmactl: what the subcommands in krdmactl_*.c share with krdmactl.c
+ * (messages, the JSON writer, usage). Internal to krdmactl.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#ifndef KRDMACTL_H
+#define KRDMACTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define EXIT_USAGE 2
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define __printf(a, b) __attribute__((format(printf, a, b)))
+
+/* "krdmactl: <fmt>" on stderr */
+void __printf(1, 2) errmsg(const char *fmt, ...);
+/*
+ * "krdmactl: <fmt>: <strerror(err)>" on stderr, then the advice of
+ * krdma_strerror_hint(err), when it has some, on a second line.
+ */
+void __printf(2, 3) errmsg_err(int err, const char *fmt, ...);
+/* The same, without strerror() */
+void __printf(2, 3) errmsg_hint(int err, const char *fmt, ...);
+/*
+ * "krdmactl: <fmt>[: <strerror(err)>]" (err 0: none), then @hint on a
+ * second line (NULL: none). For errors whose advice depends on the call.
+ */
+void __printf(3, 4) errmsg_advice(int err, const char *hint,
+				  const char *fmt, ...);
+
+/* Flush stdout; 1 (and a message) if that fails, else @status */
+int finish_stdout(int status);
+/* Open /dev/krdma, or say why not. Returns the fd or -1. */
+int open_krdma(void);
+/*
+ * Check that the module speaks our ABI and has every bit of @features
+ * (KRDMA_FEATURE_*); say what is wrong if not. Returns 0 or -errno.
+ */
+int check_module_for(int fd, uint64_t features, const char *feature_name);
+
+/* "Usage: krdmactl NAME ..." of subcommand @name */
+void print_usage_of(const char *name, FILE *f);
+/*
+ * Report an unknown option (@c '?') or a missing option value (@c ':', for
+ * an optstring starting with ':') of subcommand @cmd, as getopt_long() left
+ * it with opterr = 0; then the usage on stderr.
+ */
+void bad_option(const char *cmd, int c, char *argv[]);
+
+/* The JSON writer of krdmactl.c */
+#define JSON_MAX_DEPTH 16
+
+struct json {
+	FILE *f;
+	int depth;
+	char kind[JSON_MAX_DEPTH];	/* '{' or '[' */
+	bool first[JSON_MAX_DEPTH];
+};
+
+void json_begin_object(struct json *j, const char *key);
+void json_end_object(struct json *j);
+void json_begin_array(struct json *j, const char *key);
+void json_end_array(struct json *j);
+void json_str(struct json *j, const char *key, const char *val);
+void json_u64(struct json *j, const char *key, uint64_t val);
+/* A finite number, with @decimals digits after the point */
+void json_double(struct json *j, const char *key, double val, int decimals);
+void json_bool(struct json *j, const char *key, bool val);
+void json_null(struct json *j, const char *key);
+
+/* Subcommands of krdmactl_ping.c */
+int serve_main(int argc, char *argv[]);
+int ping_main(int argc, char *argv[]);
+int xfer_main(int argc, char *argv[]);
+
+#endif /* KRDMACTL_H */
