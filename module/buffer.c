@@ -188,6 +188,9 @@ void krdma_buf_dereg(struct krdma_buf *buf)
 		kref_get(&grant->ref);
 		mutex_unlock(&buf->lock);
 		krdma_grant_revoke(grant);
+		/* A local window belongs to the buffer: drop its reference */
+		if (grant->local)
+			krdma_grant_put(grant);
 		krdma_grant_put(grant);
 		mutex_lock(&buf->lock);
 	}

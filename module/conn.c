@@ -14,7 +14,6 @@
 #include <linux/in6.h>
 #include <linux/slab.h>
 #include <rdma/ib_cm.h>
-#include <rdma/mr_pool.h>
 #include <linux/krdma.h>
 
 #include "krdma.h"
@@ -25,8 +24,6 @@
 #define KRDMA_MAX_DEPTH		4096
 #define KRDMA_DEFAULT_BACKLOG	16
 #define KRDMA_RESOLVE_MS	5000
-/* Pages one fast-registration MR maps, for large SEND/RECV */
-#define KRDMA_MR_PAGES		256
 
 static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 
@@ -63,7 +60,6 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
 	INIT_LIST_HEAD(&conn->chunks);
 	INIT_LIST_HEAD(&conn->zombies);
 	INIT_LIST_HEAD(&conn->free_chunks);
-	INIT_LIST_HEAD(&conn->mrs);
 	spin_lock_init(&conn->sq_lock);
 	INIT_WORK(&conn->post_work, krdma_post_work);
 	INIT_WORK(&conn->close_work, krdma_conn_close_work);
@@ -245,20 +241,8 @@ static int krdma_conn_create_qp(struct krdma_conn *conn)
 	atomic_set(&conn->rq_free, conn->rq_total);
 	conn->max_send_sge = attr.cap.max_send_sge;
 	conn->max_recv_sge = attr.cap.max_recv_sge;
-
-	conn->max_mr_pages = min_t(u32, ibdev->attrs.max_fast_reg_page_list_len,
-				   KRDMA_MR_PAGES);
-	if (conn->max_mr_pages) {
-		ret = ib_mr_pool_init(conn->qp, &conn->mrs, sq + rq,
-				      IB_MR_TYPE_MEM_REG, conn->max_mr_pages, 0);
-		if (ret)
-			goto err_destroy_qp;
-	}
 	return 0;
 
-err_destroy_qp:
-	rdma_destroy_qp(id);
-	conn->qp = NULL;
 err_free_cq:
 	ib_free_cq(conn->cq);
 	conn->cq = NULL;
@@ -338,8 +322,6 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	krdma_conn_revoke_grants(conn);
 
 	if (conn->qp) {
-		if (conn->max_mr_pages)
-			ib_mr_pool_destroy(conn->qp, &conn->mrs);
 		rdma_destroy_qp(conn->cm_id);
 		conn->qp = NULL;
 	}
@@ -726,8 +708,6 @@ err_destroy_qp:
 	mutex_lock(&conn->post_mutex);
 	conn->qp_dead = true;
 	mutex_unlock(&conn->post_mutex);
-	if (conn->max_mr_pages)
-		ib_mr_pool_destroy(conn->qp, &conn->mrs);
 	rdma_destroy_qp(id);
 	ib_free_cq(conn->cq);
 	ib_dealloc_pd(conn->pd);

@@ -13,6 +13,11 @@
 
 #include "krdma.h"
 
+static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
+						struct krdma_buf *buf,
+						u64 offset, u64 length,
+						u32 access, bool local);
+
 #define KRDMA_ACCESS_REMOTE (KRDMA_ACCESS_REMOTE_READ | \
 			     KRDMA_ACCESS_REMOTE_WRITE | \
 			     KRDMA_ACCESS_REMOTE_ATOMIC)
@@ -52,12 +57,21 @@ struct krdma_window *krdma_grant_create(struct krdma_conn *conn,
 					struct krdma_buf *buf, u64 offset,
 					u64 length, u32 access)
 {
+	if (!length || !access || access & ~KRDMA_ACCESS_REMOTE)
+		return ERR_PTR(-EINVAL);
+	return krdma_window_create(conn, buf, offset, length, access, false);
+}
+
+/* Register a window of @buf in @conn's PD; lists it on both */
+static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
+						struct krdma_buf *buf,
+						u64 offset, u64 length,
+						u32 access, bool local)
+{
 	struct krdma_window *grant;
 	struct ib_mr *mr;
 	int ret;
 
-	if (!length || !access || access & ~KRDMA_ACCESS_REMOTE)
-		return ERR_PTR(-EINVAL);
 	if (offset > buf->length || length > buf->length - offset)
 		return ERR_PTR(-EINVAL);
 	if (access & ~buf->access)
@@ -74,6 +88,7 @@ struct krdma_window *krdma_grant_create(struct krdma_conn *conn,
 	grant->offset = offset;
 	grant->length = length;
 	grant->access = access;
+	grant->local = local;
 
 	mutex_lock(&buf->lock);
 	if (buf->dead) {
@@ -92,7 +107,8 @@ struct krdma_window *krdma_grant_create(struct krdma_conn *conn,
 	}
 
 	mr = ib_reg_user_mr(conn->pd, buf->uaddr + offset, length,
-			    buf->uaddr + offset, krdma_ib_access(access));
+			    buf->uaddr + offset,
+			    krdma_ib_access(access) | IB_ACCESS_LOCAL_WRITE);
 	if (IS_ERR(mr)) {
 		ret = PTR_ERR(mr);
 		goto err_unlock_conn;
@@ -170,6 +186,42 @@ static void krdma_grant_release(struct kref *ref)
 	krdma_conn_put(grant->conn);
 	krdma_buf_put(grant->buf);
 	kfree(grant);
+}
+
+/**
+ * krdma_local_window_get - the local window of a buffer on a connection
+ * @conn: the connection
+ * @buf: a user buffer of the calling process
+ *
+ * A SEND or RECV whose pages do not fit the SGEs of one work request goes
+ * through one registration of the whole buffer in the connection's PD,
+ * with local access only. It is made on first use, kept on the buffer,
+ * and dropped with the connection's teardown or the buffer's
+ * deregistration.
+ *
+ * Context: process context of the buffer's owner; sleeps.
+ * Return: the window, referenced, or ERR_PTR() as krdma_grant_create().
+ */
+struct krdma_window *krdma_local_window_get(struct krdma_conn *conn,
+					    struct krdma_buf *buf)
+{
+	struct krdma_window *win;
+
+	mutex_lock(&buf->lock);
+	list_for_each_entry(win, &buf->grants, buf_entry) {
+		if (win->local && win->conn == conn && READ_ONCE(win->mr)) {
+			kref_get(&win->ref);
+			mutex_unlock(&buf->lock);
+			return win;
+		}
+	}
+	mutex_unlock(&buf->lock);
+
+	/* A race with another poster only makes a second window: harmless */
+	win = krdma_window_create(conn, buf, 0, buf->length, 0, true);
+	if (!IS_ERR(win))
+		kref_get(&win->ref);	/* the caller's; the buffer has one */
+	return win;
 }
 
 /**

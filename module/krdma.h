@@ -176,7 +176,7 @@ enum krdma_conn_state {
 /**
  * struct krdma_conn - one reliable connection (an RC QP made by rdma_cm)
  * @kind: KRDMA_CM_CONN, the first field of every cm_id context
- * @ref: the owner, the CM while the id exists, and every operation
+ * @ref: the owner, every operation and grant, and each queued work item
  * @lock: serialises rdma_cm calls for @cm_id, state changes and teardown
  * @post_mutex: serialises posting to the send queue with @qp_dead
  * @state: KRDMA_CS_*; written under @lock, read anywhere with READ_ONCE()
@@ -224,9 +224,6 @@ enum krdma_conn_state {
  * @rq_free: receive WRs that may still be posted
  * @pending: operations accepted but not fully posted yet
  * @post_work: posts @pending when WRs complete
- * @mrs: fast-registration MRs for SENDs and RECVs larger than the SGE
- *       limits
- * @max_mr_pages: pages one of @mrs can map
  */
 struct krdma_conn {
 	enum krdma_cm_kind kind;
@@ -276,8 +273,6 @@ struct krdma_conn {
 	struct list_head zombies;
 	struct list_head free_chunks;
 	struct work_struct post_work;
-	struct list_head mrs;
-	u32 max_mr_pages;
 };
 
 /* conn.c */
@@ -315,7 +310,10 @@ static inline void krdma_conn_get(struct krdma_conn *conn)
  * @buf_entry: in @buf->grants
  * @offset: start of the window in @buf
  * @length: length of the window
- * @access: KRDMA_ACCESS_REMOTE_* granted
+ * @access: KRDMA_ACCESS_REMOTE_* granted; 0 for a local window
+ * @local: a local window: the whole buffer, local access only, made by
+ *         krdma for SENDs and RECVs too large for the SGEs; cached on the
+ *         buffer, which owns it
  */
 struct krdma_window {
 	struct kref ref;
@@ -327,6 +325,7 @@ struct krdma_window {
 	u64 offset;
 	u64 length;
 	u32 access;
+	bool local;
 };
 
 /* grant.c */
@@ -336,6 +335,8 @@ struct krdma_window *krdma_grant_create(struct krdma_conn *conn,
 void krdma_grant_revoke(struct krdma_window *grant);
 void krdma_grant_put(struct krdma_window *grant);
 void krdma_conn_revoke_grants(struct krdma_conn *conn);
+struct krdma_window *krdma_local_window_get(struct krdma_conn *conn,
+					    struct krdma_buf *buf);
 
 /**
  * struct krdma_wc - the outcome of one operation
@@ -396,6 +397,8 @@ typedef void (*krdma_done_fn)(struct krdma_req *req,
  * @recv_imm: RECV: immediate data received
  * @has_imm: RECV: @recv_imm is valid
  * @tail_posted: WRITE_IMM: the immediate-carrying tail WR is posted
+ * @lwin: SEND/RECV too large for the SGEs: the local window of its
+ *        buffer on this connection (referenced until @done)
  */
 struct krdma_req {
 	u32 opcode;
@@ -422,6 +425,7 @@ struct krdma_req {
 	u32 recv_imm;
 	bool has_imm;
 	bool tail_posted;
+	struct krdma_window *lwin;
 };
 
 /* xfer.c */

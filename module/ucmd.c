@@ -22,7 +22,7 @@
 static unsigned int ucq_entries = 4096;
 module_param(ucq_entries, uint, 0444);
 MODULE_PARM_DESC(ucq_entries,
-		 "Completion queue entries of each open /dev/krdma (power of 2, default 4096)");
+		 "Completion queue entries of each open /dev/krdma (rounded down to a power of 2, 64..1048576, default 4096)");
 
 #define KRDMA_CONNECT_TIMEOUT_MS 10000
 
@@ -160,9 +160,10 @@ int krdma_ufile_init(struct krdma_file *kfile)
  * krdma_ufile_uninit - end every object of a closing file
  * @kfile: the file's state
  *
- * Connections go first: their teardown drains them, so that every
- * operation has completed into the queue before it is freed. Then grants,
- * buffers (unpinned once no operation uses them) and listeners.
+ * Listeners go first (no new connection), then connections: their
+ * teardown drains them, so that every operation has completed into the
+ * queue before it is freed. Then grants, and buffers (unpinned once no
+ * operation uses them).
  *
  * Context: process context; sleeps.
  */
@@ -324,7 +325,8 @@ int krdma_cmd_accept(struct krdma_ucmd *ucmd)
 	l = krdma_uobj_lookup(ucmd->kfile, cmd->listener, KRDMA_UOBJ_LISTENER);
 	if (!l)
 		return -ENOENT;
-	ret = krdma_accept(l, cmd->flags & KRDMA_ACCEPT_NONBLOCK,
+	ret = krdma_accept(l, cmd->flags & KRDMA_ACCEPT_NONBLOCK ||
+			   !cmd->timeout_ms,
 			   krdma_timeout(cmd->timeout_ms), &conn);
 	krdma_listener_put(l);
 	if (ret)

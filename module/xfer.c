@@ -11,7 +11,6 @@
  * Copyright (c) 2026 The krdma authors
  */
 #include <linux/slab.h>
-#include <rdma/mr_pool.h>
 #include <linux/krdma.h>
 
 #include "krdma.h"
@@ -29,7 +28,6 @@ enum krdma_chunk_kind {
 	KRDMA_CHUNK_RW,		/* rdma_rw WRITE or READ */
 	KRDMA_CHUNK_WR,		/* one WR of ours: SEND, atomic, WRITE_IMM tail */
 	KRDMA_CHUNK_RECV,	/* a RECV */
-	KRDMA_CHUNK_RECV_REG,	/* registering the MR of a large RECV */
 };
 
 /**
@@ -42,11 +40,8 @@ enum krdma_chunk_kind {
  * @sgt: the local pages
  * @mapped: @sgt is DMA-mapped by us (not by rdma_rw)
  * @rw: the rdma_rw context of a WRITE/READ chunk
- * @mr: fast-registration MR from the connection's pool, or NULL
  * @wr: the send WR (SEND, atomic, WRITE_IMM tail)
  * @rwr: the receive WR
- * @reg: MR registration WR
- * @inv: MR invalidation WR
  * @sges: SGEs of @wr or @rwr
  * @entry: in conn->chunks while posted, conn->zombies once reaped,
  *         conn->free_chunks once free
@@ -66,15 +61,12 @@ struct krdma_chunk {
 	struct sg_table sgt;
 	bool mapped;
 	struct rdma_rw_ctx rw;
-	struct ib_mr *mr;
 	union {
 		struct ib_send_wr send;
 		struct ib_rdma_wr rdma;
 		struct ib_atomic_wr atomic;
 	} wr;
 	struct ib_recv_wr rwr;
-	struct ib_reg_wr reg;
-	struct ib_send_wr inv;
 	struct ib_sge sges[KRDMA_OP_MAX_SGE];
 	struct list_head entry;
 	enum krdma_chunk_state state;
@@ -106,6 +98,8 @@ static void krdma_req_complete(struct krdma_req *req)
 
 	if (req->opcode != KRDMA_OP_RECV && wc.status == IB_WC_SUCCESS)
 		wc.byte_len = min_t(u64, req->total, U32_MAX);
+	struct krdma_window *lwin = req->lwin;
+
 	for (i = 0; i < n; i++)
 		bufs[i] = req->sge[i].buf;
 
@@ -113,6 +107,7 @@ static void krdma_req_complete(struct krdma_req *req)
 
 	for (i = 0; i < n; i++)
 		krdma_buf_put(bufs[i]);
+	krdma_grant_put(lwin);
 	krdma_conn_put(conn);
 }
 
@@ -170,9 +165,6 @@ static void krdma_chunk_release(struct krdma_conn *conn,
 				    chunk->sgt.sgl, chunk->sgt.orig_nents,
 				    chunk->dir);
 	chunk->kind = KRDMA_CHUNK_WR;
-	if (chunk->mr)
-		ib_mr_pool_put(conn->qp, &conn->mrs, chunk->mr);
-	chunk->mr = NULL;
 	if (chunk->mapped)
 		ib_dma_unmap_sgtable_attrs(ibdev, &chunk->sgt, chunk->dir, 0);
 	chunk->mapped = false;
@@ -355,70 +347,45 @@ err_free_parts:
 	return ret;
 }
 
-/* DMA-map a chunk's table and describe it as SGEs, or as one MR */
+/*
+ * Describe a SEND's or RECV's pages: through the operation's local window
+ * (one SGE), or DMA-mapped, one SGE per segment.
+ */
 static int krdma_chunk_map(struct krdma_conn *conn, struct krdma_chunk *chunk,
-			   u32 max_sge, bool may_use_mr)
+			   u32 max_sge)
 {
 	struct ib_device *ibdev = conn->kdev->ibdev;
+	struct krdma_req *req = chunk->req;
 	struct scatterlist *sg;
-	int i, n, ret;
+	struct ib_mr *mr;
+	int i, ret;
 
+	if (req->lwin) {
+		mr = READ_ONCE(req->lwin->mr);
+		if (!mr)
+			return -ENOENT;	/* the buffer was deregistered */
+		chunk->sges[0].addr = req->sge[0].buf->uaddr +
+				      req->sge[0].offset;
+		chunk->sges[0].length = req->sge[0].length;
+		chunk->sges[0].lkey = mr->lkey;
+		return 1;
+	}
+
+	ret = krdma_req_sgt(conn, req, &chunk->sgt);
+	if (ret)
+		return ret;
 	ret = ib_dma_map_sgtable_attrs(ibdev, &chunk->sgt, chunk->dir, 0);
 	if (ret)
 		return ret;
 	chunk->mapped = true;
-
-	if (chunk->sgt.nents <= max_sge) {
-		for_each_sgtable_dma_sg(&chunk->sgt, sg, i) {
-			chunk->sges[i].addr = sg_dma_address(sg);
-			chunk->sges[i].length = sg_dma_len(sg);
-			chunk->sges[i].lkey = conn->pd->local_dma_lkey;
-		}
-		return chunk->sgt.nents;
-	}
-
-	if (!may_use_mr || !conn->max_mr_pages)
+	if (chunk->sgt.nents > max_sge)
 		return -EMSGSIZE;
-	chunk->mr = ib_mr_pool_get(conn->qp, &conn->mrs);
-	if (!chunk->mr)
-		return -EAGAIN;
-	n = ib_map_mr_sg(chunk->mr, chunk->sgt.sgl, chunk->sgt.nents, NULL,
-			 PAGE_SIZE);
-	if (n != chunk->sgt.nents)
-		return -EMSGSIZE;
-
-	chunk->inv.ex.invalidate_rkey = chunk->mr->rkey;
-	ib_update_fast_reg_key(chunk->mr, ib_inc_rkey(chunk->mr->rkey));
-	chunk->reg.wr.opcode = IB_WR_REG_MR;
-	chunk->reg.mr = chunk->mr;
-	chunk->reg.key = chunk->mr->rkey;
-	chunk->reg.access = IB_ACCESS_LOCAL_WRITE;
-	chunk->sges[0].addr = chunk->mr->iova;
-	chunk->sges[0].length = chunk->mr->length;
-	chunk->sges[0].lkey = chunk->mr->lkey;
-	return 1;
-}
-
-/*
- * Chain the registration (and the invalidation of the MR's last use) in
- * front of @first; return the head and count the WRs into chunk->nr_wrs.
- */
-static struct ib_send_wr *krdma_chunk_reg_chain(struct krdma_chunk *chunk,
-						struct ib_send_wr *first)
-{
-	struct ib_send_wr *head = &chunk->reg.wr;
-
-	chunk->reg.wr.next = first;
-	chunk->nr_wrs++;
-	if (chunk->mr->need_inval) {
-		/* invalidate_rkey: the key of the last use, set at map time */
-		chunk->inv.opcode = IB_WR_LOCAL_INV;
-		chunk->inv.next = head;
-		head = &chunk->inv;
-		chunk->nr_wrs++;
+	for_each_sgtable_dma_sg(&chunk->sgt, sg, i) {
+		chunk->sges[i].addr = sg_dma_address(sg);
+		chunk->sges[i].length = sg_dma_len(sg);
+		chunk->sges[i].lkey = conn->pd->local_dma_lkey;
 	}
-	chunk->mr->need_inval = true;
-	return head;
+	return chunk->sgt.nents;
 }
 
 /*
@@ -508,12 +475,7 @@ static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req)
 		return -ENOMEM;
 
 	if (req->num_sge && req->opcode != KRDMA_OP_WRITE_IMM) {
-		ret = krdma_req_sgt(conn, req, &chunk->sgt);
-		if (ret)
-			goto err_free_chunk;
-		nsge = krdma_chunk_map(conn, chunk, conn->max_send_sge,
-				       req->opcode == KRDMA_OP_SEND ||
-				       req->opcode == KRDMA_OP_SEND_IMM);
+		nsge = krdma_chunk_map(conn, chunk, conn->max_send_sge);
 		if (nsge < 0) {
 			ret = nsge;
 			goto err_abort;
@@ -550,8 +512,6 @@ static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req)
 		break;
 	}
 	chunk->nr_wrs = 1;
-	if (chunk->mr)
-		head = krdma_chunk_reg_chain(chunk, head);
 
 	if (!krdma_sq_reserve(conn, chunk->nr_wrs)) {
 		ret = -EAGAIN;
@@ -567,32 +527,24 @@ static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req)
 err_abort:
 	krdma_chunk_abort(conn, chunk);
 	return ret;
-err_free_chunk:
-	krdma_chunk_free(conn, chunk);
-	return ret;
 }
 
-static void krdma_recv_reg_done(struct ib_cq *cq, struct ib_wc *wc);
-
-/* A RECV: posted at once when its pages fit the SGEs, else after an MR */
-static int krdma_post_recv_chunk(struct krdma_conn *conn, struct krdma_req *req,
-				 bool may_use_mr)
+/*
+ * Post a RECV, now: RECVs are used in the order they were submitted, so
+ * they do not wait behind SENDs.
+ */
+static int krdma_post_recv(struct krdma_conn *conn, struct krdma_req *req)
 {
 	struct krdma_chunk *chunk;
-	struct ib_send_wr *head;
 	int nsge = 0, ret;
+
+	lockdep_assert_held(&conn->post_mutex);
 
 	chunk = krdma_chunk_alloc(conn, req, KRDMA_CHUNK_RECV);
 	if (!chunk)
 		return -ENOMEM;
 	if (req->num_sge) {
-		ret = krdma_req_sgt(conn, req, &chunk->sgt);
-		if (ret) {
-			krdma_chunk_free(conn, chunk);
-			return ret;
-		}
-		nsge = krdma_chunk_map(conn, chunk, conn->max_recv_sge,
-				       may_use_mr);
+		nsge = krdma_chunk_map(conn, chunk, conn->max_recv_sge);
 		if (nsge < 0) {
 			ret = nsge;
 			goto err_abort;
@@ -607,71 +559,19 @@ static int krdma_post_recv_chunk(struct krdma_conn *conn, struct krdma_req *req,
 		goto err_abort;
 	}
 
-	if (!chunk->mr) {
-		atomic_inc(&req->inflight);
-		krdma_chunk_link(conn, chunk);
-		ret = ib_post_recv(conn->qp, &chunk->rwr, NULL);
-		if (ret) {
-			/* Posted or not, it completes: the RECV is accepted */
-			krdma_req_fail(req, IB_WC_LOC_QP_OP_ERR);
-			krdma_post_failed(conn, ret);
-		}
-		return 0;
-	}
-
-	/* Register first; the RECV is posted when the registration is done */
-	chunk->kind = KRDMA_CHUNK_RECV_REG;
-	chunk->cqe.done = krdma_recv_reg_done;
-	head = krdma_chunk_reg_chain(chunk, NULL);
-	chunk->reg.wr.wr_cqe = &chunk->cqe;
-	chunk->reg.wr.send_flags = IB_SEND_SIGNALED;
-	if (!krdma_sq_reserve(conn, chunk->nr_wrs)) {
-		atomic_inc(&conn->rq_free);
-		ret = -EAGAIN;
-		goto err_abort;
-	}
 	atomic_inc(&req->inflight);
 	krdma_chunk_link(conn, chunk);
-	ret = ib_post_send(conn->qp, head, NULL);
-	if (ret)
-		return krdma_post_failed(conn, ret);
+	ret = ib_post_recv(conn->qp, &chunk->rwr, NULL);
+	if (ret) {
+		/* Posted or not, it completes: the RECV is accepted */
+		krdma_req_fail(req, IB_WC_LOC_QP_OP_ERR);
+		krdma_post_failed(conn, ret);
+	}
 	return 0;
 
 err_abort:
 	krdma_chunk_abort(conn, chunk);
 	return ret;
-}
-
-static void krdma_recv_reg_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct krdma_chunk *chunk = container_of(wc->wr_cqe, struct krdma_chunk,
-						 cqe);
-	struct krdma_conn *conn = cq->cq_context;
-	struct krdma_req *req;
-	u32 nr_wrs;
-	int ret;
-
-	if (!krdma_chunk_unlink(conn, chunk))
-		return;
-	req = chunk->req;
-	nr_wrs = chunk->nr_wrs;
-	if (wc->status != IB_WC_SUCCESS) {
-		/* Complete it as a failed RECV: rq_free and all */
-		chunk->kind = KRDMA_CHUNK_RECV;
-		krdma_chunk_complete(conn, chunk, wc);
-		return;
-	}
-
-	chunk->nr_wrs = 0;
-	chunk->kind = KRDMA_CHUNK_RECV;
-	chunk->cqe.done = krdma_chunk_done;
-	krdma_chunk_link(conn, chunk);
-	ret = ib_post_recv(conn->qp, &chunk->rwr, NULL);
-	if (ret) {
-		krdma_req_fail(req, IB_WC_LOC_QP_OP_ERR);
-		krdma_post_failed(conn, ret);
-	}
-	krdma_sq_release(conn, nr_wrs);
 }
 
 /*
@@ -696,9 +596,6 @@ static int krdma_push_req(struct krdma_conn *conn, struct krdma_req *req)
 		} else if (ret == 1) {
 			ret = 0;
 		}
-		break;
-	case KRDMA_OP_RECV:
-		ret = krdma_post_recv_chunk(conn, req, true);
 		break;
 	default:
 		ret = krdma_post_wr_chunk(conn, req);
@@ -856,6 +753,33 @@ static int krdma_check_sges(struct krdma_req *req, u64 *total)
 	return 0;
 }
 
+/*
+ * A SEND or RECV is one message: its pages must fit the SGEs of one WR,
+ * or be one range of one buffer, which then goes through a local window
+ * (return 1).
+ */
+static int krdma_check_msg_pages(struct krdma_conn *conn,
+				 struct krdma_req *req)
+{
+	u32 max_sge = req->opcode == KRDMA_OP_RECV ? conn->max_recv_sge :
+						     conn->max_send_sge;
+	u64 pages = 0;
+	u32 i;
+
+	for (i = 0; i < req->num_sge; i++) {
+		struct krdma_local_sge *sge = &req->sge[i];
+		u64 first = sge->buf->first_offset + sge->offset;
+
+		pages += (PAGE_ALIGN(first + sge->length) -
+			  (first & PAGE_MASK)) >> PAGE_SHIFT;
+	}
+	if (pages <= max_sge)
+		return 0;
+	if (req->num_sge > 1 || !req->sge[0].buf->mm)
+		return -EMSGSIZE;
+	return 1;
+}
+
 static int krdma_check_req(struct krdma_conn *conn, struct krdma_req *req,
 			   u64 *total)
 {
@@ -890,20 +814,52 @@ static int krdma_check_req(struct krdma_conn *conn, struct krdma_req *req,
 		fallthrough;
 	case KRDMA_OP_SEND:
 	case KRDMA_OP_RECV:
-		return *total > ibdev->attrs.max_mr_size || *total > S32_MAX ?
-		       -EMSGSIZE : 0;
+		if (*total > ibdev->attrs.max_mr_size || *total > S32_MAX)
+			return -EMSGSIZE;
+		ret = krdma_check_msg_pages(conn, req);
+		if (ret == 1 && !req->lwin)
+			return -EMSGSIZE;	/* no window: lost a race */
+		return ret < 0 ? ret : 0;
 	case KRDMA_OP_FETCH_ADD:
 	case KRDMA_OP_CMP_SWAP:
 		if (ibdev->attrs.atomic_cap == IB_ATOMIC_NONE ||
 		    !conn->initiator_depth)
 			return -EOPNOTSUPP;
 		if (req->num_sge != 1 || *total != 8 ||
-		    !IS_ALIGNED(req->remote_addr, 8))
+		    !IS_ALIGNED(req->remote_addr, 8) ||
+		    !IS_ALIGNED(req->sge[0].buf->first_offset +
+				req->sge[0].offset, 8))
 			return -EINVAL;
 		return 0;
 	default:
 		return -EINVAL;
 	}
+}
+
+/*
+ * A SEND or RECV whose pages do not fit the SGEs goes through a local
+ * window of its buffer: register it now, before post_mutex (the
+ * registration takes the connection's lock, which teardown holds while it
+ * takes post_mutex).
+ */
+static int krdma_post_prepare(struct krdma_conn *conn, struct krdma_req *req)
+{
+	struct krdma_window *win;
+
+	if (req->opcode != KRDMA_OP_SEND && req->opcode != KRDMA_OP_SEND_IMM &&
+	    req->opcode != KRDMA_OP_RECV)
+		return 0;
+	if (!req->num_sge || req->num_sge > KRDMA_OP_MAX_SGE)
+		return 0;
+	if (!req->sge[0].buf || krdma_check_sges(req, &req->total) ||
+	    krdma_check_msg_pages(conn, req) != 1)
+		return 0;
+
+	win = krdma_local_window_get(conn, req->sge[0].buf);
+	if (IS_ERR(win))
+		return PTR_ERR(win);
+	req->lwin = win;
+	return 0;
 }
 
 /**
@@ -927,6 +883,11 @@ int krdma_post(struct krdma_conn *conn, struct krdma_req *req)
 	u64 total;
 	u32 i;
 	int ret;
+
+	req->lwin = NULL;
+	ret = krdma_post_prepare(conn, req);
+	if (ret)
+		return ret;
 
 	/* Under post_mutex the QP, and conn->kdev, cannot go away */
 	mutex_lock(&conn->post_mutex);
@@ -954,15 +915,13 @@ int krdma_post(struct krdma_conn *conn, struct krdma_req *req)
 		krdma_buf_get(req->sge[i].buf);
 
 	if (req->opcode == KRDMA_OP_RECV) {
-		/* Receives do not wait behind sends: post now if they fit */
-		ret = krdma_post_recv_chunk(conn, req, false);
-		if (!ret) {
-			mutex_unlock(&conn->post_mutex);
-			krdma_req_dec(req);
-			return 0;
-		}
-		if (ret != -EMSGSIZE)
+		/* Receives do not wait behind sends: posted now, in order */
+		ret = krdma_post_recv(conn, req);
+		if (ret)
 			goto err_put;
+		mutex_unlock(&conn->post_mutex);
+		krdma_req_dec(req);
+		return 0;
 	}
 
 	spin_lock_bh(&conn->sq_lock);
@@ -978,5 +937,7 @@ err_put:
 	krdma_conn_put(conn);
 out_unlock:
 	mutex_unlock(&conn->post_mutex);
+	krdma_grant_put(req->lwin);
+	req->lwin = NULL;
 	return ret;
 }

@@ -12,11 +12,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -120,6 +123,20 @@ static void op_rw(struct krdma_op *op, uint32_t opcode, uint32_t conn,
 	op->remote_offset = roff;
 }
 
+/* A struct of @size bytes at the very end of a page, the next unmapped */
+static void *edge_buf(size_t size, void **map)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	munmap(p + pg, pg);
+	*map = p;
+	return p + pg - size;
+}
+
 static int submit1(int fd, struct krdma_op *op)
 {
 	return krdma_submit_ops(fd, op, 1, 0, NULL);
@@ -198,8 +215,12 @@ FIXTURE_SETUP(xfer)
 	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
 	struct krdma_addr any;
 	struct krdma_dev_query dq;
+	const char *only = getenv("KRDMA_TEST_ONLY");
 	uint32_t dev;
 
+	/* For debugging: KRDMA_TEST_ONLY=substring of the test names to run */
+	if (only && !strstr(_metadata->name, only))
+		_exit(0);
 	/* siw charges its registrations to RLIMIT_MEMLOCK even for root */
 	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &unlimited));
 
@@ -384,14 +405,34 @@ static void send_one(struct __test_metadata *_metadata,
 	mem_put(self->sfd, &dst);
 }
 
-TEST_F(xfer, send_recv_sizes)
+TEST_F_TIMEOUT(xfer, send_recv_sizes, 120)
 {
 	send_one(_metadata, self, 1, 3);
 	send_one(_metadata, self, 4095, 1);
 	send_one(_metadata, self, 4096, 0);
+	/* Past the SGEs of one WR: through the buffer's local window */
 	send_one(_metadata, self, 65536, 5);
-	/* One fast-registration MR maps 256 pages: 1 MiB, page aligned */
-	send_one(_metadata, self, MiB - 4096, 4096);
+	send_one(_metadata, self, MiB, 3);
+	send_one(_metadata, self, 16 * MiB, 1);
+}
+
+TEST_F(xfer, message_too_large_for_one_work_request)
+{
+	struct mem a = {}, b = {};
+	struct krdma_sge sges[2];
+	struct krdma_op op;
+
+	/* Two ranges of 64 pages each cannot be one SEND's SGEs */
+	ASSERT_EQ(0, mem_get(self->cfd, &a, 64 * 4096, 0));
+	ASSERT_EQ(0, mem_get(self->cfd, &b, 64 * 4096, 0));
+	sges[0] = (struct krdma_sge){ .buf = a.h, .length = 64 * 4096 };
+	sges[1] = (struct krdma_sge){ .buf = b.h, .length = 64 * 4096 };
+	op_rw(&op, KRDMA_OP_SEND, self->cconn, 0, 0, 0, NULL, 0, 1);
+	op.num_sge = 2;
+	op.sges = (uintptr_t)sges;
+	EXPECT_EQ(-EMSGSIZE, submit1(self->cfd, &op));
+	mem_put(self->cfd, &a);
+	mem_put(self->cfd, &b);
 }
 
 TEST_F(xfer, write_imm_and_send_imm)
@@ -1161,6 +1202,342 @@ static void pin_counters(long *acq, long *rel)
 }
 
 /* close() with 64 operations in flight, 100 times: nothing stays pinned */
+TEST_F(xfer, disconnect_keeps_the_handle)
+{
+	struct krdma_completion wc;
+	struct krdma_conn_query q;
+	struct krdma_op op;
+	struct mem m = {};
+
+	ASSERT_EQ(0, mem_get(self->cfd, &m, 4096, KRDMA_ACCESS_LOCAL_WRITE));
+	op_rw(&op, KRDMA_OP_RECV, self->cconn, m.h, 0, 4096, NULL, 0, 3);
+	ASSERT_EQ(0, submit1(self->cfd, &op));
+
+	ASSERT_EQ(0, krdma_disconnect_conn(self->cfd, self->cconn));
+	ASSERT_EQ(0, krdma_conn_info(self->cfd, self->cconn, &q));
+	EXPECT_EQ(KRDMA_CONN_CLOSED, q.state);
+	/* The posted RECV came back, flushed */
+	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+	EXPECT_EQ(KRDMA_WC_WR_FLUSH_ERR, wc.status);
+	EXPECT_EQ(3, wc.cookie);
+	EXPECT_EQ(-ENOTCONN, submit1(self->cfd, &op));
+	/* Disconnecting again is harmless; the peer sees the connection end */
+	EXPECT_EQ(0, krdma_disconnect_conn(self->cfd, self->cconn));
+	EXPECT_EQ(KRDMA_CONN_ERROR, wait_conn_down(self->sfd, self->sconn));
+	EXPECT_EQ(0, krdma_destroy_handle(self->cfd, self->cconn));
+	EXPECT_EQ(-ENOENT, krdma_conn_info(self->cfd, self->cconn, &q));
+	mem_put(self->cfd, &m);
+}
+
+struct waiter {
+	int fd;
+	struct krdma_op op;
+	int ret;
+	volatile int done;
+};
+
+static void *submit_waiting(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->ret = krdma_submit_ops(w->fd, &w->op, 1, KRDMA_SUBMIT_WAIT, NULL);
+	w->done = 1;
+	return NULL;
+}
+
+/*
+ * The completion queue (4096 entries) fills up: submission says EAGAIN,
+ * or waits with KRDMA_SUBMIT_WAIT; not one completion is lost.
+ */
+TEST_F_TIMEOUT(xfer, full_completion_queue_loses_nothing, 300)
+{
+	static struct krdma_completion wc[KRDMA_SUBMIT_MAX];
+	struct krdma_op ops[KRDMA_SUBMIT_MAX];
+	struct mem src = {}, dst = {};
+	struct krdma_token tok;
+	struct waiter w = {};
+	pthread_t th;
+	uint64_t seen = 0, want;
+	uint32_t n, total = 0;
+	int i, ret, got;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &src, 4096, 0));
+	ASSERT_EQ(0, mem_get(self->sfd, &dst, 4096, KRDMA_ACCESS_REMOTE_WRITE));
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, dst.h, 0, 4096,
+					KRDMA_ACCESS_REMOTE_WRITE, NULL, &tok));
+	for (i = 0; i < KRDMA_SUBMIT_MAX; i++)
+		op_rw(&ops[i], KRDMA_OP_WRITE, self->cconn, src.h, i, 8, &tok,
+		      i * 8, 0);
+
+	/* Submit without taking completions, until it is full */
+	for (;;) {
+		for (i = 0; i < KRDMA_SUBMIT_MAX; i++)
+			ops[i].cookie = total + i;
+		n = 0;
+		ret = krdma_submit_ops(self->cfd, ops, KRDMA_SUBMIT_MAX, 0, &n);
+		total += n;
+		if (ret)
+			break;
+		ASSERT_GT(1 << 20, total);
+	}
+	EXPECT_EQ(-EAGAIN, ret);
+	EXPECT_EQ(4096, total);
+
+	/* A waiting submit blocks until a completion is taken */
+	w.fd = self->cfd;
+	w.op = ops[0];
+	w.op.cookie = total;
+	ASSERT_EQ(0, pthread_create(&th, NULL, submit_waiting, &w));
+	usleep(300 * 1000);
+	EXPECT_EQ(0, w.done);
+
+	/* Every completion is there, each cookie once */
+	want = total;
+	got = 0;
+	while (got < (int)want + 1) {
+		ret = krdma_poll_wc(self->cfd, wc, KRDMA_SUBMIT_MAX, WAIT_MS);
+		ASSERT_LT(0, ret);
+		for (i = 0; i < ret; i++) {
+			EXPECT_EQ(KRDMA_WC_SUCCESS, wc[i].status);
+			ASSERT_GE(want, wc[i].cookie);
+			seen += wc[i].cookie;
+		}
+		got += ret;
+	}
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, w.ret);
+	EXPECT_EQ(want + 1, got);
+	/* 0 + 1 + ... + want, each cookie exactly once */
+	EXPECT_EQ(want * (want + 1) / 2, seen);
+	EXPECT_EQ(0, krdma_poll_wc(self->cfd, wc, 1, 0));
+	mem_put(self->cfd, &src);
+	mem_put(self->sfd, &dst);
+}
+
+/*
+ * The size/errno contract of uapi/linux/krdma.h for every command of the
+ * data path (krdma_dev_test checks the query commands): each case builds
+ * a valid struct; the test damages it one way at a time.
+ */
+struct abi_ctx {
+	int fd;
+	uint32_t conn, listener, buf;
+	struct krdma_addr addr;
+	struct krdma_op op;
+	struct krdma_completion wc[4];
+};
+
+struct abi_cmd {
+	const char *name;
+	unsigned long cmd;
+	size_t size;
+	size_t flags_off;	/* (size_t)-1: no flags field */
+	size_t reserved_off;	/* (size_t)-1: no reserved field */
+	int valid_errno;	/* what the valid call gives */
+	void (*fill)(void *buf, struct abi_ctx *ctx);
+};
+
+static void abi_fill_conn_query(void *b, struct abi_ctx *c)
+{
+	((struct krdma_conn_query *)b)->handle = c->conn;
+}
+
+static void abi_fill_disconnect(void *b, struct abi_ctx *c)
+{
+	((struct krdma_disconnect *)b)->handle = 0x7777;
+}
+
+static void abi_fill_destroy(void *b, struct abi_ctx *c)
+{
+	((struct krdma_destroy *)b)->handle = 0x7777;
+}
+
+static void abi_fill_listen(void *b, struct abi_ctx *c)
+{
+	((struct krdma_listen *)b)->addr = c->addr;
+}
+
+static void abi_fill_accept(void *b, struct abi_ctx *c)
+{
+	struct krdma_accept *a = b;
+
+	a->listener = c->listener;
+	a->flags = KRDMA_ACCEPT_NONBLOCK;
+}
+
+static void abi_fill_connect(void *b, struct abi_ctx *c)
+{
+	struct krdma_connect *a = b;
+
+	a->dst = c->addr;
+	a->dst.port = 1;	/* nobody listens there */
+	a->timeout_ms = 5000;
+}
+
+static void abi_fill_buf_reg(void *b, struct abi_ctx *c)
+{
+	static char page[4096];
+	struct krdma_buf_reg *r = b;
+
+	r->addr = (uintptr_t)page;
+	r->length = sizeof(page);
+}
+
+static void abi_fill_grant(void *b, struct abi_ctx *c)
+{
+	struct krdma_grant *g = b;
+
+	g->conn = c->conn;
+	g->buf = c->buf;
+	g->length = 64;
+	g->access = KRDMA_ACCESS_REMOTE_READ;
+}
+
+static void abi_fill_submit(void *b, struct abi_ctx *c)
+{
+	struct krdma_submit *s = b;
+
+	op_rw(&c->op, KRDMA_OP_RECV, c->conn, c->buf, 0, 64, NULL, 0, 1);
+	s->count = 1;
+	s->ops = (uintptr_t)&c->op;
+}
+
+static void abi_fill_poll(void *b, struct abi_ctx *c)
+{
+	struct krdma_poll *p = b;
+
+	p->max = 4;
+	p->completions = (uintptr_t)c->wc;
+}
+
+#define ABI_CMD(_cmd, _struct, _flags, _reserved, _errno, _fill) {	\
+	.name = #_cmd, .cmd = _cmd, .size = sizeof(_struct),		\
+	.flags_off = _flags, .reserved_off = _reserved,			\
+	.valid_errno = _errno, .fill = _fill }
+#define OFF(_struct, _field) offsetof(_struct, _field)
+#define NONE ((size_t)-1)
+
+static const struct abi_cmd abi_cmds[] = {
+	ABI_CMD(KRDMA_IOC_DESTROY, struct krdma_destroy,
+		OFF(struct krdma_destroy, flags),
+		OFF(struct krdma_destroy, __reserved), -ENOENT,
+		abi_fill_destroy),
+	ABI_CMD(KRDMA_IOC_LISTEN, struct krdma_listen,
+		OFF(struct krdma_listen, flags),
+		OFF(struct krdma_listen, addr.__reserved), 0, abi_fill_listen),
+	ABI_CMD(KRDMA_IOC_ACCEPT, struct krdma_accept,
+		OFF(struct krdma_accept, flags),
+		OFF(struct krdma_accept, __reserved), -EAGAIN,
+		abi_fill_accept),
+	ABI_CMD(KRDMA_IOC_CONNECT, struct krdma_connect,
+		OFF(struct krdma_connect, flags),
+		OFF(struct krdma_connect, dst.__reserved), -ECONNREFUSED,
+		abi_fill_connect),
+	ABI_CMD(KRDMA_IOC_DISCONNECT, struct krdma_disconnect,
+		OFF(struct krdma_disconnect, flags),
+		OFF(struct krdma_disconnect, __reserved), -ENOENT,
+		abi_fill_disconnect),
+	ABI_CMD(KRDMA_IOC_CONN_QUERY, struct krdma_conn_query,
+		OFF(struct krdma_conn_query, flags),
+		OFF(struct krdma_conn_query, __reserved), 0,
+		abi_fill_conn_query),
+	ABI_CMD(KRDMA_IOC_BUF_REG, struct krdma_buf_reg,
+		OFF(struct krdma_buf_reg, flags), NONE, 0, abi_fill_buf_reg),
+	ABI_CMD(KRDMA_IOC_GRANT, struct krdma_grant,
+		OFF(struct krdma_grant, flags), NONE, 0, abi_fill_grant),
+	ABI_CMD(KRDMA_IOC_SUBMIT, struct krdma_submit,
+		OFF(struct krdma_submit, flags), NONE, 0,
+		abi_fill_submit),
+	ABI_CMD(KRDMA_IOC_POLL, struct krdma_poll,
+		OFF(struct krdma_poll, flags),
+		OFF(struct krdma_poll, __reserved), 0, abi_fill_poll),
+};
+
+static int abi_call(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) ? -errno : 0;
+}
+
+TEST_F(xfer, abi_contract_of_every_command)
+{
+	struct abi_ctx ctx = {
+		.fd = self->cfd,
+		.conn = self->cconn,
+	};
+	unsigned char buf[512];
+	struct mem m = {};
+	unsigned int i;
+	size_t sz;
+	void *edge, *map;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &m, 4096, KRDMA_ACCESS_LOCAL_WRITE |
+			     KRDMA_ACCESS_REMOTE_READ));
+	ctx.buf = m.h;
+	ctx.addr = self->addr;
+	ctx.addr.port = 0;
+	ASSERT_EQ(0, krdma_listen_on(self->cfd, &ctx.addr, 4, &ctx.listener,
+				     NULL));
+
+	for (i = 0; i < sizeof(abi_cmds) / sizeof(abi_cmds[0]); i++) {
+		const struct abi_cmd *c = &abi_cmds[i];
+
+		TH_LOG("%s", c->name);
+		ASSERT_GE(sizeof(buf) - 64, c->size);
+
+		/* Valid, as reference */
+		memset(buf, 0, sizeof(buf));
+		c->fill(buf, &ctx);
+		*(uint32_t *)buf = c->size;
+		EXPECT_EQ(c->valid_errno, abi_call(self->cfd, c->cmd, buf));
+
+		/* Short */
+		for (sz = 0; sz < c->size; sz += 4) {
+			memset(buf, 0, sizeof(buf));
+			c->fill(buf, &ctx);
+			*(uint32_t *)buf = sz;
+			EXPECT_EQ(-EINVAL, abi_call(self->cfd, c->cmd, buf))
+				TH_LOG("%s size %zu", c->name, sz);
+		}
+		/* Long with a zero tail: as valid */
+		memset(buf, 0, sizeof(buf));
+		c->fill(buf, &ctx);
+		*(uint32_t *)buf = c->size + 64;
+		EXPECT_EQ(c->valid_errno, abi_call(self->cfd, c->cmd, buf));
+		/* Long with a non-zero tail */
+		memset(buf, 0, sizeof(buf));
+		c->fill(buf, &ctx);
+		*(uint32_t *)buf = c->size + 64;
+		buf[c->size + 17] = 1;
+		EXPECT_EQ(-E2BIG, abi_call(self->cfd, c->cmd, buf));
+		/* Flags and reserved */
+		if (c->flags_off != NONE) {
+			memset(buf, 0, sizeof(buf));
+			c->fill(buf, &ctx);
+			*(uint32_t *)buf = c->size;
+			*(uint32_t *)(buf + c->flags_off) |= 1u << 30;
+			EXPECT_EQ(-EINVAL, abi_call(self->cfd, c->cmd, buf));
+		}
+		if (c->reserved_off != NONE) {
+			memset(buf, 0, sizeof(buf));
+			c->fill(buf, &ctx);
+			*(uint32_t *)buf = c->size;
+			buf[c->reserved_off] = 1;
+			EXPECT_EQ(-EINVAL, abi_call(self->cfd, c->cmd, buf));
+		}
+		/* Bad pointers */
+		EXPECT_EQ(-EFAULT, abi_call(self->cfd, c->cmd, NULL));
+		EXPECT_EQ(-EFAULT, abi_call(self->cfd, c->cmd,
+					    (void *)0xffff888000000000ULL));
+		edge = edge_buf(c->size - 8, &map);
+		ASSERT_NE(NULL, edge);
+		memset(edge, 0, c->size - 8);
+		*(uint32_t *)edge = c->size;
+		EXPECT_EQ(-EFAULT, abi_call(self->cfd, c->cmd, edge));
+		munmap(map, sysconf(_SC_PAGESIZE));
+	}
+	mem_put(self->cfd, &m);
+}
+
 TEST_F_TIMEOUT(xfer, close_with_64_in_flight_100_times, 600)
 {
 	struct timespec ts = { 0, 10 * 1000 * 1000 };
@@ -1324,6 +1701,127 @@ TEST(accept_nonblocking_timeout_and_close)
 	EXPECT_EQ(-ECONNREFUSED, krdma_connect_to(cfd, &bound, 10000, &c));
 	close(cfd);
 	close(fd);
+}
+
+/* Connections are made in the namespace of the process that opened */
+TEST(network_namespace_of_the_opener)
+{
+	struct krdma_addr a, bound;
+	int fd, cfd, status;
+	uint32_t l, c, s;
+	pid_t pid;
+
+	fd = krdma_open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, krdma_parse_addr("198.18.0.1", 0, &a));
+	ASSERT_EQ(0, krdma_listen_on(fd, &a, 4, &l, &bound));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		uint32_t h;
+		int cfd, ret;
+
+		if (unshare(CLONE_NEWNET))
+			_exit(10);
+		cfd = krdma_open();
+		if (cfd < 0)
+			_exit(11);
+		/* The address is not in this namespace: no listen, no connect */
+		if (!krdma_listen_on(cfd, &a, 4, &h, NULL))
+			_exit(12);
+		ret = krdma_connect_to(cfd, &bound, 5000, &h);
+		if (!ret)
+			_exit(13);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+
+	/* Here, in the listener's namespace, the same connect works */
+	cfd = krdma_open();
+	ASSERT_EQ(0, krdma_connect_to(cfd, &bound, 10000, &c));
+	ASSERT_EQ(0, krdma_accept_conn(fd, l, 0, 10000, &s));
+	close(cfd);
+	close(fd);
+}
+
+static int run(const char *cmd)
+{
+	int ret = system(cmd);
+
+	return WIFEXITED(ret) ? WEXITSTATUS(ret) : -1;
+}
+
+/*
+ * `rdma link delete` of the device under live connections with transfers
+ * in flight: every operation completes, both ends go to ERROR (ENODEV on
+ * the device's side), nothing hangs, and the module is fine afterwards.
+ */
+static void device_removed_under_load(struct __test_metadata *_metadata,
+				      const char *type, const char *netdev,
+				      const char *ip)
+{
+	struct krdma_completion wc[16];
+	struct mem src = {}, dst = {};
+	struct krdma_addr a, bound;
+	struct krdma_conn_query q;
+	struct krdma_token tok;
+	struct krdma_op ops[16];
+	char cmd[128];
+	uint32_t l, s, c;
+	int sfd, cfd, i;
+
+	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
+
+	/* siw charges its registrations to RLIMIT_MEMLOCK even for root */
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &unlimited));
+	snprintf(cmd, sizeof(cmd), "rdma link add krdmarm0 type %s netdev %s",
+		 type, netdev);
+	ASSERT_EQ(0, run(cmd));
+	sfd = krdma_open();
+	cfd = krdma_open();
+	ASSERT_EQ(0, krdma_parse_addr(ip, 0, &a));
+	ASSERT_EQ(0, krdma_listen_on(sfd, &a, 4, &l, &bound));
+	ASSERT_EQ(0, krdma_connect_to(cfd, &bound, 10000, &c));
+	ASSERT_EQ(0, krdma_accept_conn(sfd, l, 0, 10000, &s));
+	ASSERT_EQ(0, mem_get(cfd, &src, 16 * MiB, KRDMA_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(0, mem_get(sfd, &dst, 16 * MiB, KRDMA_ACCESS_REMOTE_WRITE |
+			     KRDMA_ACCESS_REMOTE_READ));
+	ASSERT_EQ(0, krdma_grant_window(sfd, s, dst.h, 0, 16 * MiB,
+					KRDMA_ACCESS_REMOTE_WRITE |
+					KRDMA_ACCESS_REMOTE_READ, NULL, &tok));
+	for (i = 0; i < 16; i++)
+		op_rw(&ops[i], i & 1 ? KRDMA_OP_READ : KRDMA_OP_WRITE, c, src.h,
+		      0, 16 * MiB, &tok, 0, i);
+	ASSERT_EQ(0, krdma_submit_ops(cfd, ops, 16, 0, NULL));
+
+	ASSERT_EQ(0, run("rdma link delete krdmarm0"));
+
+	EXPECT_EQ(16, wait_wc(cfd, wc, 16));
+	ASSERT_EQ(0, krdma_conn_info(cfd, c, &q));
+	EXPECT_EQ(KRDMA_CONN_ERROR, q.state);
+	EXPECT_EQ(ENODEV, q.error);
+	ASSERT_EQ(0, krdma_conn_info(sfd, s, &q));
+	EXPECT_EQ(KRDMA_CONN_ERROR, q.state);
+	EXPECT_EQ(-ENOTCONN, submit1(cfd, &ops[0]));
+	/* The device is gone from krdma's list */
+	EXPECT_EQ(-ENODEV, krdma_dev_find(cfd, "krdmarm0", &l, NULL));
+	close(cfd);
+	close(sfd);
+	munmap(src.p, src.len);
+	munmap(dst.p, dst.len);
+}
+
+TEST(device_removed_under_load_rxe)
+{
+	device_removed_under_load(_metadata, "rxe", "veth1", "198.18.0.2");
+}
+
+TEST(device_removed_under_load_siw)
+{
+	device_removed_under_load(_metadata, "siw", "veth3", "198.18.1.2");
 }
 
 TEST(listen_and_connect_bad_addresses)

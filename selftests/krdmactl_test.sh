@@ -82,7 +82,7 @@ json() {
 	"$PYTHON" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-sys.exit(0 if eval(sys.argv[2]) else 1)
+sys.exit(0 if eval("(" + sys.argv[2] + ")") else 1)
 ' "$TMP/out" "$1" 2>>"$TMP/err"
 }
 

@@ -30,6 +30,8 @@
  *     (status EILSEQ, arg = offset of          compare with pattern(arg)
  *      the first differing byte)
  *                                      <--  BYE  (the last message)
+ *   wait until the client              close, once the SEND of BYE
+ *   disconnects (KP_LINGER_MS at most)      completed
  *
  * RESULT and TOKEN carry the seq of the message they answer. kp_msg.status
  * is 0 or a Linux errno number: TOKEN: why there is no window (EMSGSIZE
@@ -83,6 +85,7 @@
 #define KP_MAX_WINDOW		(1ULL << 30)
 #define KP_REPLY_XOR		0xa5a5a5a5a5a5a5a5ULL
 #define KP_IDLE_MS		60000
+#define KP_LINGER_MS		5000
 #define KP_CONNECT_TRIES	3
 #define KP_IWARP_GRACE_MS	20
 #define KP_SLOT			256	/* bytes of a message slot */
@@ -210,6 +213,28 @@ static int64_t kp_check(const uint8_t *p, uint64_t len, uint64_t seed)
 		if (p[i] != (uint8_t)(kp_word(seed, i / 8) >> (8 * (i % 8))))
 			return i;
 	return -1;
+}
+
+/*
+ * Describe the bytes of @p that differ from pattern(seed), the first at
+ * @first: how many, the last one, and whether they are all zero.
+ */
+static void kp_describe_diff(const uint8_t *p, uint64_t len, uint64_t seed,
+			     uint64_t first, char *buf, size_t buflen)
+{
+	uint64_t i, last = first, n = 0;
+	bool zeros = true;
+
+	for (i = first; i < len; i++) {
+		if (p[i] == (uint8_t)(kp_word(seed, i / 8) >> (8 * (i % 8))))
+			continue;
+		n++;
+		last = i;
+		zeros &= !p[i];
+	}
+	snprintf(buf, buflen, "%" PRIu64 " byte%s differ, from offset %" PRIu64 " to %" PRIu64 "%s",
+		 n, n == 1 ? "" : "s", first, last,
+		 zeros ? ", all zero (never written?)" : "");
 }
 
 /* "64 B", "4 KiB", "4097 B", "64 MiB", "1.5 MiB" */
@@ -436,7 +461,7 @@ static int kp_wait(struct kp_sess *s, uint64_t cookie,
 			return -EINTR;
 		}
 		if (now >= deadline) {
-			kp_fail(s, 0, "is the peer still there, and still a krdmactl of the same protocol?",
+			kp_fail(s, 0, "is the peer still there? a krdmactl serve answers one client at a time: is it busy with another?",
 				"%s did not complete in %u ms", what,
 				s->wait_ms);
 			return -ETIMEDOUT;
@@ -695,6 +720,24 @@ static void serve_check(struct kp_sess *s, const struct kp_msg *m,
 	r->arg = m->arg ^ KP_REPLY_XOR;
 }
 
+/*
+ * After BYE: the client closes once its SEND of BYE completed. Wait for
+ * that (our next RECV is flushed), at most KP_LINGER_MS, so that our
+ * teardown never races the completion of the client's last SEND.
+ */
+static void serve_linger(struct kp_sess *s)
+{
+	struct krdma_completion wc;
+	uint32_t wait_ms = s->wait_ms;
+	uint64_t rc;
+
+	s->wait_ms = KP_LINGER_MS;
+	if (!kp_post_recv(s, &rc))
+		kp_wait(s, rc, &wc, "the client's disconnect");
+	s->wait_ms = wait_ms;
+	kp_reset_error(s);
+}
+
 /* One client, from accept to BYE; prints its line */
 static enum serve_outcome serve_one(struct kp_sess *s)
 {
@@ -764,7 +807,14 @@ static enum serve_outcome serve_one(struct kp_sess *s)
 	if (r.status) {
 		kp_fail(s, 0, NULL, "the client asked for a window of %" PRIu64 " bytes: %s",
 			m.length, strerror(r.status));
-		kp_send(s, &r);
+		if (!kp_send(s, &r)) {
+			char err[sizeof(s->err)];
+
+			/* keep the error across the linger */
+			memcpy(err, s->err, sizeof(err));
+			serve_linger(s);
+			memcpy(s->err, err, sizeof(err));
+		}
 		goto out;
 	}
 	ret = kp_post_recv(s, &rc);
@@ -774,10 +824,15 @@ static enum serve_outcome serve_one(struct kp_sess *s)
 	/* The rounds, until BYE */
 	while (!ret) {
 		ret = kp_recv(s, rc, 0, &m, "the client's next message");
+		if (ret && s->lost && !kp_stop) {
+			kp_reset_error(s);
+			kp_fail(s, 0, NULL, "the client disconnected without BYE");
+		}
 		if (ret)
 			break;
 		if (m.type == KP_BYE) {
 			bye = true;
+			serve_linger(s);
 			break;
 		}
 		if (m.type != KP_CHECK) {
@@ -852,7 +907,11 @@ static int serve_run(const struct serve_opts *o)
 	}
 	ret = krdma_listen_on(s.fd, &addr, 16, &listener, &bound);
 	if (ret) {
-		errmsg_advice(ret, kp_hint(ret), "cannot listen on %s",
+		/* rdma_cm says EADDRNOTAVAIL for a port that is taken */
+		errmsg_advice(ret, ret == -EADDRINUSE || ret == -EADDRNOTAVAIL ?
+			      "the port is taken (another krdmactl serve?), or ADDR is not an address of this host: choose another -p PORT or -a ADDR" :
+			      kp_hint(ret),
+			      "cannot listen on %s",
 			      krdma_addr_str(&addr, buf, sizeof(buf)));
 		goto out;
 	}
@@ -975,7 +1034,7 @@ struct round_res {
 	uint32_t seq;
 	uint64_t write_ns, rtt_ns, read_ns;
 	bool verified;
-	char err[160];		/* why not verified */
+	char err[256];		/* why not verified */
 };
 
 struct stat3 {
@@ -988,8 +1047,9 @@ struct ping_res {
 	char dev[KRDMA_NAME_MAX];
 	const char *transport;
 	uint32_t retries;
-	struct round_res *rounds;
-	uint32_t nrounds, cap, verified;
+	struct round_res *rounds;	/* the last nrounds_kept rounds */
+	uint32_t nrounds_kept, cap;
+	uint32_t nrounds, verified;
 	struct stat3 write, rtt, read;
 	uint64_t t_start, t_end;
 };
@@ -1093,9 +1153,13 @@ static int ping_round(struct kp_sess *s, const struct ping_opts *o,
 	rr->read_ns = now_ns() - t0;
 	bad = kp_check(s->data, o->size, m.arg);
 	if (bad >= 0) {
+		char diff[128];
+
+		kp_describe_diff(s->data, o->size, m.arg, bad, diff,
+				 sizeof(diff));
 		snprintf(rr->err, sizeof(rr->err),
-			 "byte %" PRId64 " of the RDMA READ differs from what the server wrote into its window",
-			 bad);
+			 "the RDMA READ brought other bytes than the server wrote into its window: %s",
+			 diff);
 		return 0;
 	}
 	rr->verified = true;
@@ -1269,6 +1333,8 @@ static void ping_report_text(const struct ping_opts *o,
 	if (res->retries)
 		printf("(connected %u times: the connection was lost before the server's WELCOME)\n",
 		       res->retries + 1);
+	/* The error last, also when both go to one file */
+	fflush(stdout);
 	if (s->err[0])
 		errmsg_advice(0, s->hint, "%s: %s", o->cmd, s->err);
 	else if (!ok && !o->bulk && res->nrounds < o->count)
@@ -1314,11 +1380,15 @@ static void ping_report_json(const struct ping_opts *o,
 		} else {
 			json_null(&j, "read");
 		}
+		if (rr && !rr->verified)
+			json_str(&j, "mismatch", rr->err);
+		else
+			json_null(&j, "mismatch");
 	} else {
 		json_u64(&j, "count", o->count);
 		json_u64(&j, "interval_ms", o->interval_ms);
 		json_begin_array(&j, "rounds");
-		for (i = 0; i < res->nrounds; i++) {
+		for (i = 0; i < res->nrounds_kept; i++) {
 			const struct round_res *rr = &res->rounds[i];
 
 			json_begin_object(&j, NULL);
@@ -1412,7 +1482,10 @@ static int ping_run(const struct ping_opts *o)
 	     seq++) {
 		struct round_res *rr;
 
-		if (res.nrounds == res.cap) {
+		/* Text: one round at a time; JSON and xfer report them all */
+		if (!o->json && !o->bulk && res.cap)
+			res.nrounds_kept = 0;
+		if (res.nrounds_kept == res.cap) {
 			uint32_t cap = res.cap ? 2 * res.cap : 16;
 			void *p = realloc(res.rounds, cap * sizeof(*rr));
 
@@ -1423,11 +1496,12 @@ static int ping_run(const struct ping_opts *o)
 			res.rounds = p;
 			res.cap = cap;
 		}
-		rr = &res.rounds[res.nrounds];
+		rr = &res.rounds[res.nrounds_kept];
 		ret = ping_round(&s, o, seq, kp_word(seed, seq), rr);
 		if (ret)
 			break;
 		res.nrounds++;
+		res.nrounds_kept++;
 		res.verified += rr->verified;
 		stat_add(&res.write, rr->write_ns);
 		stat_add(&res.rtt, rr->rtt_ns);
@@ -1464,10 +1538,15 @@ static int ping_run(const struct ping_opts *o)
 		kp_reset_error(&s);
 		ok = true;
 	}
-	if (o->json)
+	if (o->json) {
 		ping_report_json(o, &res, &s, ok);
-	else
+		/* and the error for people too */
+		fflush(stdout);
+		if (s.err[0])
+			errmsg_advice(0, s.hint, "%s: %s", o->cmd, s.err);
+	} else {
 		ping_report_text(o, &res, &s, ok);
+	}
 
 	/* close() disconnects and drains before the memory goes */
 	close(s.fd);

@@ -395,6 +395,8 @@ const char *krdma_feature_str(uint64_t feature_bit)
 {
 	if (feature_bit == KRDMA_FEATURE_DEV_QUERY)
 		return "dev_query";
+	if (feature_bit == KRDMA_FEATURE_CONN)
+		return "conn";
 	return NULL;
 }
 

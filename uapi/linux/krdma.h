@@ -332,7 +332,14 @@ struct krdma_port_query {
  * - ENOMEM: also when pinning a buffer would pass RLIMIT_MEMLOCK (see
  *   ``ulimit -l``) without CAP_IPC_LOCK.
  * - EMSGSIZE: a SEND or RECV larger than the connection can carry in one
- *   message.
+ *   message: it may span at most as many pages as the queue has SGEs
+ *   (see KRDMA_IOC_DEV_QUERY), or, as a single range, 256 pages.
+ * - ENOBUFS: a RECV with the receive queue full.
+ * - EPERM: a grant of a buffer registered by another process.
+ * - EPROTO: the peer's handshake header is not one krdma speaks.
+ * - ECONNRESET: the peer disconnected (CONN_QUERY's error).
+ * - EOPNOTSUPP: also READ or atomics on a connection whose peer takes
+ *   no RDMA READ (initiator_depth 0 in CONN_QUERY).
  * - EINTR: a blocking call was interrupted by a signal.
  */
 
@@ -415,7 +422,8 @@ struct krdma_listen {
  * @size: sizeof(struct krdma_accept)
  * @flags: KRDMA_ACCEPT_*
  * @listener: Input: the listener
- * @timeout_ms: Input: how long to wait; KRDMA_TIMEOUT_INFINITE: no limit
+ * @timeout_ms: Input: how long to wait; 0: do not wait (as
+ *              KRDMA_ACCEPT_NONBLOCK); KRDMA_TIMEOUT_INFINITE: no limit
  * @handle: Output: the new, connected connection
  * @__reserved: Must be 0
  */
@@ -575,9 +583,11 @@ struct krdma_buf_reg {
  * @__reserved: Written as 0
  *
  * The owner sends the token to its peer (over SEND, or any channel). On
- * the wire it is these 24 bytes, little-endian, in this order. A plain
- * verbs peer uses remote_addr = @addr + offset and rkey = @rkey. The token
- * works only on the connection it was granted on.
+ * the wire it is this struct, 32 bytes, little-endian, in this order; the
+ * last 8 are zero, and a peer may send only the first 24 (the receiver
+ * then zeroes the rest, which SUBMIT requires). A plain verbs peer uses
+ * remote_addr = @addr + offset and rkey = @rkey. The token works only on
+ * the connection it was granted on.
  */
 struct krdma_token {
 	__aligned_u64 addr;
