@@ -105,6 +105,16 @@ vmlinuz=/boot/vmlinuz-$kver
 msg "guest kernel $kver ($vmlinuz, KDIR=$kdir)"
 
 # --- build --------------------------------------------------------------------
+# make check also runs the static checks (W=1, sparse, checkpatch --strict)
+# on the host, and counts them as one result (KRDMA_NO_LINT=1 skips them)
+lint_status=skip
+if [[ $mode == check && ${KRDMA_NO_LINT:-0} != 1 ]]; then
+	if "$repo/scripts/lint.sh" "$kdir"; then
+		lint_status=ok
+	else
+		lint_status=fail
+	fi
+fi
 if [[ ${KRDMA_NO_BUILD:-0} != 1 ]]; then
 	make -C "$repo" KDIR="$kdir" all selftests
 fi
@@ -396,5 +406,6 @@ if [[ -f $out/rmmod ]]; then
 else
 	result fail "rmmod krdma at the end" "not reached"
 fi
+result "$lint_status" "static checks: W=1, sparse, checkpatch --strict"
 echo "$pass passed, $fail failed, $skip skipped"
 ((fail == 0))
