@@ -39,7 +39,7 @@ modules:
 tools:
 	$(MAKE) -C userspace-tools
 
-selftests: tools
+selftests: modules tools
 	$(MAKE) -C selftests KDIR=$(KDIR)
 
 check:

@@ -13,6 +13,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/vmalloc.h>
 #include <linux/krdma.h>
 
 #include "krdma.h"
@@ -167,6 +168,87 @@ err_unaccount:
 }
 
 /**
+ * krdma_buf_reg_pages - register kernel pages
+ * @pages: the pages; they must stay allocated until the buffer is
+ *         deregistered and its last operation has completed
+ * @npages: number of entries in @pages
+ * @offset: offset of the first byte in @pages[0]
+ * @length: length in bytes, not 0, within the pages
+ * @access: KRDMA_ACCESS_* the buffer will allow
+ *
+ * No pinning or memlock accounting: kernel memory is not swapped out, and
+ * the caller owns it. The page array is copied.
+ *
+ * Context: process context; sleeps.
+ * Return: the buffer, or ERR_PTR(-EINVAL) for a bad range or access bit,
+ * or ERR_PTR(-ENOMEM).
+ */
+struct krdma_buf *krdma_buf_reg_pages(struct page **pages,
+				      unsigned int npages, unsigned int offset,
+				      size_t length, u32 access)
+{
+	struct krdma_buf *buf;
+
+	if (!pages || !npages || !length || offset >= PAGE_SIZE ||
+	    access & ~KRDMA_ACCESS_ALL ||
+	    length > (size_t)npages * PAGE_SIZE - offset)
+		return ERR_PTR(-EINVAL);
+
+	buf = krdma_buf_alloc(npages);
+	if (!buf)
+		return ERR_PTR(-ENOMEM);
+	memcpy(buf->pages, pages, npages * sizeof(*pages));
+	buf->first_offset = offset;
+	buf->length = length;
+	buf->access = access;
+	return buf;
+}
+EXPORT_SYMBOL_NS_GPL(krdma_buf_reg_pages, KRDMA);
+
+/**
+ * krdma_buf_reg_kernel - register kernel memory from kmalloc() or vmalloc()
+ * @addr: start of the memory, any alignment
+ * @length: length in bytes, not 0
+ * @access: KRDMA_ACCESS_* the buffer will allow
+ *
+ * The memory must stay allocated until the buffer is deregistered and its
+ * last operation has completed.
+ *
+ * Context: process context; sleeps.
+ * Return: the buffer, or ERR_PTR(): -EINVAL (NULL, zero length, memory
+ * that is neither in the linear map nor vmalloc'd), -ENOMEM.
+ */
+struct krdma_buf *krdma_buf_reg_kernel(void *addr, size_t length, u32 access)
+{
+	unsigned long start = (unsigned long)addr & PAGE_MASK;
+	struct krdma_buf *buf;
+	unsigned long i, npages;
+	bool vmalloced;
+
+	if (!addr || !length || access & ~KRDMA_ACCESS_ALL)
+		return ERR_PTR(-EINVAL);
+	vmalloced = is_vmalloc_addr(addr);
+	if (!vmalloced && !virt_addr_valid(addr))
+		return ERR_PTR(-EINVAL);
+
+	npages = (PAGE_ALIGN((unsigned long)addr + length) - start) >>
+		 PAGE_SHIFT;
+	buf = krdma_buf_alloc(npages);
+	if (!buf)
+		return ERR_PTR(-ENOMEM);
+	for (i = 0; i < npages; i++) {
+		void *p = (void *)(start + i * PAGE_SIZE);
+
+		buf->pages[i] = vmalloced ? vmalloc_to_page(p) : virt_to_page(p);
+	}
+	buf->first_offset = offset_in_page(addr);
+	buf->length = length;
+	buf->access = access;
+	return buf;
+}
+EXPORT_SYMBOL_NS_GPL(krdma_buf_reg_kernel, KRDMA);
+
+/**
  * krdma_buf_dereg - the owner is done with a buffer
  * @buf: the buffer
  *
@@ -197,6 +279,7 @@ void krdma_buf_dereg(struct krdma_buf *buf)
 	mutex_unlock(&buf->lock);
 	krdma_buf_put(buf);
 }
+EXPORT_SYMBOL_NS_GPL(krdma_buf_dereg, KRDMA);
 
 /**
  * krdma_buf_sgt - a scatter/gather table for a range of a buffer

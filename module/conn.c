@@ -366,6 +366,7 @@ void krdma_conn_close(struct krdma_conn *conn)
 	krdma_conn_teardown(conn, 0);
 	krdma_conn_put(conn);
 }
+EXPORT_SYMBOL_NS_GPL(krdma_conn_close, KRDMA);
 
 /*
  * Close a passive connection that failed, or that its listener no longer
@@ -408,6 +409,27 @@ static void krdma_conn_queue_close(struct krdma_conn *conn)
 }
 
 /**
+ * krdma_conn_info - describe a connection
+ * @conn: the connection
+ * @info: filled in
+ *
+ * Context: process context; sleeps (takes the connection's mutex).
+ */
+void krdma_conn_info(struct krdma_conn *conn, struct krdma_conn_info *info)
+{
+	mutex_lock(&conn->lock);
+	info->state = conn->state;
+	info->error = conn->state == KRDMA_CS_ERROR ? conn->error : 0;
+	info->local = conn->local;
+	info->peer = conn->peer;
+	info->dev_index = conn->dev_index;
+	info->port_num = conn->port_num;
+	info->initiator_depth = conn->initiator_depth;
+	mutex_unlock(&conn->lock);
+}
+EXPORT_SYMBOL_NS_GPL(krdma_conn_info, KRDMA);
+
+/**
  * krdma_disconnect - disconnect, keep the connection for queries
  * @conn: the connection
  *
@@ -419,6 +441,7 @@ void krdma_disconnect(struct krdma_conn *conn)
 {
 	krdma_conn_teardown(conn, 0);
 }
+EXPORT_SYMBOL_NS_GPL(krdma_disconnect, KRDMA);
 
 static int krdma_cm_status_errno(struct rdma_cm_event *ev)
 {
@@ -607,6 +630,7 @@ err_teardown:
 	krdma_conn_put(conn);
 	return ERR_PTR(ret);
 }
+EXPORT_SYMBOL_NS_GPL(krdma_connect, KRDMA);
 
 /*
  * Listeners
@@ -814,6 +838,7 @@ err_put_listener:
 	krdma_listener_put(l);
 	return ERR_PTR(ret);
 }
+EXPORT_SYMBOL_NS_GPL(krdma_listen, KRDMA);
 
 /**
  * krdma_listener_addr - the address a listener is bound to
@@ -834,6 +859,7 @@ int krdma_listener_addr(struct krdma_listener *l, struct sockaddr_storage *ss)
 	spin_unlock(&l->lock);
 	return ret;
 }
+EXPORT_SYMBOL_NS_GPL(krdma_listener_addr, KRDMA);
 
 static bool krdma_listener_ready(struct krdma_listener *l)
 {
@@ -891,6 +917,7 @@ int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
 		timeout = left;
 	}
 }
+EXPORT_SYMBOL_NS_GPL(krdma_accept, KRDMA);
 
 /**
  * krdma_listener_close - stop listening and drop the owner's reference
@@ -932,3 +959,4 @@ void krdma_listener_close(struct krdma_listener *l)
 	}
 	krdma_listener_put(l);
 }
+EXPORT_SYMBOL_NS_GPL(krdma_listener_close, KRDMA);

@@ -18,6 +18,72 @@ static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
 						u64 offset, u64 length,
 						u32 access, bool local);
 
+/*
+ * Register a window of a kernel buffer with a fast-registration MR: map
+ * its pages, and post the registration on the connection's QP. The
+ * window's address is its offset from the start of the buffer's first
+ * page, never a kernel address. At most max_fast_reg_page_list_len pages.
+ */
+static int krdma_window_reg_kernel(struct krdma_conn *conn,
+				   struct krdma_window *win, int ib_access,
+				   struct ib_mr **out)
+{
+	struct ib_device *ibdev = conn->kdev->ibdev;
+	struct krdma_buf *buf = win->buf;
+	u64 first = buf->first_offset + win->offset;
+	struct ib_reg_wr reg = {};
+	struct ib_mr *mr;
+	u32 npages;
+	int n, ret;
+
+	lockdep_assert_held(&conn->lock);
+
+	npages = (PAGE_ALIGN(first + win->length) - (first & PAGE_MASK)) >>
+		 PAGE_SHIFT;
+	if (npages > ibdev->attrs.max_fast_reg_page_list_len)
+		return -E2BIG;
+	ret = krdma_buf_sgt(buf, win->offset, win->length,
+			    ib_dma_max_seg_size(ibdev), &win->sgt);
+	if (ret)
+		return ret;
+	ret = ib_dma_map_sgtable_attrs(ibdev, &win->sgt, DMA_BIDIRECTIONAL, 0);
+	if (ret)
+		goto err_free_sgt;
+	win->mapped = true;
+
+	mr = ib_alloc_mr(conn->pd, IB_MR_TYPE_MEM_REG, npages);
+	if (IS_ERR(mr)) {
+		ret = PTR_ERR(mr);
+		goto err_unmap;
+	}
+	n = ib_map_mr_sg(mr, win->sgt.sgl, win->sgt.nents, NULL, PAGE_SIZE);
+	if (n != win->sgt.nents) {
+		ret = n < 0 ? n : -EINVAL;
+		goto err_dereg_mr;
+	}
+	/* Same offset in the page as the DMA address: only the base moves */
+	mr->iova = first;
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	reg.wr.opcode = IB_WR_REG_MR;
+	reg.mr = mr;
+	reg.key = mr->rkey;
+	reg.access = ib_access;
+	ret = krdma_post_local_wr(conn, &reg.wr);
+	if (ret)
+		goto err_dereg_mr;
+	*out = mr;
+	return 0;
+
+err_dereg_mr:
+	ib_dereg_mr(mr);
+err_unmap:
+	ib_dma_unmap_sgtable_attrs(ibdev, &win->sgt, DMA_BIDIRECTIONAL, 0);
+	win->mapped = false;
+err_free_sgt:
+	sg_free_table(&win->sgt);
+	return ret;
+}
+
 #define KRDMA_ACCESS_REMOTE (KRDMA_ACCESS_REMOTE_READ | \
 			     KRDMA_ACCESS_REMOTE_WRITE | \
 			     KRDMA_ACCESS_REMOTE_ATOMIC)
@@ -47,11 +113,12 @@ static int krdma_ib_access(u32 access)
  * The window's address is its user virtual address, as with verbs: some
  * drivers (siw) ignore any other I/O virtual address given to them.
  *
- * Context: process context of the buffer's owner; sleeps.
+ * Context: process context of the buffer's owner (user buffers); sleeps.
  * Return: the grant, or ERR_PTR(): -EINVAL (bad window or rights),
  * -EACCES (more rights than the buffer allows), -EOPNOTSUPP (atomics
  * without device support), -EPERM (another process's buffer), -ENOENT
- * (buffer deregistered), -ENOTCONN, or the driver's error.
+ * (buffer deregistered), -ENOTCONN, -E2BIG (a kernel buffer's window
+ * larger than one fast registration maps), or the driver's error.
  */
 struct krdma_window *krdma_grant_create(struct krdma_conn *conn,
 					struct krdma_buf *buf, u64 offset,
@@ -61,6 +128,7 @@ struct krdma_window *krdma_grant_create(struct krdma_conn *conn,
 		return ERR_PTR(-EINVAL);
 	return krdma_window_create(conn, buf, offset, length, access, false);
 }
+EXPORT_SYMBOL_NS_GPL(krdma_grant_create, KRDMA);
 
 /* Register a window of @buf in @conn's PD; lists it on both */
 static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
@@ -76,7 +144,7 @@ static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
 		return ERR_PTR(-EINVAL);
 	if (access & ~buf->access)
 		return ERR_PTR(-EACCES);
-	if (!buf->mm || buf->mm != current->mm)
+	if (buf->mm && buf->mm != current->mm)
 		return ERR_PTR(-EPERM);
 
 	grant = kzalloc(sizeof(*grant), GFP_KERNEL);
@@ -106,13 +174,20 @@ static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
 		goto err_unlock_conn;
 	}
 
-	mr = ib_reg_user_mr(conn->pd, buf->uaddr + offset, length,
-			    buf->uaddr + offset,
-			    krdma_ib_access(access) | IB_ACCESS_LOCAL_WRITE);
-	if (IS_ERR(mr)) {
-		ret = PTR_ERR(mr);
-		goto err_unlock_conn;
+	if (buf->mm) {
+		mr = ib_reg_user_mr(conn->pd, buf->uaddr + offset, length,
+				    buf->uaddr + offset,
+				    krdma_ib_access(access) |
+				    IB_ACCESS_LOCAL_WRITE);
+		ret = PTR_ERR_OR_ZERO(mr);
+	} else {
+		grant->buf = buf;
+		ret = krdma_window_reg_kernel(conn, grant,
+					      krdma_ib_access(access) |
+					      IB_ACCESS_LOCAL_WRITE, &mr);
 	}
+	if (ret)
+		goto err_unlock_conn;
 	grant->mr = mr;
 	grant->conn = conn;
 	krdma_conn_get(conn);
@@ -135,12 +210,20 @@ err_unlock_buf:
 /* Drop the registration; caller holds conn->lock */
 static void krdma_grant_drop_mr(struct krdma_window *grant)
 {
-	lockdep_assert_held(&grant->conn->lock);
+	struct krdma_conn *conn = grant->conn;
+
+	lockdep_assert_held(&conn->lock);
 
 	if (grant->mr) {
 		ib_dereg_mr(grant->mr);
-		grant->mr = NULL;
+		WRITE_ONCE(grant->mr, NULL);
 	}
+	if (grant->mapped) {
+		ib_dma_unmap_sgtable_attrs(conn->kdev->ibdev, &grant->sgt,
+					   DMA_BIDIRECTIONAL, 0);
+		grant->mapped = false;
+	}
+	sg_free_table(&grant->sgt);
 	list_del_init(&grant->conn_entry);
 }
 
@@ -177,6 +260,38 @@ void krdma_conn_revoke_grants(struct krdma_conn *conn)
 	list_for_each_entry_safe(grant, tmp, &conn->grants, conn_entry)
 		krdma_grant_drop_mr(grant);
 }
+
+/**
+ * krdma_grant_token - the token of a grant, for its peer
+ * @grant: the grant
+ * @token: filled in; all zero once the grant is revoked
+ */
+void krdma_grant_token(struct krdma_window *grant, struct krdma_token *token)
+{
+	struct ib_mr *mr = READ_ONCE(grant->mr);
+
+	memset(token, 0, sizeof(*token));
+	if (!mr)
+		return;
+	token->addr = mr->iova;
+	token->length = grant->length;
+	token->rkey = mr->rkey;
+	token->access = grant->access;
+}
+EXPORT_SYMBOL_NS_GPL(krdma_grant_token, KRDMA);
+
+/**
+ * krdma_grant_destroy - revoke a grant and drop the owner's reference
+ * @grant: the grant, from krdma_grant_create()
+ *
+ * Context: process context; sleeps.
+ */
+void krdma_grant_destroy(struct krdma_window *grant)
+{
+	krdma_grant_revoke(grant);
+	krdma_grant_put(grant);
+}
+EXPORT_SYMBOL_NS_GPL(krdma_grant_destroy, KRDMA);
 
 static void krdma_grant_release(struct kref *ref)
 {

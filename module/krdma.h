@@ -21,6 +21,8 @@
 #include <rdma/rdma_cm.h>
 #include <rdma/rw.h>
 
+#include <krdma/krdma.h>
+
 #include "compat.h"
 
 #define KRDMA_VERSION_STR "0.2.0"
@@ -112,7 +114,6 @@ struct krdma_buf {
 
 /* buffer.c */
 struct krdma_buf *krdma_buf_reg_user(u64 uaddr, u64 length, u32 access);
-void krdma_buf_dereg(struct krdma_buf *buf);
 void krdma_buf_put(struct krdma_buf *buf);
 static inline void krdma_buf_get(struct krdma_buf *buf)
 {
@@ -125,16 +126,6 @@ int krdma_buf_sgt(struct krdma_buf *buf, u64 offset, u64 length,
 enum krdma_cm_kind {
 	KRDMA_CM_LISTENER = 1,
 	KRDMA_CM_CONN,
-};
-
-/**
- * struct krdma_conn_params - what a connection is created with
- * @sq_depth: operations in flight on the send queue (0: default)
- * @rq_depth: RECVs that can be posted at once (0: default)
- */
-struct krdma_conn_params {
-	u32 sq_depth;
-	u32 rq_depth;
 };
 
 /**
@@ -276,20 +267,8 @@ struct krdma_conn {
 };
 
 /* conn.c */
-struct krdma_listener *krdma_listen(struct net *net, struct sockaddr *addr,
-				    u32 backlog,
-				    const struct krdma_conn_params *params);
-int krdma_listener_addr(struct krdma_listener *l, struct sockaddr_storage *ss);
-int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
-		 struct krdma_conn **out);
-void krdma_listener_close(struct krdma_listener *l);
 void krdma_listener_put(struct krdma_listener *l);
 bool krdma_listener_enqueue(struct krdma_listener *l, struct krdma_conn *conn);
-struct krdma_conn *krdma_connect(struct net *net, struct sockaddr *dst,
-				 struct sockaddr *src, long timeout,
-				 const struct krdma_conn_params *params);
-void krdma_disconnect(struct krdma_conn *conn);
-void krdma_conn_close(struct krdma_conn *conn);
 void krdma_conn_teardown(struct krdma_conn *conn, int error);
 void krdma_conn_put(struct krdma_conn *conn);
 void krdma_conn_qp_failed(struct krdma_conn *conn, int error);
@@ -311,6 +290,8 @@ static inline void krdma_conn_get(struct krdma_conn *conn)
  * @offset: start of the window in @buf
  * @length: length of the window
  * @access: KRDMA_ACCESS_REMOTE_* granted; 0 for a local window
+ * @sgt: kernel buffers: the window's pages, DMA-mapped for the MR
+ * @mapped: @sgt is DMA-mapped
  * @local: a local window: the whole buffer, local access only, made by
  *         krdma for SENDs and RECVs too large for the SGEs; cached on the
  *         buffer, which owns it
@@ -325,116 +306,25 @@ struct krdma_window {
 	u64 offset;
 	u64 length;
 	u32 access;
+	struct sg_table sgt;
+	bool mapped;
 	bool local;
 };
 
 /* grant.c */
-struct krdma_window *krdma_grant_create(struct krdma_conn *conn,
-					struct krdma_buf *buf, u64 offset,
-					u64 length, u32 access);
 void krdma_grant_revoke(struct krdma_window *grant);
 void krdma_grant_put(struct krdma_window *grant);
 void krdma_conn_revoke_grants(struct krdma_conn *conn);
 struct krdma_window *krdma_local_window_get(struct krdma_conn *conn,
 					    struct krdma_buf *buf);
 
-/**
- * struct krdma_wc - the outcome of one operation
- * @status: enum ib_wc_status
- * @vendor_err: the device's own error code
- * @byte_len: bytes moved (RECV: received)
- * @imm_data: immediate data of a RECV, host order
- * @has_imm: @imm_data is valid
- */
-struct krdma_wc {
-	u32 status;
-	u32 vendor_err;
-	u32 byte_len;
-	u32 imm_data;
-	bool has_imm;
-};
-
-/**
- * struct krdma_local_sge - a range of a buffer, for an operation
- * @buf: the buffer (the operation holds a reference once posted)
- * @offset: start in @buf
- * @length: length in bytes
- */
-struct krdma_local_sge {
-	struct krdma_buf *buf;
-	u64 offset;
-	u64 length;
-};
-
-#define KRDMA_OP_MAX_SGE 16
-
-struct krdma_req;
-typedef void (*krdma_done_fn)(struct krdma_req *req,
-			      const struct krdma_wc *wc);
-
-/**
- * struct krdma_req - one operation: filled by the caller, then owned by
- *                    krdma until @done is called
- * @opcode: KRDMA_OP_*
- * @num_sge: entries of @sge in use
- * @sge: the local ranges
- * @remote_addr: WRITE, READ, atomics: the peer's address
- * @rkey: the peer's key
- * @imm_data: WRITE_IMM, SEND_IMM: immediate data, host order
- * @compare_add: atomics
- * @swap: compare-and-swap
- * @done: called exactly once, in any context (softirq included)
- * @conn: set by krdma_post(): the connection (referenced until @done)
- * @entry: in @conn->pending
- * @sge_idx: WRITE/READ: the sge the next chunk starts in
- * @sge_off: WRITE/READ: offset in that sge where the next chunk starts
- * @rdone: bytes of the remote range covered by posted chunks
- * @total: bytes of the whole operation
- * @inflight: chunks posted and not completed, plus one while posting
- * @status: first error seen, or IB_WC_SUCCESS
- * @vendor_err: its vendor error
- * @byte_len: RECV: bytes received
- * @recv_imm: RECV: immediate data received
- * @has_imm: RECV: @recv_imm is valid
- * @tail_posted: WRITE_IMM: the immediate-carrying tail WR is posted
- * @lwin: SEND/RECV too large for the SGEs: the local window of its
- *        buffer on this connection (referenced until @done)
- */
-struct krdma_req {
-	u32 opcode;
-	u32 num_sge;
-	struct krdma_local_sge sge[KRDMA_OP_MAX_SGE];
-	u64 remote_addr;
-	u32 rkey;
-	u32 imm_data;
-	u64 compare_add;
-	u64 swap;
-	krdma_done_fn done;
-
-	/* private to xfer.c */
-	struct krdma_conn *conn;
-	struct list_head entry;
-	u32 sge_idx;
-	u64 sge_off;
-	u64 rdone;
-	u64 total;
-	atomic_t inflight;
-	u32 status;
-	u32 vendor_err;
-	u32 byte_len;
-	u32 recv_imm;
-	bool has_imm;
-	bool tail_posted;
-	struct krdma_window *lwin;
-};
-
 /* xfer.c */
-int krdma_post(struct krdma_conn *conn, struct krdma_req *req);
 void krdma_xfer_init_conn(struct krdma_conn *conn);
 void krdma_xfer_flush_pending(struct krdma_conn *conn);
 void krdma_xfer_reap(struct krdma_conn *conn);
 void krdma_xfer_free_zombies(struct krdma_conn *conn);
 void krdma_post_work(struct work_struct *work);
+int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr);
 
 /* chardev.c */
 int krdma_chardev_init(void);

@@ -10,10 +10,17 @@
  *
  * Copyright (c) 2026 The krdma authors
  */
+#include <linux/refcount.h>
 #include <linux/slab.h>
 #include <linux/krdma.h>
 
 #include "krdma.h"
+
+/* The state of a krdma_post_sync() */
+struct krdma_sync {
+	struct completion done;
+	struct krdma_wc wc;
+};
 
 #define KRDMA_CHUNK (256 * 1024)
 
@@ -863,6 +870,83 @@ static int krdma_post_prepare(struct krdma_conn *conn, struct krdma_req *req)
 }
 
 /**
+ * struct krdma_local_wr - a work request of krdma's own (MR registration)
+ * @cqe: its completion
+ * @done: completed by the CQE
+ * @status: the CQE's status
+ * @ref: the poster and the CQE
+ */
+struct krdma_local_wr {
+	struct ib_cqe cqe;
+	struct completion done;
+	enum ib_wc_status status;
+	refcount_t ref;
+};
+
+static void krdma_local_wr_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krdma_local_wr *lw = container_of(wc->wr_cqe,
+						 struct krdma_local_wr, cqe);
+
+	lw->status = wc->status;
+	krdma_sq_release(cq->cq_context, 1);
+	complete(&lw->done);
+	if (refcount_dec_and_test(&lw->ref))
+		kfree(lw);
+}
+
+/**
+ * krdma_post_local_wr - post one local work request and wait for it
+ * @conn: the connection
+ * @wr: the work request (a REG_MR); its wr_cqe and flags are krdma's
+ *
+ * Context: process context; sleeps. May be called with conn->lock held.
+ * Return: 0, -ENOTCONN, -EAGAIN (send queue full), -ETIMEDOUT, -EIO
+ * (the work request failed) or the driver's error.
+ */
+int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr)
+{
+	struct krdma_local_wr *lw;
+	int ret;
+
+	lw = kzalloc(sizeof(*lw), GFP_KERNEL);
+	if (!lw)
+		return -ENOMEM;
+	lw->cqe.done = krdma_local_wr_done;
+	init_completion(&lw->done);
+	refcount_set(&lw->ref, 2);
+	wr->wr_cqe = &lw->cqe;
+	wr->send_flags = IB_SEND_SIGNALED;
+	wr->next = NULL;
+
+	mutex_lock(&conn->post_mutex);
+	if (conn->qp_dead) {
+		ret = -ENOTCONN;
+	} else if (!krdma_sq_reserve(conn, 1)) {
+		ret = -EAGAIN;
+	} else {
+		ret = ib_post_send(conn->qp, wr, NULL);
+		/* Refused: a CQE may still come, and free it (or not: a leak) */
+		if (ret)
+			krdma_conn_qp_failed(conn, ret);
+	}
+	mutex_unlock(&conn->post_mutex);
+	if (ret) {
+		if (ret == -ENOTCONN || ret == -EAGAIN)
+			kfree(lw);
+		return ret;
+	}
+
+	if (!wait_for_completion_timeout(&lw->done, 10 * HZ))
+		ret = -ETIMEDOUT;
+	else if (lw->status != IB_WC_SUCCESS)
+		ret = -EIO;
+	if (refcount_dec_and_test(&lw->ref))
+		kfree(lw);
+	return ret;
+}
+
+/**
  * krdma_post - start an operation on a connection
  * @conn: the connection
  * @req: the operation, filled in by the caller; owned by krdma until
@@ -941,3 +1025,49 @@ out_unlock:
 	req->lwin = NULL;
 	return ret;
 }
+EXPORT_SYMBOL_NS_GPL(krdma_post, KRDMA);
+
+static void krdma_sync_done(struct krdma_req *req, const struct krdma_wc *wc)
+{
+	struct krdma_sync *sync = req->context;
+
+	sync->wc = *wc;
+	complete(&sync->done);
+}
+
+/**
+ * krdma_post_sync - run one operation and wait for it
+ * @conn: the connection
+ * @req: the operation; krdma_post_sync() sets its done and context
+ * @timeout: jiffies to wait
+ * @wc: the outcome
+ *
+ * When the operation has not completed after @timeout, the connection is
+ * failed, which completes it with a flush status; this waits for that, so
+ * that @req is free again when this returns, whatever happened.
+ *
+ * Context: process context; sleeps.
+ * Return: 0 when the operation completed (its status is in @wc: check it),
+ * -ETIMEDOUT, or an error of krdma_post().
+ */
+int krdma_post_sync(struct krdma_conn *conn, struct krdma_req *req,
+		    long timeout, struct krdma_wc *wc)
+{
+	struct krdma_sync sync;
+	int ret;
+
+	init_completion(&sync.done);
+	req->done = krdma_sync_done;
+	req->context = &sync;
+	ret = krdma_post(conn, req);
+	if (ret)
+		return ret;
+	if (!wait_for_completion_timeout(&sync.done, timeout)) {
+		krdma_conn_qp_failed(conn, -ETIMEDOUT);
+		wait_for_completion(&sync.done);
+		ret = -ETIMEDOUT;
+	}
+	*wc = sync.wc;
+	return ret;
+}
+EXPORT_SYMBOL_NS_GPL(krdma_post_sync, KRDMA);

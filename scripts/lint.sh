@@ -37,7 +37,7 @@ echo "lint: checkpatch --strict (from $src)"
 # shellcheck disable=SC2046
 if ! "$src/scripts/checkpatch.pl" --strict --no-tree --terse --show-types \
 	-f $(git ls-files --cached --others --exclude-standard \
-		'module/*.[ch]' 'uapi/*.h' | sort -u); then
+		'module/*.[ch]' 'uapi/*.h' 'include/*.h' | sort -u); then
 	echo "lint: checkpatch FAILED"
 	fail=1
 fi

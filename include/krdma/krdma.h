@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krdma: the kernel API, for other kernel modules.
+ *
+ * The same core as /dev/krdma, with kernel memory: connect or listen,
+ * register memory, grant windows of it to a connection's peer as tokens,
+ * and move data with RDMA WRITE, READ, SEND/RECV and atomics. Every
+ * function is exported with EXPORT_SYMBOL_NS_GPL(..., KRDMA): a consumer
+ * says MODULE_IMPORT_NS(KRDMA) and builds against krdma's Module.symvers
+ * (KBUILD_EXTRA_SYMBOLS). See Documentation/kernel-api.rst.
+ *
+ * Objects are opaque and reference counted; every one a consumer creates
+ * it ends with the matching close/dereg/destroy call, after which it must
+ * not be used. krdma cannot be unloaded while a consumer is loaded.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#ifndef _KRDMA_KRDMA_H
+#define _KRDMA_KRDMA_H
+
+#include <linux/atomic.h>
+#include <linux/list.h>
+#include <linux/socket.h>
+#include <linux/types.h>
+#include <linux/krdma.h>
+
+struct krdma_conn;
+struct krdma_listener;
+struct krdma_buf;
+struct krdma_window;
+struct net;
+struct page;
+
+/**
+ * struct krdma_conn_params - what a connection is created with
+ * @sq_depth: operations in flight on the send queue (0: default)
+ * @rq_depth: RECVs that can be posted at once (0: default)
+ */
+struct krdma_conn_params {
+	u32 sq_depth;
+	u32 rq_depth;
+};
+
+/**
+ * struct krdma_wc - the outcome of one operation
+ * @status: enum ib_wc_status
+ * @vendor_err: the device's own error code
+ * @byte_len: bytes moved (RECV: received)
+ * @imm_data: immediate data of a RECV, host order
+ * @has_imm: @imm_data is valid
+ */
+struct krdma_wc {
+	u32 status;
+	u32 vendor_err;
+	u32 byte_len;
+	u32 imm_data;
+	bool has_imm;
+};
+
+/**
+ * struct krdma_local_sge - a range of a buffer, for an operation
+ * @buf: the buffer (the operation holds a reference once posted)
+ * @offset: start in @buf
+ * @length: length in bytes
+ */
+struct krdma_local_sge {
+	struct krdma_buf *buf;
+	u64 offset;
+	u64 length;
+};
+
+#define KRDMA_OP_MAX_SGE 16
+
+struct krdma_req;
+typedef void (*krdma_done_fn)(struct krdma_req *req,
+			      const struct krdma_wc *wc);
+
+/**
+ * struct krdma_req - one operation: filled by the caller, then owned by
+ *                    krdma until @done is called
+ * @opcode: KRDMA_OP_*
+ * @num_sge: entries of @sge in use
+ * @sge: the local ranges
+ * @remote_addr: WRITE, READ, atomics: the peer's address
+ * @rkey: the peer's key
+ * @imm_data: WRITE_IMM, SEND_IMM: immediate data, host order
+ * @compare_add: atomics
+ * @swap: compare-and-swap
+ * @done: called exactly once, in any context (softirq included)
+ * @context: the caller's, untouched by krdma
+ * @conn: set by krdma_post(): the connection (referenced until @done)
+ * @entry: in @conn->pending
+ * @sge_idx: WRITE/READ: the sge the next chunk starts in
+ * @sge_off: WRITE/READ: offset in that sge where the next chunk starts
+ * @rdone: bytes of the remote range covered by posted chunks
+ * @total: bytes of the whole operation
+ * @inflight: chunks posted and not completed, plus one while posting
+ * @status: first error seen, or IB_WC_SUCCESS
+ * @vendor_err: its vendor error
+ * @byte_len: RECV: bytes received
+ * @recv_imm: RECV: immediate data received
+ * @has_imm: RECV: @recv_imm is valid
+ * @tail_posted: WRITE_IMM: the immediate-carrying tail WR is posted
+ * @lwin: SEND/RECV too large for the SGEs: the local window of its
+ *        buffer on this connection (referenced until @done)
+ */
+struct krdma_req {
+	u32 opcode;
+	u32 num_sge;
+	struct krdma_local_sge sge[KRDMA_OP_MAX_SGE];
+	u64 remote_addr;
+	u32 rkey;
+	u32 imm_data;
+	u64 compare_add;
+	u64 swap;
+	krdma_done_fn done;
+	void *context;
+
+	/* private to krdma */
+	struct krdma_conn *conn;
+	struct list_head entry;
+	u32 sge_idx;
+	u64 sge_off;
+	u64 rdone;
+	u64 total;
+	atomic_t inflight;
+	u32 status;
+	u32 vendor_err;
+	u32 byte_len;
+	u32 recv_imm;
+	bool has_imm;
+	bool tail_posted;
+	struct krdma_window *lwin;
+};
+
+/**
+ * struct krdma_conn_info - what krdma_conn_info() tells about a connection
+ * @state: KRDMA_CONN_* of <linux/krdma.h>
+ * @error: when @state is KRDMA_CONN_ERROR, why (a negative errno)
+ * @local: local address and port
+ * @peer: peer address and port
+ * @dev_index: the RDMA device (ib_device.index)
+ * @port_num: its port
+ * @initiator_depth: RDMA READs and atomics this side may have in flight
+ */
+struct krdma_conn_info {
+	u32 state;
+	int error;
+	struct sockaddr_storage local;
+	struct sockaddr_storage peer;
+	u32 dev_index;
+	u32 port_num;
+	u32 initiator_depth;
+};
+
+/* Connections: module/conn.c */
+struct krdma_listener *krdma_listen(struct net *net, struct sockaddr *addr,
+				    u32 backlog,
+				    const struct krdma_conn_params *params);
+int krdma_listener_addr(struct krdma_listener *l, struct sockaddr_storage *ss);
+int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
+		 struct krdma_conn **out);
+void krdma_listener_close(struct krdma_listener *l);
+struct krdma_conn *krdma_connect(struct net *net, struct sockaddr *dst,
+				 struct sockaddr *src, long timeout,
+				 const struct krdma_conn_params *params);
+void krdma_disconnect(struct krdma_conn *conn);
+void krdma_conn_close(struct krdma_conn *conn);
+void krdma_conn_info(struct krdma_conn *conn, struct krdma_conn_info *info);
+
+/* Memory: module/buffer.c, module/grant.c */
+struct krdma_buf *krdma_buf_reg_kernel(void *addr, size_t length, u32 access);
+struct krdma_buf *krdma_buf_reg_pages(struct page **pages,
+				      unsigned int npages, unsigned int offset,
+				      size_t length, u32 access);
+void krdma_buf_dereg(struct krdma_buf *buf);
+struct krdma_window *krdma_grant_create(struct krdma_conn *conn,
+					struct krdma_buf *buf, u64 offset,
+					u64 length, u32 access);
+void krdma_grant_token(struct krdma_window *grant, struct krdma_token *token);
+void krdma_grant_destroy(struct krdma_window *grant);
+
+/* Transfers: module/xfer.c */
+int krdma_post(struct krdma_conn *conn, struct krdma_req *req);
+int krdma_post_sync(struct krdma_conn *conn, struct krdma_req *req,
+		    long timeout, struct krdma_wc *wc);
+
+#endif /* _KRDMA_KRDMA_H */

@@ -1,0 +1,104 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# krdma selftests: the kernel API, through the sample consumer module
+# (selftests/krdma_sample). Loading it runs its cases on rxe0 and siw0 and
+# leaves KTAP results in debugfs; this script passes them on, and adds the
+# cases about the module's life: the exports and their namespace, krdma
+# held while a consumer is loaded, and a consumer unloaded with operations
+# in flight. Prints TAP; runs as root in the guest, krdma.ko loaded.
+
+set -u
+cd "$(dirname "$0")/.."
+
+KO=$PWD/selftests/krdma_sample/krdma_sample.ko
+RESULTS=/sys/kernel/debug/krdma_sample/results
+n=0
+failed=0
+lines=()
+
+ok() {
+	n=$((n + 1))
+	lines+=("ok $n $1")
+}
+
+not_ok() {
+	n=$((n + 1))
+	failed=$((failed + 1))
+	lines+=("not ok $n $1")
+}
+
+check() { # description, then the command
+	local desc=$1
+	shift
+	if "$@"; then ok "$desc"; else not_ok "$desc"; fi
+}
+
+# The exports, each in the KRDMA namespace
+exports_ok() {
+	local sym missing=0
+	for sym in krdma_listen krdma_listener_addr krdma_accept \
+		krdma_listener_close krdma_connect krdma_disconnect \
+		krdma_conn_close krdma_conn_info krdma_buf_reg_kernel \
+		krdma_buf_reg_pages krdma_buf_dereg krdma_grant_create \
+		krdma_grant_token krdma_grant_destroy krdma_post \
+		krdma_post_sync; do
+		if ! awk -v s="$sym" '$2 == s && $5 == "KRDMA" && $4 == "EXPORT_SYMBOL_GPL" { f = 1 } END { exit !f }' Module.symvers; then
+			echo "# $sym is not exported GPL in namespace KRDMA"
+			missing=1
+		fi
+	done
+	((missing == 0))
+}
+check "all API functions exported GPL in namespace KRDMA" exports_ok
+check "the sample imports the KRDMA namespace" \
+	bash -c "modinfo -F import_ns '$KO' | grep -qx KRDMA"
+
+# 1: the sample's own cases
+if out=$(insmod "$KO" 2>&1); then
+	ok "sample consumer loads and runs"
+	while read -r line; do
+		case $line in
+		"ok "* | "not ok "*)
+			desc=${line#ok }
+			desc=${desc#not ok }
+			desc=${desc#* }
+			if [[ $line == ok* ]]; then ok "$desc"; else not_ok "$desc"; fi
+			;;
+		"#"*) lines+=("$line") ;;
+		esac
+	done <"$RESULTS"
+	# krdma is held by its consumer
+	if out2=$(rmmod krdma 2>&1); then
+		not_ok "krdma cannot be unloaded while a consumer is loaded"
+		insmod "$PWD/krdma.ko"
+	else
+		case $out2 in
+		*"in use"*) ok "krdma cannot be unloaded while a consumer is loaded" ;;
+		*) lines+=("# $out2") && not_ok "krdma cannot be unloaded while a consumer is loaded" ;;
+		esac
+	fi
+	check "sample consumer unloads" rmmod krdma_sample
+else
+	lines+=("# $out")
+	not_ok "sample consumer loads and runs"
+fi
+
+# 2: unload with operations in flight, on each device
+for ip in 198.18.0.1 198.18.1.1; do
+	before=$(dmesg | grep -c "krdma_sample: .* of 16 operations completed")
+	if insmod "$KO" addrs="$ip" leave_in_flight=1 &&
+	   grep -q "^ok .*left in flight" "$RESULTS" && rmmod krdma_sample; then
+		after=$(dmesg | grep -c "krdma_sample: .* of 16 operations completed")
+		check "$ip: consumer unloaded with 16 writes in flight, all completed" \
+			test "$before" -eq "$after"
+	else
+		rmmod krdma_sample 2>/dev/null
+		not_ok "$ip: consumer unloaded with 16 writes in flight, all completed"
+	fi
+done
+
+echo "TAP version 13"
+echo "1..$n"
+printf '%s\n' "${lines[@]}"
+((failed == 0))

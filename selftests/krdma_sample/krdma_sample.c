@@ -1,0 +1,583 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma_sample: a kernel module that uses krdma's kernel API, and the
+ * selftest of that API.
+ *
+ * Loading it runs its test cases on every address given in the "addrs"
+ * parameter (one soft device each): it listens, connects to itself,
+ * registers kernel memory of each kind (kmalloc, vmalloc, a page array),
+ * grants windows of it and moves data with RDMA WRITE, READ and SEND/RECV,
+ * checking every byte. The results, in KTAP, are in debugfs:
+ * /sys/kernel/debug/krdma_sample/results. With "leave_in_flight=1" it also
+ * leaves operations in flight for its exit to clean up.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <linux/debugfs.h>
+#include <linux/delay.h>
+#include <linux/inet.h>
+#include <linux/in.h>
+#include <linux/jiffies.h>
+#include <linux/module.h>
+#include <linux/preempt.h>
+#include <linux/seq_buf.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <net/net_namespace.h>
+#include <krdma/krdma.h>
+
+MODULE_IMPORT_NS(KRDMA);
+
+static char *addrs = "198.18.0.1,198.18.1.1";
+module_param(addrs, charp, 0444);
+MODULE_PARM_DESC(addrs, "IPv4 addresses to test on, comma separated");
+
+static bool leave_in_flight;
+module_param(leave_in_flight, bool, 0444);
+MODULE_PARM_DESC(leave_in_flight,
+		 "Leave a connection with operations in flight for module exit");
+
+#define RESULTS_SIZE	(64 * 1024)
+#define TIMEOUT		(30 * HZ)
+
+static struct dentry *dir;
+static char *results;
+static struct seq_buf out;
+static unsigned int ntests;
+
+/* What leave_in_flight leaves for exit */
+static struct krdma_conn *left_conn[2];
+static struct krdma_buf *left_buf[2];
+static void *left_mem[2];
+static struct krdma_window *left_grant;
+static struct krdma_listener *left_listener;
+static struct krdma_req *left_reqs;
+static atomic_t left_done;
+
+static void result(bool ok, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+
+	ntests++;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	seq_buf_printf(&out, "%s %u %s\n", ok ? "ok" : "not ok", ntests, line);
+}
+
+#define diag(fmt, ...) seq_buf_printf(&out, "# " fmt "\n", ##__VA_ARGS__)
+
+static void fill(u8 *p, size_t len, u8 seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (u8)(i * 13 + seed + (i >> 12));
+}
+
+static long check(const u8 *p, size_t len, u8 seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != (u8)(i * 13 + seed + (i >> 12)))
+			return i;
+	return -1;
+}
+
+/* A listener, a connection to it and the accepted end */
+struct pair {
+	struct krdma_listener *l;
+	struct krdma_conn *client;
+	struct krdma_conn *server;
+};
+
+static int pair_open(struct pair *p, const char *ip)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_storage bound;
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	if (!in4_pton(ip, -1, (u8 *)&sin.sin_addr, -1, NULL))
+		return -EINVAL;
+	p->l = krdma_listen(&init_net, (struct sockaddr *)&sin, 4, NULL);
+	if (IS_ERR(p->l))
+		return PTR_ERR(p->l);
+	ret = krdma_listener_addr(p->l, &bound);
+	if (ret)
+		goto err_close_listener;
+	p->client = krdma_connect(&init_net, (struct sockaddr *)&bound, NULL,
+				  TIMEOUT, NULL);
+	if (IS_ERR(p->client)) {
+		ret = PTR_ERR(p->client);
+		goto err_close_listener;
+	}
+	ret = krdma_accept(p->l, false, TIMEOUT, &p->server);
+	if (ret)
+		goto err_close_client;
+	return 0;
+
+err_close_client:
+	krdma_conn_close(p->client);
+err_close_listener:
+	krdma_listener_close(p->l);
+	return ret;
+}
+
+static void pair_close(struct pair *p)
+{
+	krdma_conn_close(p->client);
+	krdma_conn_close(p->server);
+	krdma_listener_close(p->l);
+}
+
+/* Where the last completion ran */
+static bool done_in_softirq;
+
+static void note_context(struct krdma_req *req, const struct krdma_wc *wc)
+{
+	struct completion *c = req->context;
+
+	done_in_softirq = in_softirq() || in_interrupt();
+	complete(c);
+}
+
+/* Run one operation, wait for it; the completion's status, or -errno */
+static int run_op(struct krdma_conn *conn, struct krdma_req *req)
+{
+	struct krdma_wc wc;
+	int ret;
+
+	ret = krdma_post_sync(conn, req, TIMEOUT, &wc);
+	return ret ? ret : wc.status;
+}
+
+enum mem_kind { MEM_KMALLOC, MEM_VMALLOC, MEM_PAGES };
+static const char *const mem_names[] = { "kmalloc", "vmalloc", "pages" };
+
+/* Kernel memory of a kind, registered; *mem is what to free */
+struct kmem {
+	void *p;
+	struct page **pages;
+	unsigned int npages;
+	struct krdma_buf *buf;
+};
+
+static int kmem_get(struct kmem *m, enum mem_kind kind, size_t len,
+		    u32 access)
+{
+	unsigned int i;
+
+	memset(m, 0, sizeof(*m));
+	switch (kind) {
+	case MEM_KMALLOC:
+		m->p = kmalloc(len, GFP_KERNEL);
+		if (!m->p)
+			return -ENOMEM;
+		m->buf = krdma_buf_reg_kernel(m->p, len, access);
+		break;
+	case MEM_VMALLOC:
+		m->p = vmalloc(len);
+		if (!m->p)
+			return -ENOMEM;
+		m->buf = krdma_buf_reg_kernel(m->p, len, access);
+		break;
+	case MEM_PAGES:
+		m->npages = DIV_ROUND_UP(len, PAGE_SIZE);
+		m->pages = kcalloc(m->npages, sizeof(*m->pages), GFP_KERNEL);
+		if (!m->pages)
+			return -ENOMEM;
+		for (i = 0; i < m->npages; i++) {
+			m->pages[i] = alloc_page(GFP_KERNEL);
+			if (!m->pages[i])
+				return -ENOMEM;
+		}
+		m->p = vmap(m->pages, m->npages, VM_MAP, PAGE_KERNEL);
+		if (!m->p)
+			return -ENOMEM;
+		m->buf = krdma_buf_reg_pages(m->pages, m->npages, 0, len,
+					     access);
+		break;
+	}
+	if (IS_ERR(m->buf)) {
+		int ret = PTR_ERR(m->buf);
+
+		m->buf = NULL;
+		return ret;
+	}
+	return 0;
+}
+
+static void kmem_put(struct kmem *m, enum mem_kind kind)
+{
+	unsigned int i;
+
+	if (m->buf)
+		krdma_buf_dereg(m->buf);
+	switch (kind) {
+	case MEM_KMALLOC:
+		kfree(m->p);
+		break;
+	case MEM_VMALLOC:
+		vfree(m->p);
+		break;
+	case MEM_PAGES:
+		if (m->p)
+			vunmap(m->p);
+		for (i = 0; m->pages && i < m->npages; i++)
+			if (m->pages[i])
+				__free_page(m->pages[i]);
+		kfree(m->pages);
+		break;
+	}
+}
+
+/*
+ * The client WRITEs into the server's window and READs it back, both in
+ * memory of @kind, at unaligned offsets.
+ */
+static void test_write_read(const char *ip, struct pair *p,
+			    enum mem_kind kind, size_t len)
+{
+	const size_t loff = 3, woff = 5, slack = 64;
+	struct kmem local = {}, remote = {};
+	struct krdma_window *grant = NULL;
+	struct krdma_token tok;
+	struct krdma_req *req;
+	long bad = 0;
+	int ret, st;
+
+	req = kzalloc(sizeof(*req), GFP_KERNEL);
+	ret = req ? 0 : -ENOMEM;
+	if (!ret)
+		ret = kmem_get(&local, kind, len + slack,
+			       KRDMA_ACCESS_LOCAL_WRITE);
+	if (!ret)
+		ret = kmem_get(&remote, kind, len + slack,
+			       KRDMA_ACCESS_REMOTE_READ |
+			       KRDMA_ACCESS_REMOTE_WRITE);
+	if (ret) {
+		result(false, "%s %s write+read %zu: setup: %d", ip,
+		       mem_names[kind], len, ret);
+		goto out;
+	}
+	memset(remote.p, 0xee, len + slack);
+	fill(local.p + loff, len, len & 0xff);
+
+	grant = krdma_grant_create(p->server, remote.buf, woff, len,
+				   KRDMA_ACCESS_REMOTE_READ |
+				   KRDMA_ACCESS_REMOTE_WRITE);
+	if (IS_ERR(grant)) {
+		result(false, "%s %s write+read %zu: grant: %ld", ip,
+		       mem_names[kind], len, PTR_ERR(grant));
+		grant = NULL;
+		goto out;
+	}
+	krdma_grant_token(grant, &tok);
+
+	req->opcode = KRDMA_OP_WRITE;
+	req->num_sge = 1;
+	req->sge[0].buf = local.buf;
+	req->sge[0].offset = loff;
+	req->sge[0].length = len;
+	req->remote_addr = tok.addr;
+	req->rkey = tok.rkey;
+	st = run_op(p->client, req);
+	if (!st)
+		bad = check(remote.p + woff, len, len & 0xff);
+	result(!st && bad == -1 && ((u8 *)remote.p)[woff - 1] == 0xee &&
+	       ((u8 *)remote.p)[woff + len] == 0xee,
+	       "%s %s write %zu bytes verified", ip, mem_names[kind], len);
+	if (st || bad != -1)
+		diag("status %d, first bad byte %ld", st, bad);
+
+	/* Read it back into a cleared local buffer */
+	memset(local.p, 0, len + slack);
+	req->opcode = KRDMA_OP_READ;
+	st = run_op(p->client, req);
+	bad = st ? 0 : check(local.p + loff, len, len & 0xff);
+	result(!st && bad == -1, "%s %s read %zu bytes verified", ip,
+	       mem_names[kind], len);
+	if (st || bad != -1)
+		diag("status %d, first bad byte %ld", st, bad);
+out:
+	if (grant)
+		krdma_grant_destroy(grant);
+	kmem_put(&local, kind);
+	kmem_put(&remote, kind);
+	kfree(req);
+}
+
+/* SEND from the client into a RECV of the server; completion context */
+static void test_send_recv(const char *ip, struct pair *p, enum mem_kind kind)
+{
+	const size_t len = 3000;
+	struct krdma_req *recv, *send;
+	DECLARE_COMPLETION_ONSTACK(recv_done);
+	struct kmem src = {}, dst = {};
+	long bad = -2;
+	int ret, st;
+
+	recv = kzalloc(sizeof(*recv), GFP_KERNEL);
+	send = kzalloc(sizeof(*send), GFP_KERNEL);
+	ret = recv && send ? 0 : -ENOMEM;
+	if (!ret)
+		ret = kmem_get(&src, kind, len, 0);
+	if (!ret)
+		ret = kmem_get(&dst, kind, len, KRDMA_ACCESS_LOCAL_WRITE);
+	if (ret) {
+		result(false, "%s %s send/recv: setup: %d", ip,
+		       mem_names[kind], ret);
+		goto out;
+	}
+	fill(src.p, len, 77);
+
+	recv->opcode = KRDMA_OP_RECV;
+	recv->num_sge = 1;
+	recv->sge[0].buf = dst.buf;
+	recv->sge[0].length = len;
+	recv->done = note_context;
+	recv->context = &recv_done;
+	done_in_softirq = false;
+	ret = krdma_post(p->server, recv);
+	if (ret) {
+		result(false, "%s %s send/recv: post recv: %d", ip,
+		       mem_names[kind], ret);
+		goto out;
+	}
+
+	send->opcode = KRDMA_OP_SEND;
+	send->num_sge = 1;
+	send->sge[0].buf = src.buf;
+	send->sge[0].length = len;
+	st = run_op(p->client, send);
+	if (!wait_for_completion_timeout(&recv_done, TIMEOUT)) {
+		/* Fail the connection: the RECV then completes, flushed */
+		krdma_disconnect(p->server);
+		wait_for_completion(&recv_done);
+		st = -ETIMEDOUT;
+	}
+	if (!st)
+		bad = check(dst.p, len, 77);
+	result(!st && bad == -1, "%s %s send/recv %zu bytes verified", ip,
+	       mem_names[kind], len);
+	if (kind == MEM_KMALLOC)
+		result(done_in_softirq,
+		       "%s completion callbacks run in softirq context", ip);
+out:
+	kmem_put(&src, kind);
+	kmem_put(&dst, kind);
+	kfree(recv);
+	kfree(send);
+}
+
+/* A grant works only through its own connection's peer */
+static void test_grant_scope(const char *ip, struct pair *p1)
+{
+	struct krdma_window *grant;
+	struct krdma_token tok;
+	struct krdma_conn_info info;
+	struct krdma_req *req;
+	struct kmem src = {}, dst = {};
+	struct pair p2;
+	int ret, st;
+
+	req = kzalloc(sizeof(*req), GFP_KERNEL);
+	if (!req || kmem_get(&src, MEM_KMALLOC, 4096, 0) ||
+	    kmem_get(&dst, MEM_KMALLOC, 4096, KRDMA_ACCESS_REMOTE_WRITE)) {
+		result(false, "%s grant scope: setup", ip);
+		goto out;
+	}
+	memset(dst.p, 0xee, 4096);
+	ret = pair_open(&p2, ip);
+	if (ret) {
+		result(false, "%s grant scope: second connection: %d", ip, ret);
+		goto out;
+	}
+	grant = krdma_grant_create(p1->server, dst.buf, 0, 4096,
+				   KRDMA_ACCESS_REMOTE_WRITE);
+	if (IS_ERR(grant)) {
+		result(false, "%s grant scope: grant: %ld", ip, PTR_ERR(grant));
+		goto out_close;
+	}
+	krdma_grant_token(grant, &tok);
+	req->opcode = KRDMA_OP_WRITE;
+	req->num_sge = 1;
+	req->sge[0].buf = src.buf;
+	req->sge[0].length = 4096;
+	req->remote_addr = tok.addr;
+	req->rkey = tok.rkey;
+	/* Through the other connection: refused, one way or another */
+	st = run_op(p2.client, req);
+	msleep(100);
+	krdma_conn_info(p2.client, &info);
+	result(((u8 *)dst.p)[0] == 0xee && ((u8 *)dst.p)[4095] == 0xee &&
+	       (st || info.state == KRDMA_CONN_ERROR),
+	       "%s a token granted on one connection does not work on another",
+	       ip);
+	krdma_grant_destroy(grant);
+out_close:
+	pair_close(&p2);
+out:
+	kmem_put(&src, MEM_KMALLOC);
+	kmem_put(&dst, MEM_KMALLOC);
+	kfree(req);
+}
+
+static void test_ip(const char *ip)
+{
+	struct krdma_conn_info info, sinfo;
+	struct pair p;
+	int ret;
+
+	ret = pair_open(&p, ip);
+	result(!ret, "%s kernel listen, connect, accept", ip);
+	if (ret) {
+		diag("pair_open: %d", ret);
+		return;
+	}
+	krdma_conn_info(p.client, &info);
+	krdma_conn_info(p.server, &sinfo);
+	result(info.state == KRDMA_CONN_CONNECTED &&
+	       sinfo.state == KRDMA_CONN_CONNECTED &&
+	       info.dev_index == sinfo.dev_index,
+	       "%s both ends connected on one device", ip);
+
+	test_write_read(ip, &p, MEM_KMALLOC, 1);
+	test_write_read(ip, &p, MEM_KMALLOC, 65536);
+	test_write_read(ip, &p, MEM_VMALLOC, 512 * 1024);
+	test_write_read(ip, &p, MEM_PAGES, 300 * 1024);
+	test_send_recv(ip, &p, MEM_KMALLOC);
+	test_send_recv(ip, &p, MEM_VMALLOC);
+	test_send_recv(ip, &p, MEM_PAGES);
+	test_grant_scope(ip, &p);
+	pair_close(&p);
+}
+
+static void left_done_fn(struct krdma_req *req, const struct krdma_wc *wc)
+{
+	atomic_inc(&left_done);
+}
+
+/* Start 16 WRITEs of 1 MiB and leave them to module exit */
+static void leave_ops_in_flight(const char *ip)
+{
+	struct krdma_token tok;
+	struct pair p;
+	int i, ret;
+
+	ret = pair_open(&p, ip);
+	if (ret)
+		goto fail;
+	left_listener = p.l;
+	left_conn[0] = p.client;
+	left_conn[1] = p.server;
+	for (i = 0; i < 2; i++) {
+		left_mem[i] = vzalloc(SZ_1M);
+		if (!left_mem[i])
+			goto fail;
+		left_buf[i] = krdma_buf_reg_kernel(left_mem[i], SZ_1M,
+						   KRDMA_ACCESS_REMOTE_WRITE);
+		if (IS_ERR(left_buf[i])) {
+			left_buf[i] = NULL;
+			goto fail;
+		}
+	}
+	left_grant = krdma_grant_create(p.server, left_buf[1], 0, SZ_1M,
+					KRDMA_ACCESS_REMOTE_WRITE);
+	if (IS_ERR(left_grant)) {
+		left_grant = NULL;
+		goto fail;
+	}
+	krdma_grant_token(left_grant, &tok);
+	left_reqs = kcalloc(16, sizeof(*left_reqs), GFP_KERNEL);
+	if (!left_reqs)
+		goto fail;
+	for (i = 0; i < 16; i++) {
+		struct krdma_req *req = &left_reqs[i];
+
+		req->opcode = KRDMA_OP_WRITE;
+		req->num_sge = 1;
+		req->sge[0].buf = left_buf[0];
+		req->sge[0].length = SZ_1M;
+		req->remote_addr = tok.addr;
+		req->rkey = tok.rkey;
+		req->done = left_done_fn;
+		if (krdma_post(p.client, req))
+			goto fail;
+	}
+	result(true, "%s 16 writes of 1 MiB left in flight for module exit",
+	       ip);
+	return;
+fail:
+	result(false, "%s leave operations in flight", ip);
+}
+
+static int results_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "TAP version 13\n1..%u\n", ntests);
+	seq_write(m, results, seq_buf_used(&out));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(results);
+
+static int __init krdma_sample_init(void)
+{
+	char *list, *cur, *ip;
+
+	results = kvzalloc(RESULTS_SIZE, GFP_KERNEL);
+	if (!results)
+		return -ENOMEM;
+	seq_buf_init(&out, results, RESULTS_SIZE);
+
+	list = kstrdup(addrs, GFP_KERNEL);
+	if (!list) {
+		kvfree(results);
+		return -ENOMEM;
+	}
+	cur = list;
+	while ((ip = strsep(&cur, ",")))
+		if (*ip)
+			test_ip(ip);
+	if (leave_in_flight)
+		leave_ops_in_flight(list);	/* the first address */
+	kfree(list);
+
+	dir = debugfs_create_dir("krdma_sample", NULL);
+	debugfs_create_file("results", 0400, dir, NULL, &results_fops);
+	return 0;
+}
+
+static void __exit krdma_sample_exit(void)
+{
+	int i;
+
+	debugfs_remove_recursive(dir);
+	/* Closing the connections completes whatever is still in flight */
+	for (i = 0; i < 2; i++)
+		if (left_conn[i])
+			krdma_conn_close(left_conn[i]);
+	if (left_reqs && atomic_read(&left_done) != 16)
+		pr_err("krdma_sample: %d of 16 operations completed\n",
+		       atomic_read(&left_done));
+	if (left_grant)
+		krdma_grant_destroy(left_grant);
+	for (i = 0; i < 2; i++) {
+		if (left_buf[i])
+			krdma_buf_dereg(left_buf[i]);
+		vfree(left_mem[i]);
+	}
+	if (left_listener)
+		krdma_listener_close(left_listener);
+	kfree(left_reqs);
+	kvfree(results);
+}
+
+module_init(krdma_sample_init);
+module_exit(krdma_sample_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("krdma kernel API sample consumer and selftest");
+MODULE_AUTHOR("The krdma authors");
