@@ -882,7 +882,9 @@ int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
 {
 	struct krdma_conn *conn;
 	long left;
+	int ret;
 
+	kref_get(&l->ref);
 	for (;;) {
 		spin_lock(&l->lock);
 		conn = list_first_entry_or_null(&l->queue, struct krdma_conn,
@@ -897,25 +899,29 @@ int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
 		if (conn) {
 			if (READ_ONCE(conn->state) == KRDMA_CS_CONNECTED) {
 				*out = conn;
-				return 0;
+				ret = 0;
+				break;
 			}
 			/* Gone while it waited: not worth handing out */
 			krdma_conn_close(conn);
 			continue;
 		}
+		ret = -ENOTCONN;
 		if (READ_ONCE(l->closed))
-			return -ENOTCONN;
+			break;
+		ret = -EAGAIN;
 		if (nonblock)
-			return -EAGAIN;
+			break;
 		left = wait_event_interruptible_timeout(l->wait,
 							krdma_listener_ready(l),
 							timeout);
-		if (left < 0)
-			return -EINTR;
-		if (!left)
-			return -ETIMEDOUT;
+		ret = left < 0 ? -EINTR : -ETIMEDOUT;
+		if (left <= 0)
+			break;
 		timeout = left;
 	}
+	krdma_listener_put(l);
+	return ret;
 }
 EXPORT_SYMBOL_NS_GPL(krdma_accept, KRDMA);
 

@@ -37,7 +37,8 @@ echo "lint: checkpatch --strict (from $src)"
 # shellcheck disable=SC2046
 if ! "$src/scripts/checkpatch.pl" --strict --no-tree --terse --show-types \
 	-f $(git ls-files --cached --others --exclude-standard \
-		'module/*.[ch]' 'uapi/*.h' 'include/*.h' | sort -u); then
+		'module/*.[ch]' 'uapi/*.h' 'include/*.h' \
+		'selftests/krdma_sample/*.c' | sort -u); then
 	echo "lint: checkpatch FAILED"
 	fail=1
 fi

@@ -98,6 +98,31 @@ for ip in 198.18.0.1 198.18.1.1; do
 	fi
 done
 
+# 3: kernel <-> userspace: the module grants kernel memory to a /dev/krdma
+#    peer, which grants its own memory back
+user_ok=0
+if insmod "$KO" addrs=198.18.0.1 user_serve=1; then
+	read -r port state </sys/kernel/debug/krdma_sample/user
+	if timeout 60 selftests/krdma_kapi_user 198.18.0.1 "$port" >/tmp/kapi_user.log 2>&1; then
+		user_ok=1
+	fi
+	sed 's/^/# /' /tmp/kapi_user.log >/tmp/kapi_user.diag
+	while IFS= read -r l; do lines+=("$l"); done </tmp/kapi_user.diag
+	for _ in $(seq 300); do
+		read -r port state </sys/kernel/debug/krdma_sample/user
+		[[ $state != running ]] && break
+		sleep 0.1
+	done
+	lines+=("# kernel side: $state")
+	[[ $state == ok ]] || user_ok=0
+	rmmod krdma_sample || user_ok=0
+fi
+if ((user_ok)); then
+	ok "a kernel token works for a /dev/krdma peer and a user token for the kernel"
+else
+	not_ok "a kernel token works for a /dev/krdma peer and a user token for the kernel"
+fi
+
 echo "TAP version 13"
 echo "1..$n"
 printf '%s\n' "${lines[@]}"

@@ -18,6 +18,7 @@
 #include <linux/inet.h>
 #include <linux/in.h>
 #include <linux/jiffies.h>
+#include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/preempt.h>
 #include <linux/seq_buf.h>
@@ -31,6 +32,11 @@ MODULE_IMPORT_NS(KRDMA);
 static char *addrs = "198.18.0.1,198.18.1.1";
 module_param(addrs, charp, 0444);
 MODULE_PARM_DESC(addrs, "IPv4 addresses to test on, comma separated");
+
+static bool user_serve;
+module_param(user_serve, bool, 0444);
+MODULE_PARM_DESC(user_serve,
+		 "Serve one userspace peer on the first address (see krdma_kapi_user.c)");
 
 static bool leave_in_flight;
 module_param(leave_in_flight, bool, 0444);
@@ -515,6 +521,191 @@ fail:
 	result(false, "%s leave operations in flight", ip);
 }
 
+/*
+ * Kernel <-> userspace: the module grants a window of kmalloc'd memory and
+ * SENDs the token; the userspace peer (selftests/krdma_kapi_user.c) READs
+ * the first half, WRITEs the second, and SENDs its own token back; the
+ * module checks the second half and WRITEs into the peer's window, then
+ * SENDs "fin". Both sides check every byte.
+ */
+#define USER_LEN	65536
+#define USER_MSG	64
+
+static struct krdma_listener *user_l;
+static struct task_struct *user_task;
+static char user_result[128] = "running";
+static u16 user_port;
+
+static int user_op(struct krdma_conn *conn, u32 opcode, struct krdma_buf *buf,
+		   u64 off, u64 len, const struct krdma_token *tok)
+{
+	struct krdma_req *req = kzalloc(sizeof(*req), GFP_KERNEL);
+	int st;
+
+	if (!req)
+		return -ENOMEM;
+	req->opcode = opcode;
+	req->num_sge = 1;
+	req->sge[0].buf = buf;
+	req->sge[0].offset = off;
+	req->sge[0].length = len;
+	if (tok) {
+		req->remote_addr = tok->addr;
+		req->rkey = tok->rkey;
+	}
+	st = run_op(conn, req);
+	kfree(req);
+	return st;
+}
+
+static int user_serve_fn(void *arg)
+{
+	DECLARE_COMPLETION_ONSTACK(recv_done);
+	struct krdma_buf *buf = NULL, *msg = NULL;
+	struct krdma_window *grant = NULL;
+	struct krdma_conn *conn = NULL;
+	struct krdma_token tok, peer;
+	struct krdma_req *recv = NULL;
+	u8 *mem = NULL, *msgmem = NULL;
+	long bad;
+	int ret;
+
+	/* Accept, a little at a time, so that module exit can stop it */
+	do {
+		ret = krdma_accept(user_l, false, HZ / 2, &conn);
+	} while (ret == -ETIMEDOUT && !kthread_should_stop());
+	if (ret) {
+		snprintf(user_result, sizeof(user_result), "accept: %d", ret);
+		goto out;
+	}
+	mem = kzalloc(USER_LEN, GFP_KERNEL);
+	msgmem = kzalloc(2 * USER_MSG, GFP_KERNEL);
+	recv = kzalloc(sizeof(*recv), GFP_KERNEL);
+	if (!mem || !msgmem || !recv) {
+		snprintf(user_result, sizeof(user_result), "no memory");
+		goto out;
+	}
+	fill(mem, USER_LEN / 2, 11);
+	buf = krdma_buf_reg_kernel(mem, USER_LEN, KRDMA_ACCESS_LOCAL_WRITE |
+				   KRDMA_ACCESS_REMOTE_READ |
+				   KRDMA_ACCESS_REMOTE_WRITE);
+	msg = krdma_buf_reg_kernel(msgmem, 2 * USER_MSG,
+				   KRDMA_ACCESS_LOCAL_WRITE);
+	if (IS_ERR(buf) || IS_ERR(msg)) {
+		snprintf(user_result, sizeof(user_result), "buf_reg failed");
+		buf = IS_ERR(buf) ? NULL : buf;
+		msg = IS_ERR(msg) ? NULL : msg;
+		goto out;
+	}
+	grant = krdma_grant_create(conn, buf, 0, USER_LEN,
+				   KRDMA_ACCESS_REMOTE_READ |
+				   KRDMA_ACCESS_REMOTE_WRITE);
+	if (IS_ERR(grant)) {
+		snprintf(user_result, sizeof(user_result), "grant: %ld",
+			 PTR_ERR(grant));
+		grant = NULL;
+		goto out;
+	}
+	krdma_grant_token(grant, &tok);
+
+	/* The peer's answer lands in the second half of msgmem */
+	recv->opcode = KRDMA_OP_RECV;
+	recv->num_sge = 1;
+	recv->sge[0].buf = msg;
+	recv->sge[0].offset = USER_MSG;
+	recv->sge[0].length = USER_MSG;
+	recv->done = note_context;
+	recv->context = &recv_done;
+	ret = krdma_post(conn, recv);
+	if (ret) {
+		snprintf(user_result, sizeof(user_result), "post recv: %d", ret);
+		goto out;
+	}
+	memcpy(msgmem, &tok, sizeof(tok));
+	ret = user_op(conn, KRDMA_OP_SEND, msg, 0, sizeof(tok), NULL);
+	if (ret)
+		snprintf(user_result, sizeof(user_result), "send token: %d", ret);
+	if (ret || !wait_for_completion_timeout(&recv_done, TIMEOUT)) {
+		if (!ret)
+			snprintf(user_result, sizeof(user_result),
+				 "no answer from the peer");
+		krdma_disconnect(conn);
+		wait_for_completion(&recv_done);
+		goto out;
+	}
+
+	bad = check(mem + USER_LEN / 2, USER_LEN / 2, 22);
+	if (bad != -1) {
+		snprintf(user_result, sizeof(user_result),
+			 "the peer's WRITE differs at byte %ld", bad);
+		goto out;
+	}
+	memcpy(&peer, msgmem + USER_MSG, sizeof(peer));
+	fill(mem, 4096, 33);
+	ret = user_op(conn, KRDMA_OP_WRITE, buf, 0, 4096, &peer);
+	if (!ret) {
+		memcpy(msgmem, "fin", 4);
+		ret = user_op(conn, KRDMA_OP_SEND, msg, 0, 4, NULL);
+	}
+	if (ret)
+		snprintf(user_result, sizeof(user_result),
+			 "write to the peer's token: %d", ret);
+	else
+		snprintf(user_result, sizeof(user_result), "ok");
+out:
+	if (conn) {
+		/* Let the peer take "fin" before the connection goes */
+		msleep(200);
+		krdma_conn_close(conn);
+	}
+	if (grant)
+		krdma_grant_destroy(grant);
+	if (buf)
+		krdma_buf_dereg(buf);
+	if (msg)
+		krdma_buf_dereg(msg);
+	kfree(mem);
+	kfree(msgmem);
+	kfree(recv);
+	while (!kthread_should_stop())
+		schedule_timeout_interruptible(HZ / 10);
+	return 0;
+}
+
+static int user_start(const char *ip)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_storage bound;
+	int ret;
+
+	if (!in4_pton(ip, -1, (u8 *)&sin.sin_addr, -1, NULL))
+		return -EINVAL;
+	user_l = krdma_listen(&init_net, (struct sockaddr *)&sin, 1, NULL);
+	if (IS_ERR(user_l)) {
+		ret = PTR_ERR(user_l);
+		user_l = NULL;
+		return ret;
+	}
+	ret = krdma_listener_addr(user_l, &bound);
+	if (ret)
+		return ret;
+	user_port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+	user_task = kthread_run(user_serve_fn, NULL, "krdma_sample");
+	if (IS_ERR(user_task)) {
+		ret = PTR_ERR(user_task);
+		user_task = NULL;
+		return ret;
+	}
+	return 0;
+}
+
+static int user_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "%u %s\n", user_port, user_result);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(user);
+
 static int results_show(struct seq_file *m, void *v)
 {
 	seq_printf(m, "TAP version 13\n1..%u\n", ntests);
@@ -543,10 +734,13 @@ static int __init krdma_sample_init(void)
 			test_ip(ip);
 	if (leave_in_flight)
 		leave_ops_in_flight(list);	/* the first address */
-	kfree(list);
+	if (user_serve && user_start(list))
+		snprintf(user_result, sizeof(user_result), "cannot listen");
 
 	dir = debugfs_create_dir("krdma_sample", NULL);
 	debugfs_create_file("results", 0400, dir, NULL, &results_fops);
+	debugfs_create_file("user", 0400, dir, NULL, &user_fops);
+	kfree(list);
 	return 0;
 }
 
@@ -555,6 +749,10 @@ static void __exit krdma_sample_exit(void)
 	int i;
 
 	debugfs_remove_recursive(dir);
+	if (user_task)
+		kthread_stop(user_task);
+	if (user_l)
+		krdma_listener_close(user_l);
 	/* Closing the connections completes whatever is still in flight */
 	for (i = 0; i < 2; i++)
 		if (left_conn[i])
