@@ -206,6 +206,60 @@ struct krdma_buf *krdma_buf_reg_pages(struct page **pages,
 EXPORT_SYMBOL_NS_GPL(krdma_buf_reg_pages, KRDMA);
 
 /**
+ * krdma_buf_reg_sgt - register the pages of a scatter/gather table
+ * @sgt: the table (its CPU side: sg_page(), offset, length); the pages
+ *       must stay allocated until the buffer is deregistered and its last
+ *       operation has completed
+ * @access: KRDMA_ACCESS_* the buffer will allow
+ *
+ * The entries must make one contiguous range of bytes: every entry but
+ * the first starts at offset 0 of its page, and every entry but the last
+ * ends at the end of a page.
+ *
+ * Context: process context; sleeps.
+ * Return: the buffer, or ERR_PTR(-EINVAL) for a table that is empty or
+ * has holes, or ERR_PTR(-ENOMEM).
+ */
+struct krdma_buf *krdma_buf_reg_sgt(struct sg_table *sgt, u32 access)
+{
+	struct scatterlist *sg;
+	unsigned long npages = 0;
+	struct krdma_buf *buf;
+	size_t length = 0;
+	unsigned int i, j, k = 0;
+
+	if (!sgt || !sgt->orig_nents || access & ~KRDMA_ACCESS_ALL)
+		return ERR_PTR(-EINVAL);
+	for_each_sgtable_sg(sgt, sg, i) {
+		bool first = i == 0, last = i == sgt->orig_nents - 1;
+
+		if (!sg->length || (!first && sg->offset) ||
+		    (!last && !PAGE_ALIGNED(sg->offset + sg->length)))
+			return ERR_PTR(-EINVAL);
+		npages += (PAGE_ALIGN(sg->offset + sg->length) -
+			   (sg->offset & PAGE_MASK)) >> PAGE_SHIFT;
+		length += sg->length;
+	}
+
+	buf = krdma_buf_alloc(npages);
+	if (!buf)
+		return ERR_PTR(-ENOMEM);
+	for_each_sgtable_sg(sgt, sg, i) {
+		struct page *page = sg_page(sg) + (sg->offset >> PAGE_SHIFT);
+		unsigned long n = (PAGE_ALIGN(offset_in_page(sg->offset) +
+					      sg->length)) >> PAGE_SHIFT;
+
+		for (j = 0; j < n; j++)
+			buf->pages[k++] = nth_page(page, j);
+	}
+	buf->first_offset = offset_in_page(sgt->sgl->offset);
+	buf->length = length;
+	buf->access = access;
+	return buf;
+}
+EXPORT_SYMBOL_NS_GPL(krdma_buf_reg_sgt, KRDMA);
+
+/**
  * krdma_buf_reg_kernel - register kernel memory from kmalloc() or vmalloc()
  * @addr: start of the memory, any alignment
  * @length: length in bytes, not 0

@@ -64,6 +64,8 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
 	INIT_WORK(&conn->post_work, krdma_post_work);
 	INIT_WORK(&conn->close_work, krdma_conn_close_work);
 	INIT_WORK(&conn->error_work, krdma_conn_error_work);
+	if (p)
+		conn->params = *p;
 	conn->params.sq_depth = krdma_depth(p ? p->sq_depth : 0);
 	conn->params.rq_depth = krdma_depth(p ? p->rq_depth : 0);
 	return conn;
@@ -298,6 +300,7 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 {
 	struct krdma_device *kdev;
 	struct rdma_cm_id *id;
+	bool owned;
 
 	mutex_lock(&conn->lock);
 	if (conn->torn_down) {
@@ -353,6 +356,14 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	if (id)
 		rdma_destroy_id(id);
 	krdma_device_put(kdev);
+
+	/*
+	 * A failure, not a close, of a connection someone owns: tell its
+	 * owner (kernel consumers).
+	 */
+	owned = !conn->passive || READ_ONCE(conn->accepted);
+	if (error && conn->established && owned && conn->params.event)
+		conn->params.event(conn, error, conn->params.context);
 }
 
 /**
@@ -528,6 +539,7 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 				ev->param.conn.responder_resources;
 		}
 		krdma_conn_save_addrs(conn);
+		conn->established = true;
 		krdma_conn_set_state(conn, KRDMA_CS_CONNECTED, 0);
 		if (conn->passive)
 			close_it = !krdma_listener_enqueue(conn->listener, conn);
@@ -813,6 +825,8 @@ struct krdma_listener *krdma_listen(struct net *net, struct sockaddr *addr,
 	l->net = get_net(net);
 	l->backlog = backlog ? min_t(u32, backlog, KRDMA_MAX_DEPTH) :
 			       KRDMA_DEFAULT_BACKLOG;
+	if (params)
+		l->params = *params;
 	l->params.sq_depth = krdma_depth(params ? params->sq_depth : 0);
 	l->params.rq_depth = krdma_depth(params ? params->rq_depth : 0);
 

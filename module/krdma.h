@@ -178,6 +178,7 @@ enum krdma_conn_state {
  * @passive: made by a listener
  * @accepted: passive: owned by someone (under the listener's lock)
  * @close_queued: @close_work was queued
+ * @established: was connected once (under @lock)
  * @close_work: closes a passive connection nobody accepted
  * @qp_error: the QP failed (negative errno), set once from any context
  * @error_work: moves the connection to ERROR after @qp_error was set
@@ -228,6 +229,7 @@ struct krdma_conn {
 	bool passive;
 	bool accepted;
 	bool close_queued;
+	bool established;
 	struct work_struct close_work;
 	atomic_t qp_error;
 	struct work_struct error_work;

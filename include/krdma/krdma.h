@@ -30,15 +30,24 @@ struct krdma_buf;
 struct krdma_window;
 struct net;
 struct page;
+struct sg_table;
 
 /**
  * struct krdma_conn_params - what a connection is created with
  * @sq_depth: operations in flight on the send queue (0: default)
  * @rq_depth: RECVs that can be posted at once (0: default)
+ * @event: optional: called once when the connection fails (peer gone,
+ *         QP error, device removed), after every operation in flight has
+ *         completed; @error is why (-ECONNRESET, -ENODEV, ...). Process
+ *         context, no krdma lock held: it may call krdma functions, but
+ *         not krdma_conn_close() of this connection.
+ * @context: passed to @event
  */
 struct krdma_conn_params {
 	u32 sq_depth;
 	u32 rq_depth;
+	void (*event)(struct krdma_conn *conn, int error, void *context);
+	void *context;
 };
 
 /**
@@ -173,6 +182,7 @@ struct krdma_buf *krdma_buf_reg_kernel(void *addr, size_t length, u32 access);
 struct krdma_buf *krdma_buf_reg_pages(struct page **pages,
 				      unsigned int npages, unsigned int offset,
 				      size_t length, u32 access);
+struct krdma_buf *krdma_buf_reg_sgt(struct sg_table *sgt, u32 access);
 void krdma_buf_dereg(struct krdma_buf *buf);
 struct krdma_window *krdma_grant_create(struct krdma_conn *conn,
 					struct krdma_buf *buf, u64 offset,

@@ -160,14 +160,17 @@ static int run_op(struct krdma_conn *conn, struct krdma_req *req)
 	return ret ? ret : wc.status;
 }
 
-enum mem_kind { MEM_KMALLOC, MEM_VMALLOC, MEM_PAGES };
-static const char *const mem_names[] = { "kmalloc", "vmalloc", "pages" };
+enum mem_kind { MEM_KMALLOC, MEM_VMALLOC, MEM_PAGES, MEM_SGT };
+static const char *const mem_names[] = {
+	"kmalloc", "vmalloc", "pages", "sg_table"
+};
 
 /* Kernel memory of a kind, registered; *mem is what to free */
 struct kmem {
 	void *p;
 	struct page **pages;
 	unsigned int npages;
+	struct sg_table sgt;
 	struct krdma_buf *buf;
 };
 
@@ -191,6 +194,7 @@ static int kmem_get(struct kmem *m, enum mem_kind kind, size_t len,
 		m->buf = krdma_buf_reg_kernel(m->p, len, access);
 		break;
 	case MEM_PAGES:
+	case MEM_SGT:
 		m->npages = DIV_ROUND_UP(len, PAGE_SIZE);
 		m->pages = kcalloc(m->npages, sizeof(*m->pages), GFP_KERNEL);
 		if (!m->pages)
@@ -203,8 +207,15 @@ static int kmem_get(struct kmem *m, enum mem_kind kind, size_t len,
 		m->p = vmap(m->pages, m->npages, VM_MAP, PAGE_KERNEL);
 		if (!m->p)
 			return -ENOMEM;
-		m->buf = krdma_buf_reg_pages(m->pages, m->npages, 0, len,
-					     access);
+		if (kind == MEM_PAGES) {
+			m->buf = krdma_buf_reg_pages(m->pages, m->npages, 0,
+						     len, access);
+			break;
+		}
+		if (sg_alloc_table_from_pages(&m->sgt, m->pages, m->npages, 0,
+					      len, GFP_KERNEL))
+			return -ENOMEM;
+		m->buf = krdma_buf_reg_sgt(&m->sgt, access);
 		break;
 	}
 	if (IS_ERR(m->buf)) {
@@ -230,6 +241,8 @@ static void kmem_put(struct kmem *m, enum mem_kind kind)
 		vfree(m->p);
 		break;
 	case MEM_PAGES:
+	case MEM_SGT:
+		sg_free_table(&m->sgt);
 		if (m->p)
 			vunmap(m->p);
 		for (i = 0; m->pages && i < m->npages; i++)
@@ -432,6 +445,68 @@ out:
 	kfree(req);
 }
 
+struct gone {
+	struct completion done;
+	int error;
+};
+
+static void gone_event(struct krdma_conn *conn, int error, void *context)
+{
+	struct gone *g = context;
+
+	g->error = error;
+	complete(&g->done);
+}
+
+/* The peer goes away: the consumer is told through its event callback */
+static void test_peer_gone(const char *ip)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct krdma_conn_params params = { .event = gone_event };
+	struct krdma_conn *client, *server;
+	struct sockaddr_storage bound;
+	struct krdma_conn_info info;
+	struct krdma_listener *l;
+	/* static: an event that comes late must find it */
+	static struct gone g;
+
+	init_completion(&g.done);
+	g.error = 0;
+	params.context = &g;
+	if (!in4_pton(ip, -1, (u8 *)&sin.sin_addr, -1, NULL))
+		return;
+	l = krdma_listen(&init_net, (struct sockaddr *)&sin, 1, NULL);
+	if (IS_ERR(l) || krdma_listener_addr(l, &bound)) {
+		result(false, "%s peer gone: listen", ip);
+		goto out_listener;
+	}
+	client = krdma_connect(&init_net, (struct sockaddr *)&bound, NULL,
+			       TIMEOUT, &params);
+	if (IS_ERR(client)) {
+		result(false, "%s peer gone: connect %ld", ip, PTR_ERR(client));
+		goto out_listener;
+	}
+	if (krdma_accept(l, false, TIMEOUT, &server)) {
+		result(false, "%s peer gone: accept", ip);
+		krdma_conn_close(client);
+		goto out_listener;
+	}
+	krdma_conn_close(server);
+	if (!wait_for_completion_timeout(&g.done, TIMEOUT)) {
+		result(false, "%s peer gone: no event", ip);
+		krdma_conn_close(client);
+		goto out_listener;
+	}
+	krdma_conn_info(client, &info);
+	result(g.error < 0 && info.state == KRDMA_CONN_ERROR,
+	       "%s the consumer's event callback reports the peer gone (%d)",
+	       ip, g.error);
+	krdma_conn_close(client);
+out_listener:
+	if (!IS_ERR(l))
+		krdma_listener_close(l);
+}
+
 static void test_ip(const char *ip)
 {
 	struct krdma_conn_info info, sinfo;
@@ -455,11 +530,13 @@ static void test_ip(const char *ip)
 	test_write_read(ip, &p, MEM_KMALLOC, 65536);
 	test_write_read(ip, &p, MEM_VMALLOC, 512 * 1024);
 	test_write_read(ip, &p, MEM_PAGES, 300 * 1024);
+	test_write_read(ip, &p, MEM_SGT, 200 * 1024 + 17);
 	test_send_recv(ip, &p, MEM_KMALLOC);
 	test_send_recv(ip, &p, MEM_VMALLOC);
 	test_send_recv(ip, &p, MEM_PAGES);
 	test_grant_scope(ip, &p);
 	pair_close(&p);
+	test_peer_gone(ip);
 }
 
 static void left_done_fn(struct krdma_req *req, const struct krdma_wc *wc)

@@ -74,6 +74,11 @@ run ip addr add 2001:2:0:1::1/64 dev veth2 nodad
 # each end's address out of the other end (pref 20, tables 102..105) with
 # permanent neighbour entries, and deliver what arrives on a veth locally
 # (pref 10, iif). Only the addresses of these two pairs are affected.
+# rxe sends a burst of a whole READ response into the peer veth's
+# backlog (1000 packets by default): a drop there makes rxe retry the
+# READ, and 6.1's rxe can fail a retried READ with an rkey error. Room
+# for 16 MiB of 4 KiB packets keeps the wire lossless, as a real fabric is.
+run sysctl -qw net.core.netdev_max_backlog=65536
 run sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.all.rp_filter=0 \
 	net.ipv4.conf.default.rp_filter=0
 run ip rule add pref 1000 lookup local
