@@ -27,6 +27,16 @@
 
 static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 
+/*
+ * IB/RoCE: how long a request waits for its ACK before it is sent again,
+ * as 4.096 us * 2^ack_timeout. 18 is about 1 s: a slow peer (a soft device
+ * on a loaded or emulated machine) is then not flooded with retries.
+ */
+static unsigned int ack_timeout = 18;
+module_param(ack_timeout, uint, 0644);
+MODULE_PARM_DESC(ack_timeout,
+		 "IB/RoCE ACK timeout exponent: 4.096us * 2^N (default 18, ~1 s)");
+
 static u32 krdma_depth(u32 want)
 {
 	if (!want)
@@ -617,6 +627,7 @@ struct krdma_conn *krdma_connect(struct net *net, struct sockaddr *dst,
 
 	mutex_lock(&conn->lock);
 	conn->cm_id = id;
+	rdma_set_ack_timeout(id, min_t(unsigned int, ack_timeout, 31));
 	ret = rdma_resolve_addr(id, src, dst, KRDMA_RESOLVE_MS);
 	mutex_unlock(&conn->lock);
 	if (ret)
@@ -837,6 +848,8 @@ struct krdma_listener *krdma_listen(struct net *net, struct sockaddr *addr,
 	}
 	if (addr->sa_family == AF_INET6)
 		rdma_set_afonly(id, 1);
+	/* Inherited by the ids of accepted connections */
+	rdma_set_ack_timeout(id, min_t(unsigned int, ack_timeout, 31));
 	ret = rdma_bind_addr(id, addr);
 	if (ret)
 		goto err_destroy_id;

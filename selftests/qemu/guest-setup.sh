@@ -75,9 +75,10 @@ run ip addr add 2001:2:0:1::1/64 dev veth2 nodad
 # permanent neighbour entries, and deliver what arrives on a veth locally
 # (pref 10, iif). Only the addresses of these two pairs are affected.
 # rxe sends a burst of a whole READ response into the peer veth's
-# backlog (1000 packets by default): a drop there makes rxe retry the
-# READ, and 6.1's rxe can fail a retried READ with an rkey error. Room
-# for 16 MiB of 4 KiB packets keeps the wire lossless, as a real fabric is.
+# backlog (1000 packets by default): room for 16 MiB of 4 KiB packets
+# keeps the pair lossless, as a real fabric is, so that rxe never has to
+# retry a READ (a retried 16 MiB READ across the pair once failed with an
+# rkey error on 6.1's rxe; not reproduced since).
 run sysctl -qw net.core.netdev_max_backlog=65536
 run sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.all.rp_filter=0 \
 	net.ipv4.conf.default.rp_filter=0
