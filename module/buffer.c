@@ -189,10 +189,15 @@ struct krdma_buf *krdma_buf_reg_pages(struct page **pages,
 {
 	struct krdma_buf *buf;
 
+	unsigned int i;
+
 	if (!pages || !npages || !length || offset >= PAGE_SIZE ||
 	    access & ~KRDMA_ACCESS_ALL ||
 	    length > (size_t)npages * PAGE_SIZE - offset)
 		return ERR_PTR(-EINVAL);
+	for (i = 0; i < npages; i++)
+		if (!pages[i])
+			return ERR_PTR(-EINVAL);
 
 	buf = krdma_buf_alloc(npages);
 	if (!buf)
@@ -279,10 +284,12 @@ struct krdma_buf *krdma_buf_reg_kernel(void *addr, size_t length, u32 access)
 	unsigned long i, npages;
 	bool vmalloced;
 
-	if (!addr || !length || access & ~KRDMA_ACCESS_ALL)
+	if (!addr || !length || access & ~KRDMA_ACCESS_ALL ||
+	    (unsigned long)addr + length < (unsigned long)addr)
 		return ERR_PTR(-EINVAL);
 	vmalloced = is_vmalloc_addr(addr);
-	if (!vmalloced && !virt_addr_valid(addr))
+	if (!vmalloced && (!virt_addr_valid(addr) ||
+			   !virt_addr_valid(addr + length - 1)))
 		return ERR_PTR(-EINVAL);
 
 	npages = (PAGE_ALIGN((unsigned long)addr + length) - start) >>
@@ -294,6 +301,11 @@ struct krdma_buf *krdma_buf_reg_kernel(void *addr, size_t length, u32 access)
 		void *p = (void *)(start + i * PAGE_SIZE);
 
 		buf->pages[i] = vmalloced ? vmalloc_to_page(p) : virt_to_page(p);
+		if (!buf->pages[i]) {
+			kvfree(buf->pages);
+			kfree(buf);
+			return ERR_PTR(-EINVAL);
+		}
 	}
 	buf->first_offset = offset_in_page(addr);
 	buf->length = length;

@@ -63,6 +63,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
 	mutex_init(&conn->post_mutex);
 	conn->state = KRDMA_CS_CONNECTING;
 	init_waitqueue_head(&conn->wait);
+	init_completion(&conn->torn_down_done);
 	INIT_LIST_HEAD(&conn->dev_entry);
 	INIT_LIST_HEAD(&conn->listen_entry);
 	INIT_LIST_HEAD(&conn->grants);
@@ -102,6 +103,7 @@ void krdma_conn_put(struct krdma_conn *conn)
 	if (conn)
 		kref_put(&conn->ref, krdma_conn_release);
 }
+EXPORT_SYMBOL_NS_GPL(krdma_conn_put, KRDMA);
 
 static void krdma_fill_hdr(struct krdma_conn *conn, struct krdma_cm_hdr *hdr)
 {
@@ -315,6 +317,8 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	mutex_lock(&conn->lock);
 	if (conn->torn_down) {
 		mutex_unlock(&conn->lock);
+		/* Whoever tore it down may still be telling the owner */
+		wait_for_completion(&conn->torn_down_done);
 		return;
 	}
 	krdma_conn_set_state(conn, error ? KRDMA_CS_ERROR : KRDMA_CS_CLOSED,
@@ -371,9 +375,10 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	 * A failure, not a close, of a connection someone owns: tell its
 	 * owner (kernel consumers).
 	 */
-	owned = !conn->passive || READ_ONCE(conn->accepted);
+	owned = READ_ONCE(conn->handed_out);
 	if (error && conn->established && owned && conn->params.event)
 		conn->params.event(conn, error, conn->params.context);
+	complete_all(&conn->torn_down_done);
 }
 
 /**
@@ -646,6 +651,7 @@ struct krdma_conn *krdma_connect(struct net *net, struct sockaddr *dst,
 	mutex_unlock(&conn->lock);
 	if (ret)
 		goto err_teardown;
+	WRITE_ONCE(conn->handed_out, true);
 	return conn;
 
 err_teardown:
@@ -741,6 +747,8 @@ static int krdma_listener_request(struct krdma_listener *l,
 				      attrs->max_qp_init_rd_atom);
 	param.flow_control = 1;
 	param.rnr_retry_count = 7;
+	/* The listener's own setting does not pass to the new id */
+	rdma_set_ack_timeout(id, min_t(unsigned int, ack_timeout, 31));
 	conn->initiator_depth = param.initiator_depth;
 	conn->responder_resources = param.responder_resources;
 	ret = rdma_accept(id, &param);
@@ -848,8 +856,6 @@ struct krdma_listener *krdma_listen(struct net *net, struct sockaddr *addr,
 	}
 	if (addr->sa_family == AF_INET6)
 		rdma_set_afonly(id, 1);
-	/* Inherited by the ids of accepted connections */
-	rdma_set_ack_timeout(id, min_t(unsigned int, ack_timeout, 31));
 	ret = rdma_bind_addr(id, addr);
 	if (ret)
 		goto err_destroy_id;
@@ -925,6 +931,7 @@ int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
 
 		if (conn) {
 			if (READ_ONCE(conn->state) == KRDMA_CS_CONNECTED) {
+				WRITE_ONCE(conn->handed_out, true);
 				*out = conn;
 				ret = 0;
 				break;

@@ -179,6 +179,10 @@ enum krdma_conn_state {
  * @accepted: passive: owned by someone (under the listener's lock)
  * @close_queued: @close_work was queued
  * @established: was connected once (under @lock)
+ * @handed_out: given to its owner by krdma_connect() or krdma_accept():
+ *              only then is the owner's event callback called
+ * @torn_down_done: completed when the teardown, owner event included, is
+ *                  over
  * @close_work: closes a passive connection nobody accepted
  * @qp_error: the QP failed (negative errno), set once from any context
  * @error_work: moves the connection to ERROR after @qp_error was set
@@ -230,6 +234,8 @@ struct krdma_conn {
 	bool accepted;
 	bool close_queued;
 	bool established;
+	bool handed_out;
+	struct completion torn_down_done;
 	struct work_struct close_work;
 	atomic_t qp_error;
 	struct work_struct error_work;
@@ -272,7 +278,6 @@ struct krdma_conn {
 void krdma_listener_put(struct krdma_listener *l);
 bool krdma_listener_enqueue(struct krdma_listener *l, struct krdma_conn *conn);
 void krdma_conn_teardown(struct krdma_conn *conn, int error);
-void krdma_conn_put(struct krdma_conn *conn);
 void krdma_conn_qp_failed(struct krdma_conn *conn, int error);
 static inline void krdma_conn_get(struct krdma_conn *conn)
 {
@@ -327,6 +332,7 @@ void krdma_xfer_reap(struct krdma_conn *conn);
 void krdma_xfer_free_zombies(struct krdma_conn *conn);
 void krdma_post_work(struct work_struct *work);
 int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr);
+int krdma_post_heartbeat(struct krdma_conn *conn);
 
 /* chardev.c */
 int krdma_chardev_init(void);

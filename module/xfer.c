@@ -118,10 +118,10 @@ static void krdma_req_complete(struct krdma_req *req)
 	krdma_conn_put(conn);
 }
 
-static void krdma_req_fail(struct krdma_req *req, u32 status)
+/* Record the first error; chunks may fail in softirq while posting fails */
+static bool krdma_req_fail(struct krdma_req *req, u32 status)
 {
-	if (req->status == IB_WC_SUCCESS)
-		req->status = status;
+	return cmpxchg(&req->status, IB_WC_SUCCESS, status) == IB_WC_SUCCESS;
 }
 
 /* One reference of req->inflight is gone; the last completes it */
@@ -247,9 +247,8 @@ static void krdma_chunk_complete(struct krdma_conn *conn,
 				 ib_wc_status_msg(wc->status), wc->vendor_err);
 			krdma_conn_qp_failed(conn, krdma_wc_errno(wc->status));
 		}
-		if (req->status == IB_WC_SUCCESS)
+		if (krdma_req_fail(req, wc->status))
 			req->vendor_err = wc->vendor_err;
-		krdma_req_fail(req, wc->status);
 	} else if (chunk->kind == KRDMA_CHUNK_RECV) {
 		req->byte_len = wc->byte_len;
 		if (wc->wc_flags & IB_WC_WITH_IMM) {
@@ -944,6 +943,25 @@ int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr)
 	if (refcount_dec_and_test(&lw->ref))
 		kfree(lw);
 	return ret;
+}
+
+/**
+ * krdma_post_heartbeat - check that the peer is there
+ * @conn: the connection
+ *
+ * A zero-length RDMA WRITE: it needs no key, touches no memory, and is
+ * answered by the peer's device alone.
+ *
+ * Context: process context; sleeps.
+ * Return: 0 when the peer answered, else as krdma_post_local_wr().
+ */
+int krdma_post_heartbeat(struct krdma_conn *conn)
+{
+	struct ib_rdma_wr wr = {
+		.wr.opcode = IB_WR_RDMA_WRITE,
+	};
+
+	return krdma_post_local_wr(conn, &wr.wr);
 }
 
 /**

@@ -450,17 +450,6 @@ static int version_main(int argc, char *argv[])
 
 /* krdmactl dev */
 
-struct port_info {
-	struct krdma_port_query pq;
-	struct krdma_gid_entry *gids;
-	uint32_t ngids;
-};
-
-struct dev_info {
-	struct krdma_dev_query dq;
-	struct port_info *ports;	/* phys_port_cnt entries, port 1 first */
-};
-
 static void free_dev(struct dev_info *d)
 {
 	uint32_t p;
@@ -473,7 +462,7 @@ static void free_dev(struct dev_info *d)
 	memset(d, 0, sizeof(*d));
 }
 
-static void free_devs(struct dev_info *devs, uint32_t ndevs)
+void free_devs(struct dev_info *devs, uint32_t ndevs)
 {
 	uint32_t i;
 
@@ -540,7 +529,7 @@ static void list_known_devices(int fd)
  * Devices removed while we look are left out. Returns 0 or -errno, already
  * reported.
  */
-static int collect_devs(int fd, const char *name, struct dev_info **devs,
+int collect_devs(int fd, const char *name, struct dev_info **devs,
 			uint32_t *ndevs)
 {
 	struct dev_info *d;
@@ -959,6 +948,44 @@ static const struct {
 	  "  -h, --help               show this help\n"
 	  "\n"
 	  "Exit status: 0 when both ways were verified, 1 otherwise, 2 bad usage.\n" },
+	{ "bench", bench_main,
+	  "benchmark RDMA WRITE, READ, SEND and WRITE latency over sizes",
+	  "-l [-a ADDR] [-p PORT] [-c COUNT] [-S MAXSIZE]\n"
+	  "       krdmactl bench ADDR [-p PORT] [-o OPS] [-s SIZES] [-d DEPTH]\n"
+	  "                [-b BATCH] [-n ITERS] [-m MIN_ITERS] [-B BYTES] [-t MS] [-j]\n"
+	  "With -l, serve bench clients (one at a time). Otherwise connect to\n"
+	  "`krdmactl bench -l` at ADDR and, for each operation and size, keep\n"
+	  "DEPTH operations in flight, submitted BATCH per call, completions\n"
+	  "busy-polled; print bandwidth, message rate, the latency of each\n"
+	  "operation (median, p99, p99.9: submit to completion; \"lat\": half a\n"
+	  "WRITE ping-pong round, as ib_write_lat) and the client's CPU time\n"
+	  "(user + system) per GB. The protocol is described at the top of\n"
+	  "userspace-tools/krdmactl_bench.c.\n"
+	  "\n"
+	  "  -l, --listen         be the server\n"
+	  "  -a, --addr ADDR      server: listen on ADDR (default 0.0.0.0)\n"
+	  "  -c, --count COUNT    server: exit after COUNT clients\n"
+	  "  -S, --max-size SIZE  server: largest size it takes (default 8M)\n"
+	  "  -p, --port PORT      port (default 18516)\n"
+	  "  -o, --ops OPS        comma-separated: write,read,send,lat (default all)\n"
+	  "  -s, --sizes SIZES    \"64,4K,1M\", or \"MIN-MAX\": powers of 4 from\n"
+	  "                       MIN, and MAX (default 64-8M)\n"
+	  "  -d, --depth DEPTH    operations in flight (default 64, at most 128)\n"
+	  "  -b, --batch BATCH    operations per submit (default 16, at most 64)\n"
+	  "  -n, --iters ITERS    most iterations per size (default 10000)\n"
+	  "  -m, --min-iters N    fewest iterations per size (default 100)\n"
+	  "  -B, --bytes BYTES    bytes per size: iterations = BYTES / size,\n"
+	  "                       within [N, ITERS] (default 256M)\n"
+	  "  -t, --timeout MS     longest wait without progress (default 10000)\n"
+	  "  -j, --json           print JSON: {\"device\",\"transport\",\"date\",\n"
+	  "                       \"kernel\",\"machine\",\"results\":[{\"op\",\"size\",\n"
+	  "                       \"iters\",\"mb_per_s\",\"mmsg_per_s\",\"lat_us\":\n"
+	  "                       {\"median\",\"p99\",\"p99_9\"},\"cpu\":{\"s_per_gb\"}}],\n"
+	  "                       \"ok\",\"error\"}\n"
+	  "  -h, --help           show this help\n"
+	  "\n"
+	  "SENDs larger than 1 MiB are skipped (krdma's limit). MB is 10^6 bytes.\n"
+	  "Exit status: 0 when every run completed, 1 otherwise, 2 bad usage.\n" },
 	{ "help", help_main,
 	  "show this help, or the help of a command",
 	  "[COMMAND]\n"

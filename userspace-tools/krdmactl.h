@@ -73,9 +73,40 @@ void json_double(struct json *j, const char *key, double val, int decimals);
 void json_bool(struct json *j, const char *key, bool val);
 void json_null(struct json *j, const char *key);
 
+/* What `krdmactl dev` collects about the devices (krdmactl.c) */
+#include "libkrdma.h"
+
+struct port_info {
+	struct krdma_port_query pq;
+	struct krdma_gid_entry *gids;
+	uint32_t ngids;
+};
+
+struct dev_info {
+	struct krdma_dev_query dq;
+	struct port_info *ports;	/* phys_port_cnt entries, port 1 first */
+};
+
+/*
+ * Every device krdma tracks (@name NULL) or only @name, with its ports
+ * and GIDs; says on stderr what went wrong. Returns 0 or -errno.
+ */
+int collect_devs(int fd, const char *name, struct dev_info **devs,
+		 uint32_t *ndevs);
+void free_devs(struct dev_info *devs, uint32_t ndevs);
+
+/* Subcommands of krdmactl_setup.c */
+int up_main(int argc, char *argv[]);
+int down_main(int argc, char *argv[]);
+int doctor_main(int argc, char *argv[]);
+int explain_main(int argc, char *argv[]);
+
 /* Subcommands of krdmactl_ping.c */
 int serve_main(int argc, char *argv[]);
 int ping_main(int argc, char *argv[]);
 int xfer_main(int argc, char *argv[]);
+
+/* Subcommand of krdmactl_bench.c */
+int bench_main(int argc, char *argv[]);
 
 #endif /* KRDMACTL_H */

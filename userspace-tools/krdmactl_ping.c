@@ -251,72 +251,9 @@ static const char *size_str(uint64_t n, char *buf, size_t len)
 	return buf;
 }
 
-/*
- * Advice for an errno of a connection, registration or operation, where
- * krdma_strerror_hint() says nothing or something meant for other calls.
- */
-static const char *kp_hint(int err)
-{
-	switch (err < 0 ? -err : err) {
-	case ECONNREFUSED:
-		return "nobody listens at that address and port: start `krdmactl serve` there, or give its -p PORT";
-	case ETIMEDOUT:
-		return "no answer in time: is the peer running, and is its address on a network that an RDMA device of this host is attached to (see: krdmactl dev)?";
-	case EHOSTUNREACH:
-	case ENETUNREACH:
-	case EADDRNOTAVAIL:
-	case ENODEV:
-		return "no RDMA device reaches that address: it must be on a network that an RDMA device (rxe, siw, ...) is attached to; see: krdmactl dev";
-	case ECONNRESET:
-	case ECONNABORTED:
-		return "the peer rejected or dropped the connection";
-	case ENOTCONN:
-		return "the connection is down: the peer went away, or the link failed";
-	case EADDRINUSE:
-		return "that address and port are taken (another krdmactl serve?): choose another -p PORT";
-	case ENOMEM:
-		return "cannot pin that much memory: raise the locked-memory limit (ulimit -l), run as root, or use a smaller size";
-	case EMSGSIZE:
-		return "the message is larger than the connection can carry";
-	case EINTR:
-	case EAGAIN:
-	case EINVAL:
-		return NULL;
-	}
-	return krdma_strerror_hint(err);
-}
-
-/* What a completion status means, in plain words */
-static const char *kp_wc_explain(uint32_t status)
-{
-	switch (status) {
-	case KRDMA_WC_WR_FLUSH_ERR:
-		return "the connection was closed or failed before the operation ran: the peer went away, or an earlier operation failed";
-	case KRDMA_WC_REM_ACCESS_ERR:
-		return "the peer refused access to its memory: the token is wrong, revoked, for another connection, or does not allow this operation";
-	case KRDMA_WC_REM_INV_REQ_ERR:
-		return "the peer found the request invalid: a message larger than its receive buffer, or an operation it does not support";
-	case KRDMA_WC_REM_OP_ERR:
-		return "the peer could not carry out the operation (its side of the connection failed)";
-	case KRDMA_WC_RETRY_EXC_ERR:
-		return "the peer stopped answering (transport retries exhausted): is it still running, is the link up?";
-	case KRDMA_WC_RNR_RETRY_EXC_ERR:
-		return "the peer had no receive posted for too long (receiver not ready)";
-	case KRDMA_WC_LOC_LEN_ERR:
-		return "a message did not fit the receive buffer";
-	case KRDMA_WC_LOC_PROT_ERR:
-	case KRDMA_WC_LOC_ACCESS_ERR:
-		return "a local buffer does not allow this access";
-	case KRDMA_WC_LOC_QP_OP_ERR:
-		return "the local queue pair could not carry out the operation";
-	case KRDMA_WC_RESP_TIMEOUT_ERR:
-		return "the peer's response did not arrive in time";
-	case KRDMA_WC_FATAL_ERR:
-	case KRDMA_WC_GENERAL_ERR:
-		return "the RDMA device reported a failure; see the kernel log (dmesg)";
-	}
-	return NULL;
-}
+/* The advice tables live in libkrdma, shared with doctor and the docs */
+#define kp_hint krdma_conn_strerror_hint
+#define kp_wc_explain krdma_wc_status_explain
 
 /*
  * One connection and what it uses. Everything goes through one file of

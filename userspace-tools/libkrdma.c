@@ -714,3 +714,72 @@ const char *krdma_opcode_str(uint32_t opcode)
 		return names[opcode];
 	return "unknown";
 }
+
+/*
+ * Plain explanations: what a completion status or an errno of a
+ * connection or transfer means, and its likely cause. One table, shared
+ * by krdmactl ping/xfer/doctor/explain and the documentation
+ * (Documentation/userspace-api.rst is made from `krdmactl explain`).
+ */
+const char *krdma_wc_status_explain(uint32_t status)
+{
+	static const char *const text[] = {
+		[KRDMA_WC_SUCCESS] = "the operation completed",
+		[KRDMA_WC_LOC_LEN_ERR] = "a message did not fit the receive buffer (the peer sent more than was posted), or a local length was too large for the device",
+		[KRDMA_WC_LOC_QP_OP_ERR] = "the local queue pair could not carry out the operation: a request the connection does not allow, or more scatter entries than the device takes",
+		[KRDMA_WC_LOC_EEC_OP_ERR] = "local end-to-end context error (reliable datagram only; krdma does not use it): a device or driver bug",
+		[KRDMA_WC_LOC_PROT_ERR] = "a local buffer does not allow this access: the buffer was unregistered, or registered without this access",
+		[KRDMA_WC_WR_FLUSH_ERR] = "the connection was closed or failed before the operation ran: the peer went away, or an earlier operation failed (look for the first error)",
+		[KRDMA_WC_MW_BIND_ERR] = "binding a memory window failed: a device or driver problem",
+		[KRDMA_WC_BAD_RESP_ERR] = "the peer sent an unexpected response: a protocol bug, or a peer that is not krdma",
+		[KRDMA_WC_LOC_ACCESS_ERR] = "a local buffer does not allow this access (e.g. a READ into memory registered without write access)",
+		[KRDMA_WC_REM_INV_REQ_ERR] = "the peer found the request invalid: a message larger than its receive buffer, or an operation it does not support (atomics on siw)",
+		[KRDMA_WC_REM_ACCESS_ERR] = "the peer refused access to its memory: the token is wrong, revoked, for another connection, out of the window's range, or does not allow this operation",
+		[KRDMA_WC_REM_OP_ERR] = "the peer could not carry out the operation (its side of the connection failed)",
+		[KRDMA_WC_RETRY_EXC_ERR] = "the peer stopped answering (transport retries exhausted): is it still running, is the link up, do the MTUs match, does a firewall drop UDP 4791 (RoCE v2)?",
+		[KRDMA_WC_RNR_RETRY_EXC_ERR] = "the peer had no receive posted for too long (receiver not ready): it does not post RECVs fast enough for the SENDs",
+		[KRDMA_WC_LOC_RDD_VIOL_ERR] = "reliable datagram domain violation (not used by krdma): a device or driver bug",
+		[KRDMA_WC_REM_INV_RD_REQ_ERR] = "the peer rejected an RDMA READ: the token does not allow READ, or the peer allows fewer outstanding READs",
+		[KRDMA_WC_REM_ABORT_ERR] = "the peer aborted the operation",
+		[KRDMA_WC_INV_EECN_ERR] = "invalid end-to-end context number (not used by krdma): a device or driver bug",
+		[KRDMA_WC_INV_EEC_STATE_ERR] = "invalid end-to-end context state (not used by krdma): a device or driver bug",
+		[KRDMA_WC_FATAL_ERR] = "the RDMA device reported a fatal error; see the kernel log (dmesg)",
+		[KRDMA_WC_RESP_TIMEOUT_ERR] = "the peer's response did not arrive in time: the peer or the link is down or overloaded",
+		[KRDMA_WC_GENERAL_ERR] = "the RDMA device reported a failure it does not classify; see the kernel log (dmesg)",
+	};
+
+	if (status < sizeof(text) / sizeof(text[0]) && text[status])
+		return text[status];
+	return NULL;
+}
+
+const char *krdma_conn_strerror_hint(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case ECONNREFUSED:
+		return "the peer is reachable but nobody listens at that address and port: start `krdmactl serve` there, or give its -p PORT";
+	case ETIMEDOUT:
+		return "no answer in time: is the peer running, and is its address on a network that an RDMA device of this host is attached to (see: krdmactl dev)? a firewall dropping UDP 4791 (RoCE v2) or TCP (iWARP) looks the same; try: krdmactl doctor ADDR";
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+	case EADDRNOTAVAIL:
+	case ENODEV:
+		return "no RDMA device reaches that address: it must be on a network that an RDMA device (rxe, siw, ...) is attached to; see: krdmactl dev, or create one: krdmactl up";
+	case ECONNRESET:
+	case ECONNABORTED:
+		return "the peer rejected or dropped the connection";
+	case ENOTCONN:
+		return "the connection is down: the peer went away, or the link failed";
+	case EADDRINUSE:
+		return "that address and port are taken (another krdmactl serve?): choose another -p PORT";
+	case ENOMEM:
+		return "cannot pin that much memory: raise the locked-memory limit (ulimit -l), run as root, or use a smaller size";
+	case EMSGSIZE:
+		return "the message is larger than the connection can carry";
+	case EINTR:
+	case EAGAIN:
+	case EINVAL:
+		return NULL;
+	}
+	return krdma_strerror_hint(err);
+}

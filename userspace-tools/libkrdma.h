@@ -193,6 +193,17 @@ int krdma_poll_wc(int fd, struct krdma_completion *wc, uint32_t max,
 /* "REM_ACCESS_ERR", as ibv_wc_status_str() names them, without IBV_WC_ */
 const char *krdma_wc_status_str(uint32_t status);
 const char *krdma_opcode_str(uint32_t opcode);
+/*
+ * What completion status @status (KRDMA_WC_*) means and its likely cause,
+ * in plain words; NULL for a status this library does not know.
+ */
+const char *krdma_wc_status_explain(uint32_t status);
+/*
+ * Advice for an errno (-errno or errno) of a connection, registration or
+ * transfer (ECONNREFUSED, ETIMEDOUT, ENOMEM, ...); falls back to
+ * krdma_strerror_hint(). NULL when there is none.
+ */
+const char *krdma_conn_strerror_hint(int err);
 
 #ifdef __cplusplus
 }

@@ -162,6 +162,59 @@ struct krdma_conn_info {
 	u32 initiator_depth;
 };
 
+struct krdma_session;
+
+/* krdma_session states */
+enum krdma_session_state {
+	KRDMA_SESSION_CONNECTING = 1,	/* first connect, not there yet */
+	KRDMA_SESSION_CONNECTED,	/* krdma_session_conn() gives it */
+	KRDMA_SESSION_RECONNECTING,	/* lost it, trying again */
+	KRDMA_SESSION_FAILED,		/* lost it, reconnect not asked for */
+	KRDMA_SESSION_CLOSED,		/* destroyed */
+};
+
+/**
+ * struct krdma_session_params - how krdma keeps a session up
+ * @conn: parameters of each connection (event and context are krdma's)
+ * @heartbeat_ms: check the peer this often (a zero-length RDMA WRITE);
+ *                0: no heartbeat
+ * @reconnect: connect again when the connection fails
+ * @backoff_min_ms: first wait between attempts (0: 100 ms); doubles up
+ *                  to @backoff_max_ms (0: 30 s)
+ * @backoff_max_ms: longest wait between attempts
+ * @state_change: optional: called on every change of state, in process
+ *                context, without krdma locks held; @error is why the
+ *                connection was lost (RECONNECTING, FAILED), else 0
+ * @context: passed to @state_change
+ */
+struct krdma_session_params {
+	struct krdma_conn_params conn;
+	unsigned int heartbeat_ms;
+	bool reconnect;
+	unsigned int backoff_min_ms;
+	unsigned int backoff_max_ms;
+	void (*state_change)(struct krdma_session *s,
+			     enum krdma_session_state state, int error,
+			     void *context);
+	void *context;
+};
+
+/**
+ * struct krdma_session_stats - what happened to a session
+ * @failures: connections lost
+ * @reconnects: connections made again after a loss
+ * @connect_failures: attempts that failed
+ * @heartbeats: heartbeats answered
+ * @heartbeat_failures: heartbeats not answered
+ */
+struct krdma_session_stats {
+	u64 failures;
+	u64 reconnects;
+	u64 connect_failures;
+	u64 heartbeats;
+	u64 heartbeat_failures;
+};
+
 /* Connections: module/conn.c */
 struct krdma_listener *krdma_listen(struct net *net, struct sockaddr *addr,
 				    u32 backlog,
@@ -176,6 +229,17 @@ struct krdma_conn *krdma_connect(struct net *net, struct sockaddr *dst,
 void krdma_disconnect(struct krdma_conn *conn);
 void krdma_conn_close(struct krdma_conn *conn);
 void krdma_conn_info(struct krdma_conn *conn, struct krdma_conn_info *info);
+void krdma_conn_put(struct krdma_conn *conn);
+
+/* Sessions: module/session.c */
+struct krdma_session *
+krdma_session_create(struct net *net, struct sockaddr *dst,
+		     struct sockaddr *src,
+		     const struct krdma_session_params *params);
+struct krdma_conn *krdma_session_conn(struct krdma_session *s);
+enum krdma_session_state krdma_session_info(struct krdma_session *s,
+					    struct krdma_session_stats *stats);
+void krdma_session_destroy(struct krdma_session *s);
 
 /* Memory: module/buffer.c, module/grant.c */
 struct krdma_buf *krdma_buf_reg_kernel(void *addr, size_t length, u32 access);

@@ -60,7 +60,7 @@ static struct krdma_listener *left_listener;
 static struct krdma_req *left_reqs;
 static atomic_t left_done;
 
-static void result(bool ok, const char *fmt, ...)
+static __printf(2, 3) void result(bool ok, const char *fmt, ...)
 {
 	char line[256];
 	va_list ap;
@@ -507,6 +507,160 @@ out_listener:
 		krdma_listener_close(l);
 }
 
+struct sess_track {
+	struct completion connected;
+	atomic_t changes;
+};
+
+static void sess_change(struct krdma_session *s,
+			enum krdma_session_state state, int error,
+			void *context)
+{
+	struct sess_track *t = context;
+
+	atomic_inc(&t->changes);
+	if (state == KRDMA_SESSION_CONNECTED)
+		complete(&t->connected);
+}
+
+static struct krdma_listener *listen_on(struct sockaddr_storage *addr)
+{
+	struct krdma_listener *l;
+
+	l = krdma_listen(&init_net, (struct sockaddr *)addr, 4, NULL);
+	if (!IS_ERR(l) && krdma_listener_addr(l, addr)) {
+		krdma_listener_close(l);
+		return ERR_PTR(-ENOTCONN);
+	}
+	return l;
+}
+
+/*
+ * A session keeps its connection up: heartbeats while the peer is there,
+ * reconnects with back-off after the peer restarts (its listener and
+ * connection close, then it listens again on the same port).
+ */
+static void test_session(const char *ip)
+{
+	struct krdma_session_params params = {
+		.heartbeat_ms = 200,
+		.reconnect = true,
+		.backoff_min_ms = 50,
+		.backoff_max_ms = 400,
+		.state_change = sess_change,
+	};
+	struct sockaddr_in *sin;
+	struct sockaddr_storage addr = {};
+	struct krdma_session_stats st;
+	struct krdma_listener *l;
+	struct krdma_conn *server, *conn;
+	struct krdma_session *s;
+	enum krdma_session_state state;
+	static struct sess_track t;
+	struct kmem src = {}, dst = {};
+	struct krdma_window *grant;
+	struct krdma_token tok;
+	struct krdma_req *req;
+	int ret;
+
+	sin = (struct sockaddr_in *)&addr;
+	sin->sin_family = AF_INET;
+	if (!in4_pton(ip, -1, (u8 *)&sin->sin_addr, -1, NULL))
+		return;
+	init_completion(&t.connected);
+	atomic_set(&t.changes, 0);
+	params.context = &t;
+
+	l = listen_on(&addr);
+	if (IS_ERR(l)) {
+		result(false, "%s session: listen: %ld", ip, PTR_ERR(l));
+		return;
+	}
+	s = krdma_session_create(&init_net, (struct sockaddr *)&addr, NULL,
+				 &params);
+	if (IS_ERR(s)) {
+		result(false, "%s session: create: %ld", ip, PTR_ERR(s));
+		krdma_listener_close(l);
+		return;
+	}
+	ret = wait_for_completion_timeout(&t.connected, TIMEOUT) ?
+	      krdma_accept(l, false, TIMEOUT, &server) : -ETIMEDOUT;
+	result(!ret, "%s session connects in the background", ip);
+	if (ret) {
+		krdma_listener_close(l);
+		goto out_destroy;
+	}
+
+	msleep(1000);
+	state = krdma_session_info(s, &st);
+	result(state == KRDMA_SESSION_CONNECTED && st.heartbeats >= 2 &&
+	       !st.heartbeat_failures,
+	       "%s session heartbeats are answered (%llu)", ip, st.heartbeats);
+
+	/* The peer restarts */
+	reinit_completion(&t.connected);
+	krdma_conn_close(server);
+	krdma_listener_close(l);
+	msleep(700);
+	state = krdma_session_info(s, &st);
+	result(state == KRDMA_SESSION_RECONNECTING && st.failures == 1 &&
+	       st.connect_failures >= 1,
+	       "%s session notices the peer gone and retries with back-off (%llu attempts)",
+	       ip, st.connect_failures);
+	l = listen_on(&addr);
+	if (IS_ERR(l)) {
+		result(false, "%s session: listen again: %ld", ip, PTR_ERR(l));
+		goto out_destroy;
+	}
+	ret = wait_for_completion_timeout(&t.connected, TIMEOUT) ?
+	      krdma_accept(l, false, TIMEOUT, &server) : -ETIMEDOUT;
+	state = krdma_session_info(s, &st);
+	result(!ret && state == KRDMA_SESSION_CONNECTED && st.reconnects == 1,
+	       "%s session reconnects after the peer restarts", ip);
+	if (ret) {
+		krdma_listener_close(l);
+		goto out_destroy;
+	}
+
+	/* And moves data again */
+	req = kzalloc(sizeof(*req), GFP_KERNEL);
+	conn = krdma_session_conn(s);
+	ret = req && conn ? 0 : -ENOMEM;
+	if (!ret)
+		ret = kmem_get(&src, MEM_KMALLOC, 8192, 0);
+	if (!ret)
+		ret = kmem_get(&dst, MEM_KMALLOC, 8192,
+			       KRDMA_ACCESS_REMOTE_WRITE);
+	grant = ret ? ERR_PTR(ret) :
+		krdma_grant_create(server, dst.buf, 0, 8192,
+				   KRDMA_ACCESS_REMOTE_WRITE);
+	if (!IS_ERR(grant)) {
+		krdma_grant_token(grant, &tok);
+		fill(src.p, 8192, 99);
+		req->opcode = KRDMA_OP_WRITE;
+		req->num_sge = 1;
+		req->sge[0].buf = src.buf;
+		req->sge[0].length = 8192;
+		req->remote_addr = tok.addr;
+		req->rkey = tok.rkey;
+		ret = run_op(conn, req);
+		ret = ret ?: (check(dst.p, 8192, 99) == -1 ? 0 : -EILSEQ);
+		krdma_grant_destroy(grant);
+	} else {
+		ret = PTR_ERR(grant);
+	}
+	result(!ret, "%s a reconnected session moves data (%d)", ip, ret);
+	if (conn)
+		krdma_conn_put(conn);
+	kmem_put(&src, MEM_KMALLOC);
+	kmem_put(&dst, MEM_KMALLOC);
+	kfree(req);
+	krdma_conn_close(server);
+	krdma_listener_close(l);
+out_destroy:
+	krdma_session_destroy(s);
+}
+
 static void test_ip(const char *ip)
 {
 	struct krdma_conn_info info, sinfo;
@@ -537,6 +691,7 @@ static void test_ip(const char *ip)
 	test_grant_scope(ip, &p);
 	pair_close(&p);
 	test_peer_gone(ip);
+	test_session(ip);
 }
 
 static void left_done_fn(struct krdma_req *req, const struct krdma_wc *wc)

@@ -1,0 +1,1557 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma selftests: a random ioctl fuzzer for /dev/krdma.
+ *
+ * Several threads share a few files of /dev/krdma (and open and close more
+ * on the fly) and throw random, mostly plausible, sometimes invalid calls at
+ * them: listen/connect/accept between the files on the rxe and siw test
+ * addresses, registration of small mappings (unmapped while registered),
+ * grants, submissions of valid and invalid operations, polls, destroys of
+ * valid, stale and foreign handles, bad pointers, sizes and flags, signals
+ * that interrupt blocking calls, and files replaced (dup2) or closed while
+ * other threads use them.
+ *
+ * Every blocking call is bounded (timeouts), and a watchdog fails the run
+ * if a call does not return for --hang-seconds. At the end every file is
+ * closed and the pinned page counters of /proc/vmstat and the module's
+ * reference count must come back; the kernel log (/dev/kmsg) written during
+ * the run must show no WARNING, BUG, lockdep report or hung task.
+ *
+ *   krdma_fuzz [--seed N] [--calls N] [--threads N] [--max-seconds N]
+ *              [--hang-seconds N] [-v]
+ *
+ * Output: TAP, then one line
+ *   fuzz: CALLS calls, SECONDS s, errnos: NAME=COUNT ...
+ * The seed fixes each thread's sequence of choices; which handles exist
+ * when a choice is made still depends on the threads' interleaving.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libkrdma.h"
+
+#define NSLOTS		3	/* shared files */
+#define MAX_THREADS	16
+#define MAXOBJ		64	/* remembered handles per file */
+#define NREGIONS	24
+#define NTOKENS		64
+#define NLISTENERS	16
+#define MAX_ERRNO	600
+
+/* ------------------------------------------------------------------ */
+/* Random numbers: xorshift64*, one state per thread */
+
+static uint64_t rnd(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+static uint32_t rn(uint64_t *s, uint32_t n)	/* 0 .. n-1 */
+{
+	return n ? (uint32_t)(rnd(s) % n) : 0;
+}
+
+static bool chance(uint64_t *s, uint32_t percent)
+{
+	return rn(s, 100) < percent;
+}
+
+/* ------------------------------------------------------------------ */
+/* Shared state */
+
+enum kind { K_NONE, K_LISTENER, K_CONN, K_BUF, K_GRANT };
+
+struct obj {
+	uint32_t h;
+	enum kind kind;
+	uint8_t lip, pip;	/* last byte of the third octet: 0 rxe, 1 siw */
+	uint16_t lport, pport;	/* conn: local and peer port; listener: port */
+	uint64_t len;		/* buf: length */
+	uint32_t access;	/* buf */
+};
+
+struct slot {
+	pthread_mutex_t mu;
+	int fd;			/* stays a valid number: replaced by dup2 */
+	unsigned int gen;
+	int nobj;
+	struct obj objs[MAXOBJ];
+};
+
+struct region {
+	void *p;
+	size_t len;
+	bool mapped;
+};
+
+struct tokent {
+	struct krdma_token tok;
+	uint8_t lip;
+	uint16_t lport, pport;
+	bool used;
+};
+
+struct listener {
+	uint8_t ip;
+	uint16_t port;
+	bool used;
+};
+
+static struct slot slots[NSLOTS];
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct region regions[NREGIONS];
+static struct tokent tokens[NTOKENS];
+static struct listener listeners[NLISTENERS];
+/* A file another thread may close at any time (-1: none) */
+static atomic_int shared_ephemeral = -1;
+
+static const char *const ips[2] = { "198.18.0.1", "198.18.1.1" };
+static struct krdma_addr ipaddr[2];
+
+static long pagesz;
+static uint8_t *edge_page;	/* followed by an unmapped page */
+static pthread_barrier_t start_barrier;
+static int nthreads = 4;
+static uint64_t target_calls = 100000;
+static unsigned int max_seconds = 240;
+static unsigned int hang_seconds = 45;
+static bool verbose;
+static atomic_ullong total_calls;
+static atomic_bool stop;
+
+struct thr {
+	pthread_t tid;
+	pid_t ktid;
+	int idx;
+	uint64_t rs;
+	uint64_t calls;
+	uint64_t errs[MAX_ERRNO + 1];	/* [0]: success; [MAX_ERRNO]: other */
+	int eph;			/* this thread's own file, or -1 */
+	/* What it is doing, for the watchdog */
+	_Atomic uint64_t in_call_since_ms;	/* 0: not in a call */
+	const char *_Atomic what;
+};
+
+static struct thr thrs[MAX_THREADS];
+static uint64_t start_ms;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------------ */
+/* Calls, counted, timed for the watchdog, errno recorded */
+
+static void count_errno(struct thr *t, int err)
+{
+	if (err < 0 || err >= MAX_ERRNO)
+		err = MAX_ERRNO;
+	t->errs[err]++;
+	t->calls++;
+	atomic_fetch_add(&total_calls, 1);
+}
+
+static int do_ioctl(struct thr *t, int fd, unsigned long cmd, void *arg,
+		    const char *what)
+{
+	int ret, err;
+
+	t->what = what;
+	t->in_call_since_ms = now_ms();
+	ret = ioctl(fd, cmd, arg);
+	err = ret < 0 ? errno : 0;
+	t->in_call_since_ms = 0;
+	count_errno(t, err);
+	if (verbose)
+		fprintf(stderr, "# t%d fd %d %s -> %d %s\n", t->idx, fd, what,
+			ret, err ? strerror(err) : "");
+	return err ? -err : ret;
+}
+
+static int do_open(struct thr *t)
+{
+	int fd;
+
+	t->what = "open";
+	t->in_call_since_ms = now_ms();
+	fd = open(KRDMA_DEV_PATH, O_RDWR | O_CLOEXEC);
+	t->in_call_since_ms = 0;
+	count_errno(t, fd < 0 ? errno : 0);
+	return fd;
+}
+
+static void do_close(struct thr *t, int fd, const char *what)
+{
+	int ret;
+
+	t->what = what;
+	t->in_call_since_ms = now_ms();
+	ret = close(fd);
+	t->in_call_since_ms = 0;
+	count_errno(t, ret < 0 ? errno : 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Handle bookkeeping */
+
+static void slot_add(int s, unsigned int gen, const struct obj *o,
+		     struct thr *t);
+
+static bool slot_pick(uint64_t *rs, int s, enum kind kind, struct obj *out)
+{
+	struct slot *sl = &slots[s];
+	int i, n = 0, pick;
+	bool found = false;
+
+	pthread_mutex_lock(&sl->mu);
+	for (i = 0; i < sl->nobj; i++)
+		if (kind == K_NONE || sl->objs[i].kind == kind)
+			n++;
+	if (n) {
+		pick = rn(rs, n);
+		for (i = 0; i < sl->nobj; i++) {
+			if (kind != K_NONE && sl->objs[i].kind != kind)
+				continue;
+			if (!pick--) {
+				*out = sl->objs[i];
+				found = true;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&sl->mu);
+	return found;
+}
+
+static int slot_count(int s, enum kind kind)
+{
+	int i, n = 0;
+
+	pthread_mutex_lock(&slots[s].mu);
+	for (i = 0; i < slots[s].nobj; i++)
+		if (slots[s].objs[i].kind == kind)
+			n++;
+	pthread_mutex_unlock(&slots[s].mu);
+	return n;
+}
+
+static void slot_forget(int s, uint32_t h)
+{
+	struct slot *sl = &slots[s];
+	int i;
+
+	pthread_mutex_lock(&sl->mu);
+	for (i = 0; i < sl->nobj; i++) {
+		if (sl->objs[i].h == h) {
+			sl->objs[i] = sl->objs[--sl->nobj];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sl->mu);
+}
+
+/* Remember a new handle of file @s; when full, destroy the oldest one */
+static void slot_add(int s, unsigned int gen, const struct obj *o,
+		     struct thr *t)
+{
+	struct slot *sl = &slots[s];
+	struct krdma_destroy d = { .size = sizeof(d) };
+	int fd = -1;
+
+	pthread_mutex_lock(&sl->mu);
+	if (sl->gen != gen) {
+		/* The file was replaced meanwhile: the handle died with it */
+		pthread_mutex_unlock(&sl->mu);
+		return;
+	}
+	if (sl->nobj == MAXOBJ) {
+		d.handle = sl->objs[0].h;
+		sl->objs[0] = sl->objs[--sl->nobj];
+		fd = sl->fd;
+	}
+	sl->objs[sl->nobj++] = *o;
+	pthread_mutex_unlock(&sl->mu);
+	if (fd >= 0)
+		do_ioctl(t, fd, KRDMA_IOC_DESTROY, &d, "destroy(evict)");
+}
+
+static int slot_fd(int s, unsigned int *gen)
+{
+	int fd;
+
+	pthread_mutex_lock(&slots[s].mu);
+	fd = slots[s].fd;
+	*gen = slots[s].gen;
+	pthread_mutex_unlock(&slots[s].mu);
+	return fd;
+}
+
+static void listener_add(uint8_t ip, uint16_t port)
+{
+	int i;
+
+	pthread_mutex_lock(&pool_mu);
+	for (i = 0; i < NLISTENERS; i++)
+		if (!listeners[i].used)
+			break;
+	if (i == NLISTENERS)
+		i = port % NLISTENERS;
+	listeners[i] = (struct listener){ ip, port, true };
+	pthread_mutex_unlock(&pool_mu);
+}
+
+static bool listener_pick(uint64_t *rs, struct listener *out)
+{
+	int i = rn(rs, NLISTENERS);
+
+	pthread_mutex_lock(&pool_mu);
+	*out = listeners[i];
+	pthread_mutex_unlock(&pool_mu);
+	return out->used;
+}
+
+static void token_add(const struct krdma_token *tok, const struct obj *conn)
+{
+	static unsigned int next;
+
+	pthread_mutex_lock(&pool_mu);
+	tokens[next % NTOKENS] = (struct tokent){
+		*tok, conn->lip, conn->lport, conn->pport, true };
+	next++;
+	pthread_mutex_unlock(&pool_mu);
+}
+
+/* A token granted on the peer of @conn if there is one, else any */
+static bool token_pick(uint64_t *rs, const struct obj *conn,
+		       struct krdma_token *out)
+{
+	int i, start = rn(rs, NTOKENS);
+	bool found = false;
+
+	pthread_mutex_lock(&pool_mu);
+	if (conn && conn->kind == K_CONN && chance(rs, 85)) {
+		for (i = 0; i < NTOKENS; i++) {
+			struct tokent *te = &tokens[(start + i) % NTOKENS];
+
+			if (te->used && te->lip == conn->pip &&
+			    te->lport == conn->pport &&
+			    te->pport == conn->lport) {
+				*out = te->tok;
+				found = true;
+				break;
+			}
+		}
+	}
+	if (!found && tokens[start].used) {
+		*out = tokens[start].tok;
+		found = true;
+	}
+	pthread_mutex_unlock(&pool_mu);
+	return found;
+}
+
+/* ------------------------------------------------------------------ */
+/* Random values */
+
+static uint64_t bad_ptr(uint64_t *rs)
+{
+	switch (rn(rs, 5)) {
+	case 0:
+		return 0;
+	case 1:
+		return 8;
+	case 2:
+		return 0xffff888000000000ULL;	/* kernel direct map */
+	case 3:
+		return 0x00007ffffffff000ULL;	/* top of user space */
+	default:
+		return ~0ULL - rn(rs, 64);
+	}
+}
+
+static uint32_t rand_access(uint64_t *rs)
+{
+	uint32_t a = rn(rs, 16);
+
+	if (chance(rs, 3))
+		a |= 1U << (4 + rn(rs, 28));
+	return a;
+}
+
+static uint32_t rand_u32(uint64_t *rs)
+{
+	switch (rn(rs, 4)) {
+	case 0:
+		return 0;
+	case 1:
+		return rn(rs, 256);
+	case 2:
+		return ~0U - rn(rs, 4);
+	default:
+		return (uint32_t)rnd(rs);
+	}
+}
+
+/* The size to claim for a struct of @real bytes */
+static uint32_t rand_size(uint64_t *rs, uint32_t real)
+{
+	if (!chance(rs, 4))
+		return real;
+	switch (rn(rs, 4)) {
+	case 0:
+		return rn(rs, real);
+	case 1:
+		return real + 8 * (1 + rn(rs, 4));
+	case 2:
+		return 4096 + rn(rs, 1 << 20);
+	default:
+		return ~0U;
+	}
+}
+
+/* A handle of file @s: usually one it has, sometimes stale or foreign */
+static uint32_t rand_handle(uint64_t *rs, int s, enum kind kind,
+			    struct obj *o)
+{
+	struct obj tmp;
+
+	if (!o)
+		o = &tmp;
+	memset(o, 0, sizeof(*o));
+	switch (rn(rs, 10)) {
+	case 0:
+		/* Any kind */
+		if (slot_pick(rs, s, K_NONE, o))
+			return o->h;
+		return rn(rs, 200);
+	case 1:
+		/* Foreign: a handle of another file */
+		if (slot_pick(rs, rn(rs, NSLOTS), kind, o))
+			return o->h;
+		return 1;
+	case 2:
+		return rand_u32(rs);
+	default:
+		if (slot_pick(rs, s, kind, o))
+			return o->h;
+		return rn(rs, 64);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* The operations */
+
+struct ctx {
+	struct thr *t;
+	uint64_t *rs;
+	int s;			/* slot, or -1 for the thread's own file */
+	int fd;
+	unsigned int gen;
+};
+
+/* Bookkeeping goes to a slot only for slot files */
+static void remember(struct ctx *c, const struct obj *o)
+{
+	if (c->s >= 0)
+		slot_add(c->s, c->gen, o, c->t);
+}
+
+static int pick_slot_for(struct ctx *c)
+{
+	return c->s >= 0 ? c->s : (int)rn(c->rs, NSLOTS);
+}
+
+static void conn_ports(struct ctx *c, struct obj *o)
+{
+	struct krdma_conn_query q = { .size = sizeof(q), .handle = o->h };
+
+	if (do_ioctl(c->t, c->fd, KRDMA_IOC_CONN_QUERY, &q, "conn_query"))
+		return;
+	o->lport = q.local.port;
+	o->pport = q.peer.port;
+	o->lip = q.local.addr[2] & 1;
+	o->pip = q.peer.addr[2] & 1;
+}
+
+static void op_listen(struct ctx *c)
+{
+	uint64_t *rs = c->rs;
+	struct krdma_listen l = { .size = sizeof(l) };
+	struct obj o = { .kind = K_LISTENER };
+	int ip = rn(rs, 2);
+
+	if (c->s >= 0 && slot_count(c->s, K_LISTENER) >= 2 && chance(rs, 80))
+		return;
+	l.addr = ipaddr[ip];
+	l.backlog = rn(rs, 8);
+	if (chance(rs, 10)) {
+		switch (rn(rs, 6)) {
+		case 0:
+			l.flags = 1 + rn(rs, 4);
+			break;
+		case 1:
+			l.addr.family = rn(rs, 50);
+			break;
+		case 2:
+			l.addr.port = 65536 + rn(rs, 100);
+			break;
+		case 3:
+			l.addr.__reserved = 1;
+			break;
+		case 4:
+			l.addr.addr[10] = 1;
+			break;
+		default: {
+			/* A port some listener already has */
+			struct listener old;
+
+			if (listener_pick(rs, &old)) {
+				l.addr = ipaddr[old.ip];
+				l.addr.port = old.port;
+			}
+		}
+		}
+	}
+	l.size = rand_size(rs, sizeof(l));
+	if (do_ioctl(c->t, c->fd, KRDMA_IOC_LISTEN, &l, "listen"))
+		return;
+	o.h = l.handle;
+	o.lip = ip;
+	o.lport = l.addr.port;
+	listener_add(ip, l.addr.port);
+	remember(c, &o);
+}
+
+static void op_connect(struct ctx *c)
+{
+	uint64_t *rs = c->rs;
+	struct krdma_connect k = { .size = sizeof(k) };
+	struct obj o = { .kind = K_CONN };
+	struct listener l;
+
+	if (c->s >= 0 && slot_count(c->s, K_CONN) >= 12 && chance(rs, 90))
+		return;
+	if (listener_pick(rs, &l)) {
+		k.dst = ipaddr[l.ip];
+		k.dst.port = l.port;
+	} else {
+		k.dst = ipaddr[rn(rs, 2)];
+		k.dst.port = 1 + rn(rs, 65535);
+	}
+	k.timeout_ms = 300 + rn(rs, 2000);
+	if (chance(rs, 20))
+		k.sq_depth = rand_u32(rs) % 4096;
+	if (chance(rs, 20))
+		k.rq_depth = rand_u32(rs) % 4096;
+	if (chance(rs, 8)) {
+		switch (rn(rs, 6)) {
+		case 0:
+			k.flags = 1;
+			break;
+		case 1:
+			/* Nobody there: no route or no answer */
+			k.dst.addr[3] = 77;
+			k.timeout_ms = 100 + rn(rs, 400);
+			break;
+		case 2:
+			k.src = ipaddr[rn(rs, 2)];
+			break;
+		case 3:
+			k.src.port = 5;		/* family 0 with a port */
+			break;
+		case 4:
+			k.dst.family = AF_INET6;	/* :: mapped junk */
+			k.timeout_ms = 100 + rn(rs, 400);
+			break;
+		default:
+			k.timeout_ms = 1 + rn(rs, 5);
+		}
+	}
+	k.size = rand_size(rs, sizeof(k));
+	if (do_ioctl(c->t, c->fd, KRDMA_IOC_CONNECT, &k, "connect"))
+		return;
+	o.h = k.handle;
+	conn_ports(c, &o);
+	remember(c, &o);
+}
+
+static void op_accept(struct ctx *c)
+{
+	uint64_t *rs = c->rs;
+	struct krdma_accept a = { .size = sizeof(a) };
+	struct obj o = { .kind = K_CONN };
+
+	a.listener = rand_handle(rs, c->s >= 0 ? c->s : 0, K_LISTENER, NULL);
+	if (c->s < 0)
+		a.listener = rn(rs, 8);
+	switch (rn(rs, 4)) {
+	case 0:
+		a.flags = KRDMA_ACCEPT_NONBLOCK;
+		a.timeout_ms = rn(rs, 2) ? 0 : KRDMA_TIMEOUT_INFINITE;
+		break;
+	case 1:
+		a.timeout_ms = 0;
+		break;
+	default:
+		a.timeout_ms = 1 + rn(rs, 100);
+	}
+	if (chance(rs, 5))
+		a.flags |= 2 << rn(rs, 30);
+	if (chance(rs, 3))
+		a.__reserved = 1;
+	a.size = rand_size(rs, sizeof(a));
+	if (do_ioctl(c->t, c->fd, KRDMA_IOC_ACCEPT, &a, "accept"))
+		return;
+	o.h = a.handle;
+	conn_ports(c, &o);
+	remember(c, &o);
+}
+
+static void op_map(struct ctx *c)
+{
+	uint64_t *rs = c->rs;
+	int i = rn(rs, NREGIONS);
+	size_t len = pagesz * (1 + rn(rs, 4));
+	int prot = chance(rs, 15) ? PROT_READ : PROT_READ | PROT_WRITE;
+	int flags = chance(rs, 20) ? MAP_SHARED | MAP_ANONYMOUS :
+		    MAP_PRIVATE | MAP_ANONYMOUS;
+	void *p;
+
+	pthread_mutex_lock(&pool_mu);
+	if (regions[i].mapped) {
+		pthread_mutex_unlock(&pool_mu);
+		return;
+	}
+	p = mmap(NULL, len, prot, flags, -1, 0);
+	if (p != MAP_FAILED) {
+		if (prot & PROT_WRITE && chance(rs, 70))
+			memset(p, 0x5a, len);	/* else: not faulted in */
+		regions[i] = (struct region){ p, len, true };
+	}
+	pthread_mutex_unlock(&pool_mu);
+}
+
+/* munmap a region, registered or not */
+static void op_unmap(struct ctx *c)
+{
+	int i = rn(c->rs, NREGIONS);
+
+	pthread_mutex_lock(&pool_mu);
+	if (regions[i].mapped) {
+		munmap(regions[i].p, regions[i].len);
+		regions[i].mapped = false;	/* p stays: a stale address */
+	}
+	pthread_mutex_unlock(&pool_mu);
+}
+
+static void op_buf_reg(struct ctx *c)
+{
+	uint64_t *rs = c->rs;
+	struct krdma_buf_reg b = { .size = sizeof(b) };
+	struct obj o = { .kind = K_BUF };
+	struct region r;
+	uint64_t off;
+
+	pthread_mutex_lock(&pool_mu);
+	r = regions[rn(rs, NREGIONS)];
+	pthread_mutex_unlock(&pool_mu);
+	if (!r.p) {
+		r.p = (void *)(uintptr_t)bad_ptr(rs);
+		r.len = pagesz;
+	}
+	off = rn(rs, 3) ? 0 : rn(rs, r.len);
+	b.addr = (uintptr_t)r.p + off;
+	b.length = 1 + rn(rs, r.len - off);
+	b.access = chance(rs, 60) ? KRDMA_ACCESS_LOCAL_WRITE |
+		   KRDMA_ACCESS_REMOTE_READ | KRDMA_ACCESS_REMOTE_WRITE |
+		   (chance(rs, 50) ? KRDMA_ACCESS_REMOTE_ATOMIC : 0) :
+		   rand_access(rs);
+	if (chance(rs, 6)) {
+		switch (rn(rs, 5)) {
+		case 0:
+			b.length = 0;
+			break;
+		case 1:
+			b.length = ~0ULL - rn(rs, 4096);
+			break;
+		case 2:
+			b.addr = bad_ptr(rs);
+			break;
+		case 3:
+			b.length = (uint64_t)pagesz * (64 + rn(rs, 1024));
+			break;
+		default:
+			b.flags = 1;
+		}
+	}
+	b.size = rand_size(rs, sizeof(b));
+	if (do_ioctl(c->t, c->fd, KRDMA_IOC_BUF_REG, &b, "buf_reg"))
+		return;
+	o.h = b.handle;
+	o.len = b.length;
+	o.access = b.access;
+	remember(c, &o);
+}
+
+static void op_grant(struct ctx *c)
+{
+	uint64_t *rs = c->rs;
+	struct krdma_grant g = { .size = sizeof(g) };
+	struct obj conn, buf, o = { .kind = K_GRANT };
+	int s = pick_slot_for(c);
+
+	g.conn = rand_handle(rs, s, K_CONN, &conn);
+	g.buf = rand_handle(rs, s, K_BUF, &buf);
+	if (buf.kind == K_BUF && buf.len) {
+		g.offset = rn(rs, 4) ? 0 : rn(rs, buf.len);
+		g.length = 1 + rn(rs, buf.len - g.offset);
+		g.access = (buf.access & 0xe) ?: KRDMA_ACCESS_REMOTE_WRITE;
+	} else {
+		g.offset = rn(rs, 8192);
+		g.length = 1 + rn(rs, 8192);
+		g.access = rand_access(rs);
+	}
+	if (chance(rs, 10)) {
+		switch (rn(rs, 5)) {
+		case 0:
+			g.offset = ~0ULL - rn(rs, 8);
+			break;
+		case 1:
+			g.length = 0;
+			break;
+		case 2:
+			g.length += 4096;
+			break;
+		case 3:
+			g.access = rand_access(rs);
+			break;
+		default:
+			g.flags = 1;
+		}
+	}
+	g.size = rand_size(rs, sizeof(g));
+	if (do_ioctl(c->t, c->fd, KRDMA_IOC_GRANT, &g, "grant"))
+		return;
+	o.h = g.handle;
+	remember(c, &o);
+	if (conn.kind == K_CONN)
+		token_add(&g.token, &conn);
+}
+
+static void fill_op(struct ctx *c, int s, struct krdma_op *op,
+		    struct krdma_sge *sgebuf)
+{
+	uint64_t *rs = c->rs;
+	struct obj conn, buf;
+	uint32_t i;
+
+	memset(op, 0, sizeof(*op));
+	op->opcode = chance(rs, 5) ? rand_u32(rs) : 1 + rn(rs, 8);
+	op->cookie = rnd(rs);
+	op->conn = rand_handle(rs, s, K_CONN, &conn);
+	op->num_sge = chance(rs, 85) ? 1 : rn(rs, 4);
+	if (chance(rs, 3))
+		op->num_sge = KRDMA_MAX_SGE + rn(rs, 3);
+	if (op->opcode == KRDMA_OP_FETCH_ADD || op->opcode == KRDMA_OP_CMP_SWAP)
+		op->num_sge = 1;
+	for (i = 0; i < op->num_sge && i < KRDMA_MAX_SGE; i++) {
+		struct krdma_sge *sge = op->num_sge == 1 ? &op->sge : &sgebuf[i];
+
+		sge->buf = rand_handle(rs, s, K_BUF, &buf);
+		if (buf.kind == K_BUF && buf.len) {
+			sge->offset = rn(rs, buf.len);
+			sge->length = 1 + rn(rs, buf.len - sge->offset);
+		} else {
+			sge->offset = rn(rs, 4096);
+			sge->length = rn(rs, 4096);
+		}
+		if (op->opcode == KRDMA_OP_FETCH_ADD ||
+		    op->opcode == KRDMA_OP_CMP_SWAP) {
+			sge->offset &= ~7ULL;
+			sge->length = 8;
+		}
+		if (chance(rs, 3))
+			sge->length = ~0ULL - rn(rs, 16);
+		if (chance(rs, 2))
+			sge->__reserved = 1;
+	}
+	if (op->num_sge > 1)
+		op->sges = chance(rs, 5) ? bad_ptr(rs) : (uintptr_t)sgebuf;
+	if (op->opcode != KRDMA_OP_SEND && op->opcode != KRDMA_OP_RECV &&
+	    op->opcode != KRDMA_OP_SEND_IMM) {
+		if (token_pick(rs, &conn, &op->remote)) {
+			uint64_t len = op->num_sge == 1 ? op->sge.length : 8;
+
+			if (op->remote.length > len)
+				op->remote_offset = rn(rs, op->remote.length -
+							   len);
+			if (op->opcode == KRDMA_OP_FETCH_ADD ||
+			    op->opcode == KRDMA_OP_CMP_SWAP)
+				op->remote_offset &= ~7ULL;
+		} else {
+			op->remote.rkey = rnd(rs);
+			op->remote.length = rn(rs, 8192);
+		}
+		if (chance(rs, 3))
+			op->remote_offset = ~0ULL - rn(rs, 16);
+		if (chance(rs, 2))
+			op->remote.__reserved = 1;
+	}
+	op->imm_data = rnd(rs);
+	op->compare_add = rn(rs, 4);
+	op->swap = rnd(rs);
+	if (chance(rs, 2))
+		op->flags = 1;
+	if (chance(rs, 2))
+		op->__reserved = 1;
+}
+
+static void op_submit(struct ctx *c)
+{
+	uint64_t *rs = c->rs;
+	static __thread struct krdma_op ops[8];
+	static __thread struct krdma_sge sges[8][KRDMA_MAX_SGE];
+	struct krdma_submit sub = { .size = sizeof(sub) };
+	uint32_t i, n = 1 + rn(rs, chance(rs, 30) ? 8 : 2);
+	int s = pick_slot_for(c);
+
+	for (i = 0; i < n; i++)
+		fill_op(c, s, &ops[i], sges[i]);
+	sub.count = n;
+	sub.ops = (uintptr_t)ops;
+	if (chance(rs, 6)) {
+		switch (rn(rs, 4)) {
+		case 0:
+			sub.ops = bad_ptr(rs);
+			break;
+		case 1:
+			sub.count = chance(rs, 50) ? 0 : KRDMA_SUBMIT_MAX +
+							     1 + rn(rs, 10);
+			break;
+		case 2: {
+			/* The ops run off a page into an unmapped one */
+			struct krdma_op *edge = (struct krdma_op *)
+				(edge_page + pagesz) - 1 - rn(rs, 2);
+
+			memcpy(edge, ops, ((struct krdma_op *)(edge_page +
+				pagesz) - edge) * sizeof(*edge));
+			sub.count = 2 + rn(rs, 6);
+			sub.ops = (uintptr_t)edge;
+			break;
+		}
+		default:
+			sub.flags = 2 << rn(rs, 30);
+		}
+	}
+	sub.size = rand_size(rs, sizeof(sub));
+	do_ioctl(c->t, c->fd, KRDMA_IOC_SUBMIT, &sub, "submit");
+}
+
+static void op_poll(struct ctx *c)
+{
+	uint64_t *rs = c->rs;
+	static __thread struct krdma_completion wc[32];
+	struct krdma_poll p = { .size = sizeof(p) };
+
+	p.max = 1 + rn(rs, 32);
+	p.completions = (uintptr_t)wc;
+	p.timeout_ms = chance(rs, 60) ? 0 : 1 + rn(rs, 20);
+	if (chance(rs, 8)) {
+		switch (rn(rs, 5)) {
+		case 0:
+			p.completions = bad_ptr(rs);
+			break;
+		case 1:
+			p.max = 0;
+			break;
+		case 2:
+			p.flags = 1;
+			break;
+		case 3:
+			p.__reserved = 1;
+			break;
+		default:
+			/* The last entry's room ends at an unmapped page */
+			p.completions = (uintptr_t)(edge_page + pagesz) -
+					sizeof(wc[0]) * (1 + rn(rs, 2));
+			p.max = 2 + rn(rs, 4);
+		}
+	}
+	p.size = rand_size(rs, sizeof(p));
+	do_ioctl(c->t, c->fd, KRDMA_IOC_POLL, &p, "poll");
+}
+
+static void op_destroy(struct ctx *c)
+{
+	uint64_t *rs = c->rs;
+	struct krdma_destroy d = { .size = sizeof(d) };
+	int s = pick_slot_for(c);
+	struct obj o;
+
+	d.handle = rand_handle(rs, s, rn(rs, 5), &o);
+	if (chance(rs, 3))
+		d.flags = 1;
+	d.size = rand_size(rs, sizeof(d));
+	if (!do_ioctl(c->t, c->fd, KRDMA_IOC_DESTROY, &d, "destroy") &&
+	    c->s >= 0)
+		slot_forget(c->s, d.handle);
+}
+
+static void op_disconnect(struct ctx *c)
+{
+	uint64_t *rs = c->rs;
+	struct krdma_disconnect d = { .size = sizeof(d) };
+
+	d.handle = rand_handle(rs, pick_slot_for(c), K_CONN, NULL);
+	if (chance(rs, 3))
+		d.__reserved = 1;
+	d.size = rand_size(rs, sizeof(d));
+	do_ioctl(c->t, c->fd, KRDMA_IOC_DISCONNECT, &d, "disconnect");
+}
+
+static void op_conn_query(struct ctx *c)
+{
+	uint64_t *rs = c->rs;
+	struct krdma_conn_query q = { .size = sizeof(q) };
+
+	q.handle = rand_handle(rs, pick_slot_for(c), K_CONN, NULL);
+	if (chance(rs, 3))
+		q.flags = 1;
+	q.size = rand_size(rs, sizeof(q));
+	do_ioctl(c->t, c->fd, KRDMA_IOC_CONN_QUERY, &q, "conn_query");
+}
+
+static void op_query(struct ctx *c)
+{
+	uint64_t *rs = c->rs;
+	union {
+		struct krdma_query_module m;
+		struct krdma_dev_list l;
+		struct krdma_dev_query d;
+		struct krdma_port_query p;
+		uint8_t raw[512];
+	} u;
+	uint32_t idx[4];
+	struct krdma_gid_entry gids[4];
+
+	memset(&u, 0, sizeof(u));
+	switch (rn(rs, 4)) {
+	case 0:
+		u.m.size = rand_size(rs, sizeof(u.m));
+		if (u.m.size > sizeof(u))
+			u.m.size = sizeof(u.m);
+		do_ioctl(c->t, c->fd, KRDMA_IOC_QUERY_MODULE, &u, "query_module");
+		break;
+	case 1:
+		u.l.size = sizeof(u.l);
+		u.l.num_devices = rn(rs, 6);
+		u.l.dev_indexes = chance(rs, 80) ? (uintptr_t)idx : bad_ptr(rs);
+		if (u.l.num_devices > 4 && u.l.dev_indexes == (uintptr_t)idx)
+			u.l.num_devices = 4;
+		do_ioctl(c->t, c->fd, KRDMA_IOC_DEV_LIST, &u, "dev_list");
+		break;
+	case 2:
+		u.d.size = sizeof(u.d);
+		u.d.dev_index = rn(rs, 12);
+		do_ioctl(c->t, c->fd, KRDMA_IOC_DEV_QUERY, &u, "dev_query");
+		break;
+	default:
+		u.p.size = sizeof(u.p);
+		u.p.dev_index = rn(rs, 12);
+		u.p.port_num = rn(rs, 3);
+		u.p.num_gids = rn(rs, 5);
+		u.p.gids = chance(rs, 80) ? (uintptr_t)gids : bad_ptr(rs);
+		do_ioctl(c->t, c->fd, KRDMA_IOC_PORT_QUERY, &u, "port_query");
+	}
+}
+
+/* Unknown commands, bad argument pointers, sizes with junk beyond */
+static void op_raw(struct ctx *c)
+{
+	uint64_t *rs = c->rs;
+	uint8_t buf[512];
+	unsigned long cmd;
+	void *arg = buf;
+
+	memset(buf, 0, sizeof(buf));
+	switch (rn(rs, 4)) {
+	case 0:
+		cmd = _IO(KRDMA_TYPE, rn(rs, 256));
+		break;
+	case 1:
+		cmd = _IOWR(KRDMA_TYPE, KRDMA_CMD_BASE + rn(rs, 16), uint64_t);
+		break;
+	case 2:
+		cmd = rnd(rs) & 0xffffffff;
+		break;
+	default:
+		cmd = _IO(KRDMA_TYPE, KRDMA_CMD_BASE + rn(rs, 14));
+	}
+	switch (rn(rs, 4)) {
+	case 0:
+		arg = (void *)(uintptr_t)bad_ptr(rs);
+		break;
+	case 1: {
+		/* A size larger than the struct, junk after it: E2BIG */
+		uint32_t sz = 8 + rn(rs, sizeof(buf) - 8);
+
+		*(uint32_t *)buf = sz;
+		buf[sz - 1 - rn(rs, 8)] = 1 + rn(rs, 255);
+		break;
+	}
+	case 2: {
+		/* Random bytes, plausible size */
+		size_t i;
+
+		for (i = 0; i < sizeof(buf); i++)
+			buf[i] = rnd(rs);
+		*(uint32_t *)buf = rn(rs, 2) ? 16 + rn(rs, 120) : rnd(rs);
+		break;
+	}
+	default:
+		*(uint32_t *)buf = rn(rs, 200);
+	}
+	do_ioctl(c->t, c->fd, cmd, arg, "raw");
+}
+
+/* Replace a shared file with a new one, under the other threads' feet */
+static void op_replace(struct ctx *c)
+{
+	int s = rn(c->rs, NSLOTS), nfd;
+	struct slot *sl = &slots[s];
+
+	nfd = do_open(c->t);
+	if (nfd < 0)
+		return;
+	pthread_mutex_lock(&sl->mu);
+	c->t->what = "dup2(replace)";
+	c->t->in_call_since_ms = now_ms();
+	/* Atomically: the old file is released by its last user */
+	dup2(nfd, sl->fd);
+	c->t->in_call_since_ms = 0;
+	count_errno(c->t, 0);
+	sl->gen++;
+	sl->nobj = 0;
+	pthread_mutex_unlock(&sl->mu);
+	do_close(c->t, nfd, "close(dup)");
+}
+
+/* A file of this thread's own, shared for a while, closed under others */
+static void op_ephemeral(struct ctx *c)
+{
+	struct thr *t = c->t;
+	int expected;
+
+	if (t->eph < 0) {
+		t->eph = do_open(t);
+		if (t->eph >= 0 && chance(c->rs, 50)) {
+			expected = -1;
+			atomic_compare_exchange_strong(&shared_ephemeral,
+						       &expected, t->eph);
+		}
+		return;
+	}
+	expected = t->eph;
+	atomic_compare_exchange_strong(&shared_ephemeral, &expected, -1);
+	do_close(t, t->eph, "close(ephemeral)");
+	t->eph = -1;
+}
+
+static void op_signal(struct ctx *c)
+{
+	int i = rn(c->rs, nthreads);
+
+	if (i != c->t->idx)
+		pthread_kill(thrs[i].tid, SIGUSR1);
+}
+
+/* ------------------------------------------------------------------ */
+
+struct opdesc {
+	void (*fn)(struct ctx *c);
+	unsigned int weight;
+};
+
+static const struct opdesc opsw[] = {
+	{ op_listen, 2 },
+	{ op_connect, 3 },
+	{ op_accept, 6 },
+	{ op_map, 4 },
+	{ op_unmap, 2 },
+	{ op_buf_reg, 10 },
+	{ op_grant, 10 },
+	{ op_submit, 22 },
+	{ op_poll, 18 },
+	{ op_destroy, 8 },
+	{ op_disconnect, 2 },
+	{ op_conn_query, 4 },
+	{ op_query, 3 },
+	{ op_raw, 4 },
+	{ op_ephemeral, 1 },
+	{ op_signal, 1 },
+};
+
+/* per mille: file replacement is rarer than everything above */
+#define REPLACE_PERMILLE 3
+
+static void *thread_main(void *arg)
+{
+	struct thr *t = arg;
+	unsigned int total = 0, i, w;
+	struct ctx c = { .t = t, .rs = &t->rs };
+
+	t->ktid = syscall(SYS_gettid);
+	pthread_barrier_wait(&start_barrier);
+	for (i = 0; i < sizeof(opsw) / sizeof(opsw[0]); i++)
+		total += opsw[i].weight;
+
+	while (!atomic_load(&stop) &&
+	       atomic_load(&total_calls) < target_calls) {
+		int shared;
+
+		if (rn(c.rs, 1000) < REPLACE_PERMILLE) {
+			op_replace(&c);
+			continue;
+		}
+		/* Which file: a shared one mostly */
+		shared = atomic_load(&shared_ephemeral);
+		if (t->eph >= 0 && chance(c.rs, 8)) {
+			c.s = -1;
+			c.fd = t->eph;
+		} else if (shared >= 0 && chance(c.rs, 4)) {
+			c.s = -1;
+			c.fd = shared;	/* may be closed by now: EBADF */
+		} else {
+			c.s = rn(c.rs, NSLOTS);
+			c.fd = slot_fd(c.s, &c.gen);
+		}
+		w = rn(c.rs, total);
+		for (i = 0; w >= opsw[i].weight; i++)
+			w -= opsw[i].weight;
+		opsw[i].fn(&c);
+	}
+	if (t->eph >= 0) {
+		int expected = t->eph;
+
+		atomic_compare_exchange_strong(&shared_ephemeral, &expected,
+					       -1);
+		close(t->eph);
+		t->eph = -1;
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Watchdog: a call that does not return is a hang */
+
+static void dump_hang(struct thr *t, uint64_t ms)
+{
+	char path[64], line[256];
+	FILE *f;
+	int fd;
+
+	printf("# HANG: thread %d (tid %d) in %s for %llu ms\n", t->idx,
+	       t->ktid, t->what, (unsigned long long)ms);
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stack", t->ktid);
+	f = fopen(path, "r");
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			printf("#   %s", line);
+		fclose(f);
+	}
+	fd = open("/proc/sysrq-trigger", O_WRONLY);
+	if (fd >= 0) {
+		if (write(fd, "w", 1) < 0)
+			printf("# sysrq-trigger: %s\n", strerror(errno));
+		close(fd);
+	}
+}
+
+static void *watchdog_main(void *arg)
+{
+	int *failed = arg;
+	int i;
+
+	while (!atomic_load(&stop)) {
+		uint64_t now = now_ms();
+
+		sleep(1);
+		for (i = 0; i < nthreads; i++) {
+			uint64_t since = thrs[i].in_call_since_ms;
+
+			if (since && now > since &&
+			    now - since > hang_seconds * 1000ULL) {
+				dump_hang(&thrs[i], now - since);
+				*failed = 1;
+				printf("not ok 1 fuzz: a call hung (seed and state above)\n");
+				fflush(stdout);
+				_exit(1);
+			}
+		}
+		if (now - start_ms > max_seconds * 1000ULL) {
+			printf("# run passed --max-seconds %u, stopping\n",
+			       max_seconds);
+			atomic_store(&stop, true);
+		}
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* End of run checks */
+
+static void pin_counters(long *acq, long *rel)
+{
+	char name[64];
+	long v;
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	*acq = *rel = -1;
+	if (!f)
+		return;
+	while (fscanf(f, "%63s %ld", name, &v) == 2) {
+		if (!strcmp(name, "nr_foll_pin_acquired"))
+			*acq = v;
+		else if (!strcmp(name, "nr_foll_pin_released"))
+			*rel = v;
+	}
+	fclose(f);
+}
+
+static long module_refcnt(void)
+{
+	char name[64], size[32];
+	long ref = -1, r;
+	FILE *f = fopen("/proc/modules", "r");
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %31s %ld%*[^\n]", name, size, &r) == 3)
+		if (!strcmp(name, "krdma"))
+			ref = r;
+	fclose(f);
+	return ref;
+}
+
+/* New kernel log records that tell of a problem; -1 if unreadable */
+static int kmsg_fd = -1;
+
+static int kmsg_problems(void)
+{
+	static const char *const bad[] = {
+		"WARNING:", "BUG:", "Oops", "general protection",
+		"possible circular locking", "lockdep", "KASAN", "UBSAN",
+		"kmemleak", "hung_task", "blocked for more than",
+		"Kernel panic", "refcount_t",
+	};
+	char rec[8192];
+	int n = 0;
+	ssize_t len;
+	size_t i;
+
+	if (kmsg_fd < 0)
+		return -1;
+	for (;;) {
+		len = read(kmsg_fd, rec, sizeof(rec) - 1);
+		if (len < 0) {
+			if (errno == EPIPE)	/* overwritten: go on */
+				continue;
+			break;			/* EAGAIN: the end */
+		}
+		rec[len] = 0;
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			if (strstr(rec, bad[i])) {
+				char *nl = strchr(rec, '\n');
+
+				if (nl)
+					*nl = 0;
+				printf("# kernel: %s\n", rec);
+				n++;
+				break;
+			}
+		}
+	}
+	return n;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	return x[0] < y[0] ? 1 : x[0] > y[0] ? -1 : 0;
+}
+
+static const char *errname(int e)
+{
+	static char buf[16];
+	const char *n;
+
+	if (e == 0)
+		return "OK";
+	if (e == MAX_ERRNO)
+		return "OTHER";
+	n = strerrorname_np(e);
+	if (n)
+		return n;
+	snprintf(buf, sizeof(buf), "E%d", e);
+	return buf;
+}
+
+/* The errnos uapi/linux/krdma.h documents, and EBADF of a closed file */
+static bool errno_documented(int e)
+{
+	static const int ok[] = {
+		0, ENOTTY, EINVAL, E2BIG, EFAULT, ENODEV, EOPNOTSUPP,
+		EOVERFLOW, ENOMEM, ENOENT, ENOTCONN, ETIMEDOUT, EAGAIN,
+		ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EADDRINUSE,
+		EMSGSIZE, ENOBUFS, EPERM, EPROTO, ECONNRESET, EOPNOTSUPP,
+		EINTR, EACCES, EBADF,
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (ok[i] == e)
+			return true;
+	return false;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+}
+
+static void usage(const char *prog)
+{
+	fprintf(stderr,
+		"usage: %s [--seed N] [--calls N] [--threads N] [--max-seconds N] [--hang-seconds N] [-v]\n",
+		prog);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "seed", required_argument, NULL, 's' },
+		{ "calls", required_argument, NULL, 'n' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "max-seconds", required_argument, NULL, 'm' },
+		{ "hang-seconds", required_argument, NULL, 'H' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{}
+	};
+	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	struct sigaction sa = { .sa_handler = on_signal };
+	uint64_t seed = 0, errs[MAX_ERRNO + 1] = { 0 };
+	uint64_t hist[MAX_ERRNO + 1][2];
+	long acq0, rel0, acq = -1, rel = -1, ref0, ref = -1;
+	int opt, i, e, nhist = 0, failed = 0, bad_errnos = 0, kproblems;
+	pthread_t wd;
+	double secs;
+	char line[4096];
+	size_t pos;
+	bool seeded = false;
+
+	while ((opt = getopt_long(argc, argv, "s:n:t:m:H:v", lopts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			seed = strtoull(optarg, NULL, 0);
+			seeded = true;
+			break;
+		case 'n':
+			target_calls = strtoull(optarg, NULL, 0);
+			break;
+		case 't':
+			nthreads = atoi(optarg);
+			if (nthreads < 2 || nthreads > MAX_THREADS)
+				usage(argv[0]);
+			break;
+		case 'm':
+			max_seconds = atoi(optarg);
+			break;
+		case 'H':
+			hang_seconds = atoi(optarg);
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		default:
+			usage(argv[0]);
+		}
+	}
+	if (!seeded)
+		seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("TAP version 13\n1..4\n");
+	printf("# seed %llu (--seed %llu reproduces each thread's choices), %llu calls, %d threads, %d shared files\n",
+	       (unsigned long long)seed, (unsigned long long)seed,
+	       (unsigned long long)target_calls, nthreads, NSLOTS);
+
+	pagesz = sysconf(_SC_PAGESIZE);
+	edge_page = mmap(NULL, 2 * pagesz, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (edge_page == MAP_FAILED) {
+		printf("Bail out! mmap: %s\n", strerror(errno));
+		return 1;
+	}
+	munmap(edge_page + pagesz, pagesz);
+	/* siw charges its registrations to RLIMIT_MEMLOCK even for root */
+	if (setrlimit(RLIMIT_MEMLOCK, &unlimited))
+		printf("# setrlimit(RLIMIT_MEMLOCK): %s\n", strerror(errno));
+	sigaction(SIGUSR1, &sa, NULL);	/* no SA_RESTART: EINTR */
+	signal(SIGPIPE, SIG_IGN);
+	for (i = 0; i < 2; i++)
+		if (krdma_parse_addr(ips[i], 0, &ipaddr[i])) {
+			printf("Bail out! cannot parse %s\n", ips[i]);
+			return 1;
+		}
+
+	kmsg_fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+	if (kmsg_fd >= 0)
+		lseek(kmsg_fd, 0, SEEK_END);
+	pin_counters(&acq0, &rel0);
+	ref0 = module_refcnt();
+
+	for (i = 0; i < NSLOTS; i++) {
+		pthread_mutex_init(&slots[i].mu, NULL);
+		slots[i].fd = krdma_open();
+		if (slots[i].fd < 0) {
+			printf("Bail out! open %s: %s\n", KRDMA_DEV_PATH,
+			       strerror(-slots[i].fd));
+			return 1;
+		}
+	}
+
+	start_ms = now_ms();
+	for (i = 0; i < nthreads; i++) {
+		thrs[i].idx = i;
+		thrs[i].eph = -1;
+		thrs[i].rs = seed * 0x9E3779B97F4A7C15ULL + (i + 1) * 0xBF58476D1CE4E5B9ULL;
+		if (!thrs[i].rs)
+			thrs[i].rs = 1;
+	}
+	/* Every tid is known before any thread may signal another */
+	pthread_barrier_init(&start_barrier, NULL, nthreads + 1);
+	for (i = 0; i < nthreads; i++)
+		if (pthread_create(&thrs[i].tid, NULL, thread_main, &thrs[i])) {
+			printf("Bail out! pthread_create\n");
+			return 1;
+		}
+	pthread_barrier_wait(&start_barrier);
+	pthread_create(&wd, NULL, watchdog_main, &failed);
+	for (i = 0; i < nthreads; i++)
+		pthread_join(thrs[i].tid, NULL);
+
+	/* Close everything; the watchdog still watches for a hang */
+	for (i = 0; i < NSLOTS; i++) {
+		thrs[0].what = "final close";
+		thrs[0].in_call_since_ms = now_ms();
+		close(slots[i].fd);
+		thrs[0].in_call_since_ms = 0;
+	}
+	secs = (now_ms() - start_ms) / 1000.0;
+	atomic_store(&stop, true);
+	pthread_join(wd, NULL);
+	/* mmap'd regions still registered are gone with the files */
+	for (i = 0; i < NREGIONS; i++)
+		if (regions[i].mapped)
+			munmap(regions[i].p, regions[i].len);
+
+	for (i = 0; i < nthreads; i++)
+		for (e = 0; e <= MAX_ERRNO; e++)
+			errs[e] += thrs[i].errs[e];
+	for (e = 0; e <= MAX_ERRNO; e++) {
+		if (!errs[e])
+			continue;
+		hist[nhist][0] = errs[e];
+		hist[nhist][1] = e;
+		nhist++;
+		if (!errno_documented(e)) {
+			printf("# errno %s (%d) is not in the ABI's contract: %llu times\n",
+			       errname(e), e, (unsigned long long)errs[e]);
+			bad_errnos++;
+		}
+	}
+	qsort(hist, nhist, sizeof(hist[0]), cmp_desc);
+
+	/* Pages are unpinned by a work item: wait for it, bounded */
+	for (i = 0; i < 500; i++) {
+		pin_counters(&acq, &rel);
+		ref = module_refcnt();
+		if (acq - acq0 == rel - rel0 && ref == ref0)
+			break;
+		nanosleep(&ts, NULL);
+	}
+
+	kproblems = kmsg_problems();
+	if (atomic_load(&total_calls) < target_calls || failed || kproblems > 0)
+		printf("not ok 1 fuzz ran %llu of %llu calls without a kernel-visible failure%s\n",
+		       (unsigned long long)atomic_load(&total_calls),
+		       (unsigned long long)target_calls,
+		       kproblems > 0 ? " (kernel log shows problems)" :
+		       " (stopped early)");
+	else
+		printf("ok 1 fuzz ran %llu calls without a kernel-visible failure%s\n",
+		       (unsigned long long)atomic_load(&total_calls),
+		       kproblems < 0 ? " (# /dev/kmsg not readable)" : "");
+	if (acq0 < 0 || acq < 0)
+		printf("ok 2 # SKIP no nr_foll_pin_* in /proc/vmstat\n");
+	else if (acq - acq0 == rel - rel0)
+		printf("ok 2 no pinned pages leaked (%ld pinned, %ld released during the run)\n",
+		       acq - acq0, rel - rel0);
+	else
+		printf("not ok 2 no pinned pages leaked: %ld pinned, %ld released during the run\n",
+		       acq - acq0, rel - rel0);
+	if (ref0 < 0)
+		printf("ok 3 # SKIP krdma not in /proc/modules\n");
+	else if (ref == ref0)
+		printf("ok 3 module reference count back to %ld\n", ref0);
+	else
+		printf("not ok 3 module reference count %ld, was %ld before\n",
+		       ref, ref0);
+	if (bad_errnos)
+		printf("not ok 4 every errno is one the ABI documents (%d are not)\n",
+		       bad_errnos);
+	else
+		printf("ok 4 every errno is one the ABI documents\n");
+
+	pos = snprintf(line, sizeof(line), "fuzz: %llu calls, %.1f s, errnos:",
+		       (unsigned long long)atomic_load(&total_calls), secs);
+	for (i = 0; i < nhist && pos < sizeof(line) - 32; i++)
+		pos += snprintf(line + pos, sizeof(line) - pos, " %s=%llu",
+				errname(hist[i][1]),
+				(unsigned long long)hist[i][0]);
+	printf("%s\n", line);
+
+	return (atomic_load(&total_calls) < target_calls || failed ||
+		kproblems > 0 || bad_errnos ||
+		(acq >= 0 && acq - acq0 != rel - rel0) || ref != ref0) ? 1 : 0;
+}

@@ -1,0 +1,1470 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdmactl bench: throughput, message rate, latency and CPU cost of RDMA
+ * WRITE, READ and SEND through /dev/krdma, over a sweep of message sizes.
+ *
+ * The protocol
+ * ============
+ *
+ * A client (krdmactl bench ADDR) connects to a server (krdmactl bench -l;
+ * port 18516 unless told otherwise). Control messages are SEND/RECV of
+ * exactly 64 bytes (struct kb_msg, host byte order: both ends are
+ * expected to be the same kind of machine). The client keeps
+ * KB_CLIENT_RECVS RECVs posted for them at all times; the server keeps one
+ * posted while it waits for the next message, and posts it before it
+ * answers, so a control SEND never finds its peer without a RECV.
+ *
+ *   server                                client
+ *   accept, post a RECV                   connect, post its RECVs
+ *   WELCOME a = largest size        -->
+ *                                   <--   SETUP a = largest size
+ *   register a buffer of 2 x that,
+ *   grant READ|WRITE on its first half
+ *   TOKEN status, tok_*             -->
+ *                                         WRITE and READ runs: the client
+ *                                         alone, into / from the window
+ *                                   <--   SEND_START a = size, b = count,
+ *                                                    c = credits
+ *   post min(credits, count) RECVs
+ *   of size (all into the same bytes)
+ *   READY                           -->   SENDs, never more than the
+ *   repost each RECV as it completes,       credits it was given
+ *   CREDIT a = n every credits/2    -->
+ *   FIN a = n after the last one    -->
+ *                                   <--   LAT_START a = size, b = count,
+ *                                                   tok_* = its window
+ *   READY                           -->   per round i: WRITE size bytes
+ *   per round: wait for byte size-1         whose last is tag(i); wait for
+ *   of the window to be tag(i), then        the server's WRITE of tag(i)
+ *   WRITE size bytes ending in tag(i)       into its own window
+ *   into the client's window          <-- (ib_write_lat's ping-pong)
+ *                                   <--   BYE
+ *
+ * After the count of a SEND run, the next RECV the server posts is for a
+ * control message again (RC queues are in order). A message with another
+ * magic or of an unexpected type ends the session.
+ *
+ * What is measured, per operation and size, on the client: the time from
+ * the first submit to the last completion (bandwidth, message rate), the
+ * time of each operation from its submit to its completion (latency
+ * percentiles; for "lat", half of each ping-pong round, as ib_write_lat),
+ * and the user + system CPU time of the client process (getrusage) per
+ * GB moved. Completions are busy-polled (timeout 0), as perftest does.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libkrdma.h"
+#include "krdmactl.h"
+
+#define KB_PORT			18516
+#define KB_MAGIC		0x434e424bU	/* "KBNC" */
+#define KB_VERSION		1
+#define KB_MAX_SIZE		(64ULL << 20)
+#define KB_SEND_MAX		(1ULL << 20)	/* 256 pages: krdma's SEND limit */
+#define KB_MAX_DEPTH		128
+#define KB_MAX_BATCH		64
+#define KB_MAX_ITERS		1000000
+#define KB_MAX_SIZES		32
+#define KB_SLOTS		16		/* RECV slots, then SEND slots */
+#define KB_SLOT			64
+#define KB_CLIENT_RECVS		8
+#define KB_MBOX			32
+#define KB_IWARP_GRACE_MS	20
+#define KB_SERVER_RQ		(KB_MAX_DEPTH + 32)
+
+/* Cookie: kind in the top byte, an index below */
+#define KB_K_CRECV	1ULL
+#define KB_K_CSEND	2ULL
+#define KB_K_DATA	3ULL
+#define KB_K_DRECV	4ULL
+#define KB_COOKIE(k, i)	(((k) << 56) | (uint64_t)(i))
+#define KB_KIND(c)	((c) >> 56)
+#define KB_INDEX(c)	((c) & ((1ULL << 56) - 1))
+
+enum kb_type {
+	KB_WELCOME = 1,
+	KB_SETUP,
+	KB_TOKEN,
+	KB_SEND_START,
+	KB_READY,
+	KB_CREDIT,
+	KB_FIN,
+	KB_LAT_START,
+	KB_BYE,
+};
+
+struct kb_msg {
+	uint32_t magic;
+	uint8_t version;
+	uint8_t type;
+	uint16_t flags;
+	uint32_t seq;
+	uint32_t status;
+	uint64_t a, b, c;
+	uint64_t tok_addr;
+	uint64_t tok_length;
+	uint32_t tok_rkey;
+	uint32_t tok_access;
+};
+
+_Static_assert(sizeof(struct kb_msg) == 64, "64 bytes on the wire");
+
+enum kb_op { KB_OP_WRITE, KB_OP_READ, KB_OP_SEND, KB_OP_LAT, KB_NOPS };
+static const char *const kb_op_names[KB_NOPS] = {
+	"write", "read", "send", "lat",
+};
+
+struct kb_sess {
+	int fd;
+	uint32_t conn;
+	bool server;
+	uint8_t *ctrl;			/* KB_SLOTS RECV + KB_SLOTS SEND slots */
+	uint64_t ctrl_len;
+	uint32_t ctrl_h;
+	uint32_t send_slot;
+	uint32_t recv_slot;		/* server: next RECV slot */
+	uint8_t *data;			/* 2 x max size */
+	uint64_t data_len, data_map;
+	uint32_t data_h;
+	uint32_t grant;
+	struct krdma_token tok;		/* client: the server's window */
+	struct kb_msg mbox[KB_MBOX];	/* control messages received */
+	unsigned int mb_head, mb_tail;
+	uint64_t data_done;		/* data completions */
+	uint64_t drecv_done;		/* server: data RECVs completed */
+	uint64_t *t_submit;		/* client: per op */
+	uint32_t *lat_ns;
+	uint32_t timeout_ms;
+	char err[256];
+};
+
+static volatile sig_atomic_t kb_stop;
+
+static void kb_on_signal(int sig)
+{
+	(void)sig;
+	kb_stop = 1;
+}
+
+static uint64_t kb_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void __printf(3, 4)
+kb_fail(struct kb_sess *s, int err, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	if (s->err[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(s->err, sizeof(s->err), fmt, ap);
+	va_end(ap);
+	n = strlen(s->err);
+	if (err && n < sizeof(s->err))
+		snprintf(s->err + n, sizeof(s->err) - n, ": %s",
+			 strerror(err < 0 ? -err : err));
+}
+
+static void kb_raise_memlock(void)
+{
+	struct rlimit rl, inf = { RLIM_INFINITY, RLIM_INFINITY };
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	if (!setrlimit(RLIMIT_MEMLOCK, &inf))
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_MEMLOCK, &rl);
+}
+
+static int kb_map(struct kb_sess *s, uint64_t len, uint32_t access,
+		  uint8_t **p, uint64_t *map_len, uint32_t *h)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	int ret;
+
+	*map_len = (len + page - 1) & ~(uint64_t)(page - 1);
+	*p = mmap(NULL, *map_len, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (*p == MAP_FAILED) {
+		*p = NULL;
+		kb_fail(s, -errno, "cannot allocate %" PRIu64 " bytes", len);
+		return -ENOMEM;
+	}
+	memset(*p, 0, *map_len);
+	ret = krdma_buf_register(s->fd, *p, len, access, h);
+	if (ret) {
+		kb_fail(s, ret, "cannot register %" PRIu64 " bytes", len);
+		munmap(*p, *map_len);
+		*p = NULL;
+	}
+	return ret;
+}
+
+static int kb_submit(struct kb_sess *s, struct krdma_op *ops, uint32_t n,
+		     const char *what)
+{
+	uint32_t done = 0, sub;
+	int ret;
+
+	while (done < n) {
+		sub = 0;
+		ret = krdma_submit_ops(s->fd, ops + done, n - done,
+				       KRDMA_SUBMIT_WAIT, &sub);
+		done += sub;
+		if (ret == -EINTR && !kb_stop)
+			continue;
+		if (ret) {
+			kb_fail(s, ret, "cannot submit %s", what);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int kb_post_ctrl_recv(struct kb_sess *s, uint32_t slot)
+{
+	struct krdma_op op;
+
+	memset(&op, 0, sizeof(op));
+	op.opcode = KRDMA_OP_RECV;
+	op.cookie = KB_COOKIE(KB_K_CRECV, slot);
+	op.conn = s->conn;
+	op.num_sge = 1;
+	op.sge.buf = s->ctrl_h;
+	op.sge.offset = (uint64_t)slot * KB_SLOT;
+	op.sge.length = KB_SLOT;
+	return kb_submit(s, &op, 1, "a control RECV");
+}
+
+/* Server: post the one control RECV */
+static int kb_server_recv(struct kb_sess *s)
+{
+	uint32_t slot = s->recv_slot++ % KB_SLOTS;
+
+	return kb_post_ctrl_recv(s, slot);
+}
+
+static int kb_send(struct kb_sess *s, struct kb_msg *m)
+{
+	uint32_t slot = KB_SLOTS + s->send_slot++ % KB_SLOTS;
+	struct krdma_op op;
+
+	m->magic = KB_MAGIC;
+	m->version = KB_VERSION;
+	memcpy(s->ctrl + (uint64_t)slot * KB_SLOT, m, sizeof(*m));
+	memset(&op, 0, sizeof(op));
+	op.opcode = KRDMA_OP_SEND;
+	op.cookie = KB_COOKIE(KB_K_CSEND, slot);
+	op.conn = s->conn;
+	op.num_sge = 1;
+	op.sge.buf = s->ctrl_h;
+	op.sge.offset = (uint64_t)slot * KB_SLOT;
+	op.sge.length = sizeof(*m);
+	return kb_submit(s, &op, 1, "a control SEND");
+}
+
+/*
+ * Take completions, waiting up to @timeout_ms for the first. Control
+ * RECVs go to the mailbox (the client reposts its slot), data
+ * completions are counted and timed. 0 or -errno.
+ */
+static int kb_poll(struct kb_sess *s, uint32_t timeout_ms)
+{
+	struct krdma_completion wc[64];
+	uint64_t now = 0;
+	int n, i;
+
+	n = krdma_poll_wc(s->fd, wc, ARRAY_SIZE(wc), timeout_ms);
+	if (n == -EINTR)
+		return kb_stop ? -EINTR : 0;
+	if (n < 0) {
+		kb_fail(s, n, "cannot poll");
+		return n;
+	}
+	for (i = 0; i < n; i++) {
+		uint64_t k = KB_KIND(wc[i].cookie), idx = KB_INDEX(wc[i].cookie);
+
+		if (wc[i].status != KRDMA_WC_SUCCESS) {
+			kb_fail(s, 0, "%s failed: %s (status %u, vendor error 0x%x)",
+				krdma_opcode_str(wc[i].opcode),
+				krdma_wc_status_str(wc[i].status),
+				wc[i].status, wc[i].vendor_err);
+			return -EIO;
+		}
+		switch (k) {
+		case KB_K_CRECV: {
+			struct kb_msg *m = &s->mbox[s->mb_tail % KB_MBOX];
+
+			if (s->mb_tail - s->mb_head == KB_MBOX) {
+				kb_fail(s, 0, "too many control messages");
+				return -EOVERFLOW;
+			}
+			memcpy(m, s->ctrl + idx * KB_SLOT, sizeof(*m));
+			if (wc[i].byte_len != sizeof(*m) ||
+			    m->magic != KB_MAGIC || m->version != KB_VERSION) {
+				kb_fail(s, 0, "not a krdmactl bench message (%u bytes); is a krdmactl bench at the other end?",
+					wc[i].byte_len);
+				return -EPROTO;
+			}
+			s->mb_tail++;
+			if (!s->server) {
+				int ret = kb_post_ctrl_recv(s, idx);
+
+				if (ret)
+					return ret;
+			}
+			break;
+		}
+		case KB_K_CSEND:
+			break;
+		case KB_K_DATA:
+			if (s->t_submit) {
+				if (!now)
+					now = kb_now();
+				s->lat_ns[idx] = now - s->t_submit[idx] > UINT32_MAX ?
+						 UINT32_MAX : now - s->t_submit[idx];
+			}
+			s->data_done++;
+			break;
+		case KB_K_DRECV:
+			s->drecv_done++;
+			break;
+		}
+	}
+	return 0;
+}
+
+/* Wait for a control message of type @type (0: any) */
+static int kb_recv(struct kb_sess *s, unsigned int type, struct kb_msg *m,
+		   const char *what)
+{
+	uint64_t deadline = kb_now() + s->timeout_ms * 1000000ULL;
+	int ret;
+
+	while (s->mb_head == s->mb_tail) {
+		if (kb_stop) {
+			kb_fail(s, 0, "interrupted");
+			return -EINTR;
+		}
+		if (kb_now() > deadline) {
+			kb_fail(s, 0, "no %s within %u ms", what, s->timeout_ms);
+			return -ETIMEDOUT;
+		}
+		ret = kb_poll(s, 100);
+		if (ret)
+			return ret;
+	}
+	*m = s->mbox[s->mb_head++ % KB_MBOX];
+	if (type && m->type != type) {
+		kb_fail(s, 0, "expected %s, got message type %u", what, m->type);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static int kb_connect_raw(int fd, const struct krdma_addr *dst,
+			  uint32_t timeout_ms, uint32_t sq, uint32_t rq,
+			  uint32_t *conn)
+{
+	struct krdma_connect c;
+	int ret;
+
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.dst = *dst;
+	c.timeout_ms = timeout_ms;
+	c.sq_depth = sq;
+	c.rq_depth = rq;
+	ret = krdma_ioctl(fd, KRDMA_IOC_CONNECT, &c);
+	if (!ret)
+		*conn = c.handle;
+	return ret;
+}
+
+static const char *kb_conn_device(struct kb_sess *s, char *dev, size_t len,
+				  uint32_t *transport)
+{
+	struct krdma_conn_query q;
+	struct krdma_dev_query dq;
+
+	snprintf(dev, len, "?");
+	*transport = 0;
+	if (krdma_conn_info(s->fd, s->conn, &q) ||
+	    krdma_dev_query(s->fd, q.dev_index, &dq))
+		return "unknown";
+	snprintf(dev, len, "%s", (const char *)dq.name);
+	*transport = dq.transport;
+	return krdma_transport_str(dq.transport);
+}
+
+/*
+ * The server
+ */
+
+/* A SEND run: RECVs of @size until @count arrived, credits back */
+static int server_send_run(struct kb_sess *s, const struct kb_msg *start)
+{
+	uint64_t size = start->a, count = start->b, credits = start->c;
+	uint64_t posted = 0, pending = 0, batch, base = s->drecv_done;
+	uint64_t deadline;
+	bool ctrl_posted = false;
+	struct kb_msg m;
+	int ret;
+
+	if (!size || size > s->data_len / 2 || size > KB_SEND_MAX ||
+	    !count || !credits || credits > KB_MAX_DEPTH) {
+		memset(&m, 0, sizeof(m));
+		m.type = KB_READY;
+		m.status = EINVAL;
+		ret = kb_server_recv(s);
+		return ret ? ret : kb_send(s, &m);
+	}
+	batch = credits / 2 ? credits / 2 : 1;
+
+	/* The RECV sequence: count data RECVs, then one control RECV */
+	while (posted < credits && posted <= count) {
+		struct krdma_op op;
+
+		if (posted == count) {
+			ret = kb_server_recv(s);
+			ctrl_posted = true;
+		} else {
+			memset(&op, 0, sizeof(op));
+			op.opcode = KRDMA_OP_RECV;
+			op.cookie = KB_COOKIE(KB_K_DRECV, 0);
+			op.conn = s->conn;
+			op.num_sge = 1;
+			op.sge.buf = s->data_h;
+			op.sge.length = size;
+			ret = kb_submit(s, &op, 1, "a data RECV");
+		}
+		if (ret)
+			return ret;
+		posted++;
+	}
+	memset(&m, 0, sizeof(m));
+	m.type = KB_READY;
+	ret = kb_send(s, &m);
+	if (ret)
+		return ret;
+
+	deadline = kb_now() + s->timeout_ms * 1000000ULL;
+	while (s->drecv_done - base < count) {
+		uint64_t got = s->drecv_done - base, before = got;
+
+		ret = kb_poll(s, 0);
+		if (ret)
+			return ret;
+		got = s->drecv_done - base;
+		if (got != before)
+			deadline = kb_now() + s->timeout_ms * 1000000ULL;
+		else if (kb_now() > deadline || kb_stop) {
+			kb_fail(s, 0, "SEND run: %" PRIu64 " of %" PRIu64 " messages arrived",
+				got, count);
+			return -ETIMEDOUT;
+		}
+		/* Repost one RECV for each that completed */
+		while (posted < got + credits && posted <= count) {
+			struct krdma_op op;
+
+			if (posted == count) {
+				ret = kb_server_recv(s);
+				ctrl_posted = true;
+			} else {
+				memset(&op, 0, sizeof(op));
+				op.opcode = KRDMA_OP_RECV;
+				op.cookie = KB_COOKIE(KB_K_DRECV, 0);
+				op.conn = s->conn;
+				op.num_sge = 1;
+				op.sge.buf = s->data_h;
+				op.sge.length = size;
+				ret = kb_submit(s, &op, 1, "a data RECV");
+			}
+			if (ret)
+				return ret;
+			posted++;
+		}
+		pending += got - before;
+		if (pending >= batch && got < count) {
+			memset(&m, 0, sizeof(m));
+			m.type = KB_CREDIT;
+			m.a = pending;
+			pending = 0;
+			ret = kb_send(s, &m);
+			if (ret)
+				return ret;
+		}
+	}
+	if (!ctrl_posted) {
+		ret = kb_server_recv(s);
+		if (ret)
+			return ret;
+	}
+	memset(&m, 0, sizeof(m));
+	m.type = KB_FIN;
+	m.a = pending;
+	return kb_send(s, &m);
+}
+
+static inline uint8_t kb_tag(uint64_t i)
+{
+	return i % 255 + 1;
+}
+
+/* Wait until byte @p is @v: 0, or -ETIMEDOUT */
+static int kb_spin(struct kb_sess *s, volatile uint8_t *p, uint8_t v)
+{
+	uint64_t deadline = 0;
+	unsigned int n = 0;
+
+	while (*p != v) {
+		if (++n % 4096)
+			continue;
+		if (!deadline)
+			deadline = kb_now() + s->timeout_ms * 1000000ULL;
+		/* drain our WRITE completions meanwhile */
+		if (kb_poll(s, 0))
+			return -EIO;
+		if (kb_now() > deadline || kb_stop) {
+			kb_fail(s, 0, "ping-pong: the peer's WRITE did not arrive");
+			return -ETIMEDOUT;
+		}
+	}
+	return 0;
+}
+
+/* One side of the WRITE ping-pong; the client starts */
+static int kb_pingpong(struct kb_sess *s, const struct krdma_token *peer,
+		       uint64_t size, uint64_t count, bool client)
+{
+	uint8_t *in = client ? s->data + s->data_len / 2 : s->data;
+	uint8_t *out = client ? s->data : s->data + s->data_len / 2;
+	struct krdma_op op;
+	uint64_t i, t0 = 0;
+	int ret;
+
+	memset(in, 0, size);
+	memset(&op, 0, sizeof(op));
+	op.opcode = KRDMA_OP_WRITE;
+	op.conn = s->conn;
+	op.num_sge = 1;
+	op.sge.buf = s->data_h;
+	op.sge.offset = out - s->data;
+	op.sge.length = size;
+	op.remote = *peer;
+	for (i = 0; i < count; i++) {
+		if (client)
+			t0 = kb_now();
+		else if ((ret = kb_spin(s, &in[size - 1], kb_tag(i))))
+			return ret;
+		out[size - 1] = kb_tag(i);
+		op.cookie = KB_COOKIE(KB_K_CSEND, 0);
+		ret = kb_submit(s, &op, 1, "a ping-pong WRITE");
+		if (ret)
+			return ret;
+		if (client) {
+			ret = kb_spin(s, &in[size - 1], kb_tag(i));
+			if (ret)
+				return ret;
+			if (s->lat_ns)
+				s->lat_ns[i] = (kb_now() - t0) / 2;
+		}
+	}
+	/* Our last WRITE's completion */
+	return kb_poll(s, 100);
+}
+
+static int server_one(struct kb_sess *s, uint64_t max_size)
+{
+	uint32_t transport;
+	char dev[KRDMA_NAME_MAX];
+	struct kb_msg m;
+	int ret;
+
+	kb_conn_device(s, dev, sizeof(dev), &transport);
+	ret = kb_server_recv(s);
+	if (ret)
+		return ret;
+	if (transport == KRDMA_TRANSPORT_IWARP) {
+		/* the client's first RECVs (see krdmactl_ping.c) */
+		struct timespec ts = { 0, KB_IWARP_GRACE_MS * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+	memset(&m, 0, sizeof(m));
+	m.type = KB_WELCOME;
+	m.a = max_size;
+	ret = kb_send(s, &m);
+	if (!ret)
+		ret = kb_recv(s, KB_SETUP, &m, "SETUP");
+	if (ret)
+		return ret;
+	if (!m.a || m.a > max_size) {
+		memset(&m, 0, sizeof(m));
+		m.type = KB_TOKEN;
+		m.status = EMSGSIZE;
+		kb_fail(s, 0, "the client asked for sizes beyond -S");
+		ret = kb_server_recv(s);
+		return ret ? ret : kb_send(s, &m);
+	}
+	memset(&m, 0, sizeof(m));
+	m.type = KB_TOKEN;
+	ret = kb_map(s, 2 * max_size,
+		     KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_REMOTE_READ |
+		     KRDMA_ACCESS_REMOTE_WRITE, &s->data, &s->data_map,
+		     &s->data_h);
+	if (!ret) {
+		s->data_len = 2 * max_size;
+		ret = krdma_grant_window(s->fd, s->conn, s->data_h, 0, max_size,
+					 KRDMA_ACCESS_REMOTE_READ |
+					 KRDMA_ACCESS_REMOTE_WRITE, &s->grant,
+					 &s->tok);
+		if (ret)
+			kb_fail(s, ret, "cannot grant the window");
+	}
+	m.status = ret < 0 ? -ret : 0;
+	m.tok_addr = s->tok.addr;
+	m.tok_length = s->tok.length;
+	m.tok_rkey = s->tok.rkey;
+	m.tok_access = s->tok.access;
+	ret = kb_server_recv(s);
+	if (!ret)
+		ret = kb_send(s, &m);
+	if (ret || m.status)
+		return ret ? ret : -(int)m.status;
+
+	for (;;) {
+		ret = kb_recv(s, 0, &m, "the client's next message");
+		if (ret)
+			return ret;
+		switch (m.type) {
+		case KB_BYE:
+			/* the client closes: our next RECV is flushed */
+			kb_server_recv(s);
+			kb_poll(s, 2000);
+			s->err[0] = '\0';
+			return 0;
+		case KB_SEND_START:
+			ret = server_send_run(s, &m);
+			break;
+		case KB_LAT_START: {
+			struct krdma_token peer;
+			struct kb_msg r;
+			bool bad = !m.a || m.a > max_size || !m.b;
+
+			memset(&peer, 0, sizeof(peer));
+			peer.addr = m.tok_addr;
+			peer.length = m.tok_length;
+			peer.rkey = m.tok_rkey;
+			peer.access = m.tok_access;
+			memset(&r, 0, sizeof(r));
+			r.type = KB_READY;
+			r.status = bad ? EINVAL : 0;
+			ret = kb_server_recv(s);
+			if (!ret)
+				ret = kb_send(s, &r);
+			if (!ret && !bad)
+				ret = kb_pingpong(s, &peer, m.a, m.b, false);
+			break;
+		}
+		default:
+			kb_fail(s, 0, "unexpected message type %u", m.type);
+			return -EPROTO;
+		}
+		if (ret)
+			return ret;
+	}
+}
+
+struct bench_opts {
+	const char *host;
+	const char *addr;	/* server: listen address */
+	uint32_t port;
+	bool server;
+	uint32_t count;		/* server: clients */
+	bool json;
+	uint32_t depth;
+	uint32_t batch;
+	uint64_t iters;		/* most iterations per size */
+	uint64_t min_iters;
+	uint64_t bytes;		/* bytes per size: iters = bytes / size */
+	uint64_t sizes[KB_MAX_SIZES];
+	unsigned int nsizes;
+	bool ops[KB_NOPS];
+	uint32_t timeout_ms;
+	uint64_t max_size;	/* server */
+};
+
+static int server_run(const struct bench_opts *o)
+{
+	struct krdma_addr addr, bound;
+	struct krdma_listen l;
+	struct kb_sess s;
+	uint32_t served = 0, failed = 0;
+	char buf[80];
+	int ret;
+
+	memset(&s, 0, sizeof(s));
+	s.server = true;
+	s.timeout_ms = o->timeout_ms;
+	if (krdma_parse_addr(o->addr, o->port, &addr)) {
+		errmsg("bench: '%s' is not an IPv4 or IPv6 address", o->addr);
+		return EXIT_USAGE;
+	}
+	s.fd = open_krdma();
+	if (s.fd < 0)
+		return 1;
+	ret = check_module_for(s.fd, KRDMA_FEATURE_CONN, "connection");
+	if (ret)
+		goto out;
+	kb_raise_memlock();
+	ret = kb_map(&s, 2 * KB_SLOTS * KB_SLOT, KRDMA_ACCESS_LOCAL_WRITE,
+		     &s.ctrl, &s.ctrl_len, &s.ctrl_h);
+	if (ret) {
+		errmsg("bench: %s", s.err);
+		goto out;
+	}
+	memset(&l, 0, sizeof(l));
+	l.size = sizeof(l);
+	l.addr = addr;
+	l.backlog = 4;
+	l.sq_depth = 64;
+	l.rq_depth = KB_SERVER_RQ;
+	ret = krdma_ioctl(s.fd, KRDMA_IOC_LISTEN, &l);
+	if (ret) {
+		errmsg_err(ret, "bench: cannot listen on %s",
+			   krdma_addr_str(&addr, buf, sizeof(buf)));
+		goto out;
+	}
+	bound = l.addr;
+	{
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = kb_on_signal;
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
+	printf("krdmactl bench: listening on %s\n",
+	       krdma_addr_str(&bound, buf, sizeof(buf)));
+	fflush(stdout);
+	while (!kb_stop && (!o->count || served < o->count)) {
+		ret = krdma_accept_conn(s.fd, l.handle, 0,
+					KRDMA_TIMEOUT_INFINITE, &s.conn);
+		if (ret == -EINTR) {
+			ret = 0;
+			continue;
+		}
+		if (ret) {
+			errmsg_err(ret, "bench: cannot accept");
+			break;
+		}
+		s.err[0] = '\0';
+		s.mb_head = s.mb_tail = 0;
+		ret = server_one(&s, o->max_size);
+		served++;
+		if (ret || s.err[0]) {
+			failed++;
+			printf("client %u: FAILED: %s\n", served,
+			       s.err[0] ? s.err : strerror(-ret));
+		} else {
+			printf("client %u: done\n", served);
+		}
+		fflush(stdout);
+		krdma_destroy_handle(s.fd, s.conn);
+		s.conn = 0;
+		if (s.grant)
+			krdma_destroy_handle(s.fd, s.grant);
+		s.grant = 0;
+		if (s.data_h)
+			krdma_destroy_handle(s.fd, s.data_h);
+		s.data_h = 0;
+		/* drain flushed completions of this client */
+		while (krdma_poll_wc(s.fd, (struct krdma_completion[16]){ { 0 } },
+				     16, 200) > 0)
+			;
+		if (s.data)
+			munmap(s.data, s.data_map);
+		s.data = NULL;
+		ret = 0;
+	}
+out:
+	close(s.fd);
+	if (s.ctrl)
+		munmap(s.ctrl, s.ctrl_len);
+	if (ret)
+		return finish_stdout(1);
+	return finish_stdout(failed ? 1 : 0);
+}
+
+/*
+ * The client
+ */
+
+struct kb_row {
+	enum kb_op op;
+	uint64_t size, iters;
+	bool skipped;
+	const char *why;
+	double seconds, mb_per_s, mmsg_per_s;
+	double lat_med, lat_p99, lat_p999, lat_avg;	/* us */
+	double cpu_user, cpu_sys, cpu_s_per_gb;
+};
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double kb_pct(const uint32_t *v, uint64_t n, double p)
+{
+	uint64_t i = (uint64_t)(p * (n - 1) + 0.5);
+
+	return n ? v[i < n ? i : n - 1] / 1e3 : 0;
+}
+
+static double tv_s(const struct timeval *tv)
+{
+	return tv->tv_sec + tv->tv_usec / 1e6;
+}
+
+/* WRITE, READ or SEND of @size, @iters times; fills @r */
+static int client_run(struct kb_sess *s, const struct bench_opts *o,
+		      enum kb_op kop, uint64_t size, uint64_t iters,
+		      struct kb_row *r)
+{
+	struct krdma_op ops[KB_MAX_BATCH];
+	uint64_t posted = 0, t0, t1, credits = UINT64_MAX, last, done_before = 0;
+	uint32_t depth = o->depth, batch = o->batch;
+	struct rusage ru0, ru1;
+	struct kb_msg m;
+	unsigned int i;
+	int ret = 0;
+
+	s->data_done = 0;
+	memset(s->lat_ns, 0, iters * sizeof(*s->lat_ns));
+	if (kop == KB_OP_SEND) {
+		memset(&m, 0, sizeof(m));
+		m.type = KB_SEND_START;
+		m.a = size;
+		m.b = iters;
+		m.c = depth;
+		ret = kb_send(s, &m);
+		if (!ret)
+			ret = kb_recv(s, KB_READY, &m, "READY");
+		if (ret)
+			return ret;
+		if (m.status) {
+			kb_fail(s, 0, "the server cannot take SENDs of %" PRIu64 " bytes: %s",
+				size, strerror(m.status));
+			return -EPROTO;
+		}
+		credits = depth;
+	} else if (kop == KB_OP_LAT) {
+		memset(&m, 0, sizeof(m));
+		m.type = KB_LAT_START;
+		m.a = size;
+		m.b = iters;
+		{
+			struct krdma_token mine;
+			uint32_t g;
+
+			ret = krdma_grant_window(s->fd, s->conn, s->data_h,
+						 s->data_len / 2, size,
+						 KRDMA_ACCESS_REMOTE_WRITE, &g,
+						 &mine);
+			if (ret) {
+				kb_fail(s, ret, "cannot grant the ping-pong window");
+				return ret;
+			}
+			m.tok_addr = mine.addr;
+			m.tok_length = mine.length;
+			m.tok_rkey = mine.rkey;
+			m.tok_access = mine.access;
+			ret = kb_send(s, &m);
+			if (!ret)
+				ret = kb_recv(s, KB_READY, &m, "READY");
+			if (!ret && m.status) {
+				kb_fail(s, 0, "the server cannot ping-pong %" PRIu64 " bytes: %s",
+					size, strerror(m.status));
+				ret = -EPROTO;
+			}
+			getrusage(RUSAGE_SELF, &ru0);
+			t0 = kb_now();
+			if (!ret)
+				ret = kb_pingpong(s, &s->tok, size, iters, true);
+			t1 = kb_now();
+			getrusage(RUSAGE_SELF, &ru1);
+			krdma_destroy_handle(s->fd, g);
+			if (ret)
+				return ret;
+		}
+		goto stats;
+	}
+
+	getrusage(RUSAGE_SELF, &ru0);
+	t0 = kb_now();
+	last = t0;
+	while (s->data_done < iters) {
+		uint64_t room = depth - (posted - s->data_done);
+		uint64_t n = iters - posted;
+
+		if (n > batch)
+			n = batch;
+		if (kop == KB_OP_SEND && credits < room)
+			room = credits;
+		/* Submit a full batch (or what is left) once there is room */
+		if (n && room >= n) {
+			uint64_t now = kb_now();
+
+			for (i = 0; i < n; i++) {
+				memset(&ops[i], 0, sizeof(ops[i]));
+				ops[i].opcode = kop == KB_OP_WRITE ? KRDMA_OP_WRITE :
+						kop == KB_OP_READ ? KRDMA_OP_READ :
+						KRDMA_OP_SEND;
+				ops[i].cookie = KB_COOKIE(KB_K_DATA, posted + i);
+				ops[i].conn = s->conn;
+				ops[i].num_sge = 1;
+				ops[i].sge.buf = s->data_h;
+				ops[i].sge.length = size;
+				if (kop != KB_OP_SEND)
+					ops[i].remote = s->tok;
+				s->t_submit[posted + i] = now;
+			}
+			ret = kb_submit(s, ops, n, kb_op_names[kop]);
+			if (ret)
+				return ret;
+			posted += n;
+			if (kop == KB_OP_SEND)
+				credits -= n;
+			continue;
+		}
+		ret = kb_poll(s, 0);
+		if (ret)
+			return ret;
+		while (kop == KB_OP_SEND && s->mb_head != s->mb_tail) {
+			m = s->mbox[s->mb_head++ % KB_MBOX];
+			if (m.type != KB_CREDIT && m.type != KB_FIN) {
+				kb_fail(s, 0, "unexpected message type %u in a SEND run",
+					m.type);
+				return -EPROTO;
+			}
+			credits += m.a;
+		}
+		if (s->data_done != done_before) {
+			done_before = s->data_done;
+			last = kb_now();
+		} else if (kb_now() - last > s->timeout_ms * 1000000ULL) {
+			kb_fail(s, 0, "%s of %" PRIu64 " bytes: %" PRIu64 " of %" PRIu64 " done, then nothing for %u ms",
+				kb_op_names[kop], size, s->data_done, iters,
+				s->timeout_ms);
+			return -ETIMEDOUT;
+		}
+		if (kb_stop) {
+			kb_fail(s, 0, "interrupted");
+			return -EINTR;
+		}
+	}
+	t1 = kb_now();
+	getrusage(RUSAGE_SELF, &ru1);
+	if (kop == KB_OP_SEND) {
+		/* the server's FIN: every message arrived */
+		for (;;) {
+			ret = kb_recv(s, 0, &m, "FIN");
+			if (ret)
+				return ret;
+			if (m.type == KB_FIN)
+				break;
+			if (m.type != KB_CREDIT) {
+				kb_fail(s, 0, "expected FIN, got type %u", m.type);
+				return -EPROTO;
+			}
+		}
+	}
+
+stats:
+	r->seconds = (t1 - t0) / 1e9;
+	r->mb_per_s = r->seconds > 0 ? size * iters / r->seconds / 1e6 : 0;
+	r->mmsg_per_s = r->seconds > 0 ? iters / r->seconds / 1e6 : 0;
+	{
+		double sum = 0;
+		uint64_t k;
+
+		for (k = 0; k < iters; k++)
+			sum += s->lat_ns[k];
+		r->lat_avg = sum / iters / 1e3;
+	}
+	qsort(s->lat_ns, iters, sizeof(*s->lat_ns), cmp_u32);
+	r->lat_med = kb_pct(s->lat_ns, iters, 0.5);
+	r->lat_p99 = kb_pct(s->lat_ns, iters, 0.99);
+	r->lat_p999 = kb_pct(s->lat_ns, iters, 0.999);
+	r->cpu_user = tv_s(&ru1.ru_utime) - tv_s(&ru0.ru_utime);
+	r->cpu_sys = tv_s(&ru1.ru_stime) - tv_s(&ru0.ru_stime);
+	r->cpu_s_per_gb = (r->cpu_user + r->cpu_sys) / (size * iters / 1e9);
+	return 0;
+}
+
+/* Iterations for @size: bytes / size, within [min_iters, iters] */
+static uint64_t kb_iters(const struct bench_opts *o, uint64_t size)
+{
+	uint64_t n = o->bytes / size;
+
+	if (n > o->iters)
+		n = o->iters;
+	if (n < o->min_iters)
+		n = o->min_iters;
+	return n;
+}
+
+static void print_row_text(const struct kb_row *r, uint32_t depth,
+			   uint32_t batch)
+{
+	if (r->skipped) {
+		printf("%-5s %9" PRIu64 " %8s  skipped: %s\n",
+		       kb_op_names[r->op], r->size, "-", r->why);
+		return;
+	}
+	printf("%-5s %9" PRIu64 " %8" PRIu64 " %5u %5u %10.1f %8.4f %9.1f %9.1f %9.1f %8.3f\n",
+	       kb_op_names[r->op], r->size, r->iters,
+	       r->op == KB_OP_LAT ? 1 : depth, r->op == KB_OP_LAT ? 1 : batch,
+	       r->mb_per_s, r->mmsg_per_s, r->lat_med, r->lat_p99, r->lat_p999,
+	       r->cpu_s_per_gb);
+	fflush(stdout);
+}
+
+static int bench_client(const struct bench_opts *o)
+{
+	struct krdma_addr dst;
+	struct kb_sess s;
+	struct kb_row *rows = NULL;
+	unsigned int nrows = 0, i, op;
+	uint64_t max_size = 0, max_iters = 0;
+	const char *transport = "unknown";
+	char dev[KRDMA_NAME_MAX] = "?", target[80], date[64];
+	struct utsname un;
+	uint32_t tr;
+	struct kb_msg m;
+	bool ok;
+	int ret;
+
+	memset(&s, 0, sizeof(s));
+	s.timeout_ms = o->timeout_ms;
+	if (krdma_parse_addr(o->host, o->port, &dst)) {
+		errmsg("bench: '%s' is not an IPv4 or IPv6 address", o->host);
+		return EXIT_USAGE;
+	}
+	krdma_addr_str(&dst, target, sizeof(target));
+	for (i = 0; i < o->nsizes; i++) {
+		if (o->sizes[i] > max_size)
+			max_size = o->sizes[i];
+		if (kb_iters(o, o->sizes[i]) > max_iters)
+			max_iters = kb_iters(o, o->sizes[i]);
+	}
+	s.fd = open_krdma();
+	if (s.fd < 0)
+		return 1;
+	if (check_module_for(s.fd, KRDMA_FEATURE_CONN, "connection")) {
+		close(s.fd);
+		return 1;
+	}
+	kb_raise_memlock();
+	{
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = kb_on_signal;
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
+	rows = calloc(KB_NOPS * o->nsizes, sizeof(*rows));
+	s.t_submit = calloc(max_iters, sizeof(*s.t_submit));
+	s.lat_ns = calloc(max_iters, sizeof(*s.lat_ns));
+	if (!rows || !s.t_submit || !s.lat_ns) {
+		kb_fail(&s, -ENOMEM, "out of memory");
+		ret = -ENOMEM;
+		goto report;
+	}
+	ret = kb_map(&s, 2 * KB_SLOTS * KB_SLOT, KRDMA_ACCESS_LOCAL_WRITE,
+		     &s.ctrl, &s.ctrl_len, &s.ctrl_h);
+	if (!ret)
+		ret = kb_map(&s, 2 * max_size,
+			     KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_REMOTE_WRITE,
+			     &s.data, &s.data_map, &s.data_h);
+	s.data_len = 2 * max_size;
+	if (!ret) {
+		ret = kb_connect_raw(s.fd, &dst, o->timeout_ms,
+				     o->depth + 32, KB_CLIENT_RECVS + 16,
+				     &s.conn);
+		if (ret)
+			kb_fail(&s, ret, "cannot connect to %s", target);
+	}
+	for (i = 0; !ret && i < KB_CLIENT_RECVS; i++)
+		ret = kb_post_ctrl_recv(&s, i);
+	if (!ret)
+		ret = kb_recv(&s, KB_WELCOME, &m, "WELCOME");
+	if (!ret && m.a < max_size) {
+		kb_fail(&s, 0, "the server takes sizes up to %" PRIu64 " bytes; use its -S",
+			(uint64_t)m.a);
+		ret = -EMSGSIZE;
+	}
+	if (!ret) {
+		transport = kb_conn_device(&s, dev, sizeof(dev), &tr);
+		memset(&m, 0, sizeof(m));
+		m.type = KB_SETUP;
+		m.a = max_size;
+		ret = kb_send(&s, &m);
+	}
+	if (!ret)
+		ret = kb_recv(&s, KB_TOKEN, &m, "TOKEN");
+	if (!ret && m.status) {
+		kb_fail(&s, 0, "the server cannot give a window: %s",
+			strerror(m.status));
+		ret = -EREMOTEIO;
+	}
+	if (!ret) {
+		s.tok.addr = m.tok_addr;
+		s.tok.length = m.tok_length;
+		s.tok.rkey = m.tok_rkey;
+		s.tok.access = m.tok_access;
+	}
+	if (!ret && !o->json) {
+		printf("KRDMA BENCH %s via %s (%s): depth %u, batch %u, busy-polled completions\n",
+		       target, dev, transport, o->depth, o->batch);
+		printf("%-5s %9s %8s %5s %5s %10s %8s %9s %9s %9s %8s\n",
+		       "op", "bytes", "iters", "depth", "batch", "MB/s",
+		       "Mmsg/s", "med_us", "p99_us", "p99.9_us", "cpu_s/GB");
+		fflush(stdout);
+	}
+
+	for (op = 0; !ret && op < KB_NOPS; op++) {
+		if (!o->ops[op])
+			continue;
+		for (i = 0; !ret && i < o->nsizes; i++) {
+			struct kb_row *r = &rows[nrows++];
+
+			r->op = op;
+			r->size = o->sizes[i];
+			r->iters = kb_iters(o, r->size);
+			if (op == KB_OP_SEND && r->size > KB_SEND_MAX) {
+				r->skipped = true;
+				r->why = "krdma SENDs are at most 1 MiB (256 pages)";
+			} else {
+				ret = client_run(&s, o, op, r->size, r->iters, r);
+			}
+			if (!ret && !o->json)
+				print_row_text(r, o->depth, o->batch);
+			if (ret)
+				nrows--;
+		}
+	}
+	if (!ret) {
+		memset(&m, 0, sizeof(m));
+		m.type = KB_BYE;
+		ret = kb_send(&s, &m);
+		if (!ret)
+			kb_poll(&s, 100);
+	}
+
+report:
+	ok = !ret && !s.err[0];
+	if (o->json) {
+		struct json j = { .f = stdout };
+		time_t now = time(NULL);
+
+		strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+		uname(&un);
+		json_begin_object(&j, NULL);
+		json_str(&j, "command", "bench");
+		json_str(&j, "target", target);
+		json_str(&j, "device", dev);
+		json_str(&j, "transport", transport);
+		json_str(&j, "date", date);
+		json_str(&j, "kernel", un.release);
+		json_str(&j, "machine", un.machine);
+		json_u64(&j, "depth", o->depth);
+		json_u64(&j, "batch", o->batch);
+		json_begin_array(&j, "results");
+		for (i = 0; i < nrows; i++) {
+			const struct kb_row *r = &rows[i];
+
+			json_begin_object(&j, NULL);
+			json_str(&j, "op", kb_op_names[r->op]);
+			json_u64(&j, "size", r->size);
+			json_u64(&j, "iters", r->iters);
+			json_u64(&j, "depth", r->op == KB_OP_LAT ? 1 : o->depth);
+			json_u64(&j, "batch", r->op == KB_OP_LAT ? 1 : o->batch);
+			json_bool(&j, "skipped", r->skipped);
+			if (r->skipped) {
+				json_str(&j, "why", r->why);
+				json_end_object(&j);
+				continue;
+			}
+			json_double(&j, "seconds", r->seconds, 6);
+			json_double(&j, "mb_per_s", r->mb_per_s, 3);
+			json_double(&j, "mmsg_per_s", r->mmsg_per_s, 6);
+			json_begin_object(&j, "lat_us");
+			json_double(&j, "avg", r->lat_avg, 3);
+			json_double(&j, "median", r->lat_med, 3);
+			json_double(&j, "p99", r->lat_p99, 3);
+			json_double(&j, "p99_9", r->lat_p999, 3);
+			json_end_object(&j);
+			json_begin_object(&j, "cpu");
+			json_double(&j, "user_s", r->cpu_user, 6);
+			json_double(&j, "sys_s", r->cpu_sys, 6);
+			json_double(&j, "s_per_gb", r->cpu_s_per_gb, 6);
+			json_end_object(&j);
+			json_end_object(&j);
+		}
+		json_end_array(&j);
+		json_bool(&j, "ok", ok);
+		if (s.err[0])
+			json_str(&j, "error", s.err);
+		else
+			json_null(&j, "error");
+		json_end_object(&j);
+		fflush(stdout);
+	}
+	if (s.err[0])
+		errmsg("bench: %s", s.err);
+	close(s.fd);
+	if (s.data)
+		munmap(s.data, s.data_map);
+	if (s.ctrl)
+		munmap(s.ctrl, s.ctrl_len);
+	free(rows);
+	free(s.t_submit);
+	free(s.lat_ns);
+	return finish_stdout(ok ? 0 : 1);
+}
+
+static int kb_parse_u64(const char *s, uint64_t min, uint64_t max,
+			uint64_t *out)
+{
+	unsigned long long v, mult = 1;
+	char *end;
+
+	if (!*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': mult = 1024; end++; break;
+	case 'm': case 'M': mult = 1024 * 1024; end++; break;
+	case 'g': case 'G': mult = 1024 * 1024 * 1024; end++; break;
+	}
+	if (*end || v > max / mult || v * mult < min)
+		return -EINVAL;
+	*out = v * mult;
+	return 0;
+}
+
+/* "64,4K,1M" or "64-8M" (powers of 4 from MIN, and MAX) */
+static int kb_parse_sizes(const char *arg, struct bench_opts *o)
+{
+	char buf[256], *p, *save = NULL, *dash;
+	uint64_t lo, hi, v;
+
+	snprintf(buf, sizeof(buf), "%s", arg);
+	o->nsizes = 0;
+	dash = strchr(buf, '-');
+	if (dash && !strchr(buf, ',')) {
+		*dash = '\0';
+		if (kb_parse_u64(buf, 1, KB_MAX_SIZE, &lo) ||
+		    kb_parse_u64(dash + 1, lo, KB_MAX_SIZE, &hi))
+			return -EINVAL;
+		for (v = lo; v <= hi && o->nsizes < KB_MAX_SIZES; v *= 4)
+			o->sizes[o->nsizes++] = v;
+		if (o->sizes[o->nsizes - 1] != hi && o->nsizes < KB_MAX_SIZES)
+			o->sizes[o->nsizes++] = hi;
+		return 0;
+	}
+	for (p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		if (o->nsizes == KB_MAX_SIZES ||
+		    kb_parse_u64(p, 1, KB_MAX_SIZE, &o->sizes[o->nsizes]))
+			return -EINVAL;
+		o->nsizes++;
+	}
+	return o->nsizes ? 0 : -EINVAL;
+}
+
+static int kb_parse_ops(const char *arg, struct bench_opts *o)
+{
+	char buf[128], *p, *save = NULL;
+	unsigned int i;
+	bool any = false;
+
+	snprintf(buf, sizeof(buf), "%s", arg);
+	memset(o->ops, 0, sizeof(o->ops));
+	for (p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < KB_NOPS; i++)
+			if (!strcmp(p, kb_op_names[i]))
+				break;
+		if (i == KB_NOPS)
+			return -EINVAL;
+		o->ops[i] = any = true;
+	}
+	return any ? 0 : -EINVAL;
+}
+
+int bench_main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "listen", no_argument, NULL, 'l' },
+		{ "addr", required_argument, NULL, 'a' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "max-size", required_argument, NULL, 'S' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "ops", required_argument, NULL, 'o' },
+		{ "sizes", required_argument, NULL, 's' },
+		{ "depth", required_argument, NULL, 'd' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "min-iters", required_argument, NULL, 'm' },
+		{ "bytes", required_argument, NULL, 'B' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct bench_opts o = {
+		.addr = "0.0.0.0",
+		.port = KB_PORT,
+		.depth = 64,
+		.batch = 16,
+		.iters = 10000,
+		.min_iters = 100,
+		.bytes = 256ULL << 20,
+		.timeout_ms = 10000,
+		.max_size = 8ULL << 20,
+		.ops = { true, true, true, true },
+	};
+	uint64_t v;
+	int c;
+
+	kb_parse_sizes("64-8M", &o);
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":la:c:S:p:o:s:d:b:n:m:B:t:jh",
+				longopts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			o.server = true;
+			break;
+		case 'a':
+			o.addr = optarg;
+			break;
+		case 'c':
+			if (kb_parse_u64(optarg, 1, UINT32_MAX, &v))
+				goto bad;
+			o.count = v;
+			break;
+		case 'S':
+			if (kb_parse_u64(optarg, 64, KB_MAX_SIZE, &o.max_size))
+				goto bad;
+			break;
+		case 'p':
+			if (kb_parse_u64(optarg, 0, 65535, &v))
+				goto bad;
+			o.port = v;
+			break;
+		case 'o':
+			if (kb_parse_ops(optarg, &o))
+				goto bad;
+			break;
+		case 's':
+			if (kb_parse_sizes(optarg, &o))
+				goto bad;
+			break;
+		case 'd':
+			if (kb_parse_u64(optarg, 1, KB_MAX_DEPTH, &v))
+				goto bad;
+			o.depth = v;
+			break;
+		case 'b':
+			if (kb_parse_u64(optarg, 1, KB_MAX_BATCH, &v))
+				goto bad;
+			o.batch = v;
+			break;
+		case 'n':
+			if (kb_parse_u64(optarg, 1, KB_MAX_ITERS, &o.iters))
+				goto bad;
+			break;
+		case 'm':
+			if (kb_parse_u64(optarg, 1, KB_MAX_ITERS, &o.min_iters))
+				goto bad;
+			break;
+		case 'B':
+			if (kb_parse_u64(optarg, 1, 1ULL << 40, &o.bytes))
+				goto bad;
+			break;
+		case 't':
+			if (kb_parse_u64(optarg, 1, 3600000, &v))
+				goto bad;
+			o.timeout_ms = v;
+			break;
+		case 'j':
+			o.json = true;
+			break;
+		case 'h':
+			print_usage_of(argv[0], stdout);
+			return finish_stdout(0);
+		default:
+			bad_option(argv[0], c, argv);
+			return EXIT_USAGE;
+		}
+	}
+	if (o.min_iters > o.iters)
+		o.min_iters = o.iters;
+	if (o.batch > o.depth)
+		o.batch = o.depth;
+	if (o.server) {
+		if (optind < argc) {
+			errmsg("bench: unexpected argument '%s'", argv[optind]);
+			print_usage_of(argv[0], stderr);
+			return EXIT_USAGE;
+		}
+		return server_run(&o);
+	}
+	if (optind >= argc) {
+		errmsg("bench: no address given (or -l to be the server)");
+		print_usage_of(argv[0], stderr);
+		return EXIT_USAGE;
+	}
+	o.host = argv[optind++];
+	if (optind < argc) {
+		errmsg("bench: unexpected argument '%s'", argv[optind]);
+		print_usage_of(argv[0], stderr);
+		return EXIT_USAGE;
+	}
+	return bench_client(&o);
+bad:
+	errmsg("bench: bad value '%s' for -%c", optarg, c);
+	print_usage_of(argv[0], stderr);
+	return EXIT_USAGE;
+}
