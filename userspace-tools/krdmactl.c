@@ -986,6 +986,78 @@ static const struct {
 	  "\n"
 	  "SENDs larger than 1 MiB are skipped (krdma's limit). MB is 10^6 bytes.\n"
 	  "Exit status: 0 when every run completed, 1 otherwise, 2 bad usage.\n" },
+	{ "up", up_main,
+	  "load krdma and create a soft RDMA device (rxe or siw) on a netdev",
+	  "[--rxe|--siw] [--name NAME] [--module PATH] [NETDEV]\n"
+	  "Make this host ready for krdma: load krdma (modprobe krdma, else\n"
+	  "insmod of --module PATH or of ../krdma.ko next to krdmactl), load\n"
+	  "the soft driver (rdma_rxe or siw) and create a soft RDMA device on\n"
+	  "NETDEV (default: the network device of the default route) over the\n"
+	  "kernel's RDMA netlink interface, as `rdma link add` does. Idempotent:\n"
+	  "when a device is already on NETDEV it only reports it. With RDMA\n"
+	  "hardware present and neither NETDEV nor --rxe/--siw given, it only\n"
+	  "checks and reports. What it creates and loads is recorded in\n"
+	  "/run/krdma/up.state ($KRDMA_STATE_DIR) for `krdmactl down`.\n"
+	  "\n"
+	  "  --rxe              soft-RoCE (rdma_rxe; the default)\n"
+	  "  --siw              soft-iWARP (siw; insmod of $KRDMA_SIW_KO or of\n"
+	  "                     ../build/siw-$(uname -r)/siw.ko if modprobe fails)\n"
+	  "  -n, --name NAME    device name (default: the first free rxeN/siwN)\n"
+	  "  -m, --module PATH  krdma.ko to insmod when modprobe krdma fails\n"
+	  "  -h, --help         show this help\n"
+	  "\n"
+	  "Exit status: 0 when the device is there (created or found), 1 if not,\n"
+	  "2 bad usage. Needs root.\n" },
+	{ "down", down_main,
+	  "undo `krdmactl up`: delete the devices it created, unload its modules",
+	  "\n"
+	  "Delete exactly the RDMA devices `krdmactl up` created and unload the\n"
+	  "modules it loaded, newest first, as recorded in /run/krdma/up.state;\n"
+	  "nothing else. A driver module still used by another soft device is\n"
+	  "kept. Without a record it does nothing.\n"
+	  "\n"
+	  "  -h, --help  show this help\n"
+	  "\n"
+	  "Exit status: 0 when everything recorded was undone, 1 otherwise.\n" },
+	{ "doctor", doctor_main,
+	  "check this host for krdma: module, devices, ports, GIDs, MTU, limits",
+	  "[-j] [-d DEVNAME] [-p PORT] [-t TIMEOUT_MS] [ADDR]\n"
+	  "Check what krdma needs, one line each, with the fix for a failure:\n"
+	  "  module    krdma loaded, its ABI matches krdmactl\n"
+	  "  devices   RDMA devices present (only DEVNAME with -d)\n"
+	  "  ports     every port ACTIVE\n"
+	  "  gids      a GID for every IP address of the RDMA netdevs; no\n"
+	  "            link-local-only ports\n"
+	  "  mtu       the RDMA MTU fits the netdev MTU and is at least 1024\n"
+	  "  memlock   ulimit -l large enough, or CAP_IPC_LOCK\n"
+	  "  netns     the network namespace and rdma system netns mode\n"
+	  "  firewall  no nftables/iptables rule drops UDP 4791 (RoCE v2)\n"
+	  "  reach     with ADDR: connect to ADDR:PORT over krdma (refused\n"
+	  "            means reachable, but nobody listens)\n"
+	  "\n"
+	  "  -j, --json            print JSON: {\"checks\":[{\"name\",\"status\":\n"
+	  "                        \"ok\"|\"fail\"|\"skip\",\"verdict\",\"fix\"}],\n"
+	  "                        \"failed\",\"ok\"}\n"
+	  "  -d, --dev DEVNAME     check only that RDMA device\n"
+	  "  -p, --port PORT       port for ADDR (default 18515)\n"
+	  "  -t, --timeout MS      limit of the connect to ADDR (default 3000)\n"
+	  "  -h, --help            show this help\n"
+	  "\n"
+	  "Exit status: 0 when every check passed (or was skipped), 1 otherwise,\n"
+	  "2 bad usage.\n" },
+	{ "explain", explain_main,
+	  "explain completion statuses and errnos: meaning and likely cause",
+	  "[-j] [STATUS|ERRNO...]\n"
+	  "Explain completion statuses (REM_ACCESS_ERR, WC_RETRY_EXC_ERR, 12)\n"
+	  "and errnos (ECONNREFUSED, ...) in plain words, with their likely\n"
+	  "cause; without arguments, every one. The same table ping, xfer and\n"
+	  "doctor use.\n"
+	  "\n"
+	  "  -j, --json  print JSON: {\"explanations\":[{\"kind\",\"name\",\n"
+	  "              \"value\",...}]}\n"
+	  "  -h, --help  show this help\n"
+	  "\n"
+	  "Exit status: 0, or 1 when an argument is unknown.\n" },
 	{ "help", help_main,
 	  "show this help, or the help of a command",
 	  "[COMMAND]\n"
