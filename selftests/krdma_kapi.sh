@@ -125,6 +125,39 @@ else
 	not_ok "a kernel token works for a /dev/krdma peer and a user token for the kernel"
 fi
 
+# 4: the device goes away under a consumer's connections with operations in
+#    flight: it is told (event, -ENODEV), everything completes and closes
+for type in rxe siw; do
+	netdev=veth1 ip=198.18.0.2
+	[[ $type == siw ]] && netdev=veth3 ip=198.18.1.2
+	desc="$type: device removed under a consumer's connections: told, completed, closed"
+	if rdma link add krdmak0 type "$type" netdev "$netdev" &&
+	   insmod "$KO" addrs="$ip" hold=1 &&
+	   grep -q "^ok .*held (0)" "$RESULTS"; then
+		rdma link delete krdmak0
+		for _ in $(seq 100); do
+			read -r st </sys/kernel/debug/krdma_sample/hold
+			[[ $st == done=10\ * && $st == *events=2* ]] && break
+			sleep 0.1
+		done
+		lines+=("# $st")
+		# all 10 done (the 2 RECVs flushed), both ends told, one of
+		# them with ENODEV (the other may hear of its peer first)
+		if [[ $st == "done=10 failed="[2-9]*" events=2 "* &&
+		      $st == *-19* && $st == *"state=3" ]] &&
+		   rmmod krdma_sample; then
+			ok "$desc"
+		else
+			rmmod krdma_sample 2>/dev/null
+			not_ok "$desc"
+		fi
+	else
+		rmmod krdma_sample 2>/dev/null
+		rdma link delete krdmak0 2>/dev/null
+		not_ok "$desc"
+	fi
+done
+
 echo "TAP version 13"
 echo "1..$n"
 printf '%s\n' "${lines[@]}"

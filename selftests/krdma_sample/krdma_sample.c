@@ -38,6 +38,11 @@ module_param(user_serve, bool, 0444);
 MODULE_PARM_DESC(user_serve,
 		 "Serve one userspace peer on the first address (see krdma_kapi_user.c)");
 
+static bool hold;
+module_param(hold, bool, 0444);
+MODULE_PARM_DESC(hold,
+		 "Hold a connection with operations in flight on the first address, for a device removal (see debugfs hold)");
+
 static bool leave_in_flight;
 module_param(leave_in_flight, bool, 0444);
 MODULE_PARM_DESC(leave_in_flight,
@@ -938,6 +943,144 @@ static int user_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(user);
 
+/*
+ * hold=1: a connection pair with 8 writes of 1 MiB in flight, for the
+ * test script to remove the device under it (rdma link delete). The
+ * consumer must be told (event callbacks, -ENODEV), every operation must
+ * complete, and everything must close cleanly afterwards.
+ */
+static struct pair hold_pair;
+static struct kmem hold_src, hold_dst;
+static struct krdma_window *hold_grant;
+static struct krdma_req *hold_reqs;
+static atomic_t hold_done, hold_failed, hold_events;
+static int hold_error[2];	/* client, server */
+
+static void hold_event(struct krdma_conn *conn, int error, void *context)
+{
+	*(int *)context = error;
+	atomic_inc(&hold_events);
+}
+
+static void hold_op_done(struct krdma_req *req, const struct krdma_wc *wc)
+{
+	if (wc->status)
+		atomic_inc(&hold_failed);
+	atomic_inc(&hold_done);
+}
+
+static int hold_start(const char *ip)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct krdma_conn_params cparams = {
+		.event = hold_event, .context = &hold_error[0],
+	};
+	struct krdma_conn_params sparams = {
+		.event = hold_event, .context = &hold_error[1],
+	};
+	struct sockaddr_storage bound;
+	struct krdma_token tok;
+	int i, ret;
+
+	if (!in4_pton(ip, -1, (u8 *)&sin.sin_addr, -1, NULL))
+		return -EINVAL;
+	hold_pair.l = krdma_listen(&init_net, (struct sockaddr *)&sin, 1,
+				   &sparams);
+	if (IS_ERR(hold_pair.l)) {
+		ret = PTR_ERR(hold_pair.l);
+		hold_pair.l = NULL;
+		return ret;
+	}
+	ret = krdma_listener_addr(hold_pair.l, &bound);
+	if (ret)
+		return ret;
+	hold_pair.client = krdma_connect(&init_net, (struct sockaddr *)&bound,
+					 NULL, TIMEOUT, &cparams);
+	if (IS_ERR(hold_pair.client)) {
+		ret = PTR_ERR(hold_pair.client);
+		hold_pair.client = NULL;
+		return ret;
+	}
+	ret = krdma_accept(hold_pair.l, false, TIMEOUT, &hold_pair.server);
+	if (ret)
+		return ret;
+	ret = kmem_get(&hold_src, MEM_VMALLOC, SZ_1M, 0);
+	if (!ret)
+		ret = kmem_get(&hold_dst, MEM_VMALLOC, SZ_1M,
+			       KRDMA_ACCESS_REMOTE_WRITE |
+			       KRDMA_ACCESS_LOCAL_WRITE);
+	if (ret)
+		return ret;
+	hold_grant = krdma_grant_create(hold_pair.server, hold_dst.buf, 0,
+					SZ_1M, KRDMA_ACCESS_REMOTE_WRITE);
+	if (IS_ERR(hold_grant)) {
+		ret = PTR_ERR(hold_grant);
+		hold_grant = NULL;
+		return ret;
+	}
+	krdma_grant_token(hold_grant, &tok);
+	hold_reqs = kcalloc(10, sizeof(*hold_reqs), GFP_KERNEL);
+	if (!hold_reqs)
+		return -ENOMEM;
+	/* Two RECVs no SEND will match: in flight until the end */
+	for (i = 8; i < 10; i++) {
+		struct krdma_req *req = &hold_reqs[i];
+
+		req->opcode = KRDMA_OP_RECV;
+		req->num_sge = 1;
+		req->sge[0].buf = hold_dst.buf;
+		req->sge[0].length = 4096;
+		req->done = hold_op_done;
+		ret = krdma_post(hold_pair.server, req);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < 8; i++) {
+		struct krdma_req *req = &hold_reqs[i];
+
+		req->opcode = KRDMA_OP_WRITE;
+		req->num_sge = 1;
+		req->sge[0].buf = hold_src.buf;
+		req->sge[0].length = SZ_1M;
+		req->remote_addr = tok.addr;
+		req->rkey = tok.rkey;
+		req->done = hold_op_done;
+		ret = krdma_post(hold_pair.client, req);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static void hold_stop(void)
+{
+	if (hold_pair.client)
+		krdma_conn_close(hold_pair.client);
+	if (hold_pair.server)
+		krdma_conn_close(hold_pair.server);
+	if (hold_grant)
+		krdma_grant_destroy(hold_grant);
+	kmem_put(&hold_src, MEM_VMALLOC);
+	kmem_put(&hold_dst, MEM_VMALLOC);
+	if (hold_pair.l)
+		krdma_listener_close(hold_pair.l);
+	kfree(hold_reqs);
+}
+
+static int hold_show(struct seq_file *m, void *v)
+{
+	struct krdma_conn_info info = {};
+
+	if (hold_pair.client)
+		krdma_conn_info(hold_pair.client, &info);
+	seq_printf(m, "done=%d failed=%d events=%d errors=%d,%d state=%u\n",
+		   atomic_read(&hold_done), atomic_read(&hold_failed),
+		   atomic_read(&hold_events), hold_error[0], hold_error[1],
+		   info.state);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(hold);
+
 static int results_show(struct seq_file *m, void *v)
 {
 	seq_printf(m, "TAP version 13\n1..%u\n", ntests);
@@ -961,17 +1104,24 @@ static int __init krdma_sample_init(void)
 		return -ENOMEM;
 	}
 	cur = list;
-	while ((ip = strsep(&cur, ",")))
+	while (!hold && (ip = strsep(&cur, ",")))
 		if (*ip)
 			test_ip(ip);
 	if (leave_in_flight)
 		leave_ops_in_flight(list);	/* the first address */
 	if (user_serve && user_start(list))
 		snprintf(user_result, sizeof(user_result), "cannot listen");
+	if (hold) {
+		int ret = hold_start(list);
+
+		result(!ret, "%s a pair with 8 writes in flight, held (%d)",
+		       list, ret);
+	}
 
 	dir = debugfs_create_dir("krdma_sample", NULL);
 	debugfs_create_file("results", 0400, dir, NULL, &results_fops);
 	debugfs_create_file("user", 0400, dir, NULL, &user_fops);
+	debugfs_create_file("hold", 0400, dir, NULL, &hold_fops);
 	kfree(list);
 	return 0;
 }
@@ -985,6 +1135,8 @@ static void __exit krdma_sample_exit(void)
 		kthread_stop(user_task);
 	if (user_l)
 		krdma_listener_close(user_l);
+	if (hold)
+		hold_stop();
 	/* Closing the connections completes whatever is still in flight */
 	for (i = 0; i < 2; i++)
 		if (left_conn[i])
