@@ -71,6 +71,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
 	INIT_LIST_HEAD(&conn->chunks);
 	INIT_LIST_HEAD(&conn->zombies);
 	INIT_LIST_HEAD(&conn->free_chunks);
+	INIT_LIST_HEAD(&conn->deferred);
 	spin_lock_init(&conn->sq_lock);
 	INIT_WORK(&conn->post_work, krdma_post_work);
 	INIT_WORK(&conn->close_work, krdma_conn_close_work);
@@ -326,7 +327,9 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 
 	/* No new WR after this; the posts before it are drained below */
 	mutex_lock(&conn->post_mutex);
+	spin_lock_bh(&conn->sq_lock);
 	conn->qp_dead = true;
+	spin_unlock_bh(&conn->sq_lock);
 	mutex_unlock(&conn->post_mutex);
 
 	if (conn->qp) {
@@ -761,7 +764,9 @@ static int krdma_listener_request(struct krdma_listener *l,
 err_destroy_qp:
 	/* rdma_cm destroys the id when we return non-zero; the rest is ours */
 	mutex_lock(&conn->post_mutex);
+	spin_lock_bh(&conn->sq_lock);
 	conn->qp_dead = true;
+	spin_unlock_bh(&conn->sq_lock);
 	mutex_unlock(&conn->post_mutex);
 	rdma_destroy_qp(id);
 	ib_free_cq(conn->cq);

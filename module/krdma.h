@@ -173,7 +173,8 @@ enum krdma_conn_state {
  * @state: KRDMA_CS_*; written under @lock, read anywhere with READ_ONCE()
  * @error: why the connection failed (negative errno), under @lock
  * @torn_down: the QP and everything under it are gone
- * @qp_dead: set under @post_mutex (and @lock) before the QP is drained:
+ * @qp_dead: set under @post_mutex, @sq_lock and @lock before the QP is
+ *           drained:
  *           nothing may be posted any more
  * @passive: made by a listener
  * @accepted: passive: owned by someone (under the listener's lock)
@@ -214,6 +215,7 @@ enum krdma_conn_state {
  * @chunks: posted chunks not completed yet
  * @zombies: chunks completed by teardown whose CQE may still come
  * @free_chunks: chunks to reuse; freed with the connection's CQ
+ * @deferred: operations posted from softirq context, for @post_work
  * @sq_total: send WRs the QP takes (less one for the drain)
  * @sq_free: send WRs that may still be posted
  * @rq_total: receive WRs the QP takes (less one for the drain)
@@ -271,6 +273,7 @@ struct krdma_conn {
 	struct list_head chunks;
 	struct list_head zombies;
 	struct list_head free_chunks;
+	struct list_head deferred;
 	struct work_struct post_work;
 };
 

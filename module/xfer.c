@@ -645,13 +645,76 @@ static void krdma_push(struct krdma_conn *conn)
 	mutex_unlock(&conn->post_mutex);
 }
 
+static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
+			   bool prepare);
+
+/*
+ * Operations posted from softirq context wait on conn->deferred for the
+ * post work: post them now, in process context. Whatever krdma_post()
+ * would have refused completes with an error status instead.
+ */
+static void krdma_post_deferred_run(struct krdma_conn *conn, bool flush)
+{
+	struct krdma_wc wc = {};
+	struct krdma_req *req;
+	int ret;
+
+	for (;;) {
+		spin_lock_bh(&conn->sq_lock);
+		req = list_first_entry_or_null(&conn->deferred,
+					       struct krdma_req, entry);
+		if (req)
+			list_del(&req->entry);
+		spin_unlock_bh(&conn->sq_lock);
+		if (!req)
+			return;
+
+		/*
+		 * No local window from here: making one takes conn->lock,
+		 * which the teardown holds while it waits for this work. The
+		 * teardown itself (flush) only completes them.
+		 */
+		ret = flush ? -ENOTCONN : krdma_post_task(conn, req, false);
+		if (ret) {
+			wc.status = ret == -ENOTCONN ? IB_WC_WR_FLUSH_ERR :
+						       IB_WC_LOC_QP_OP_ERR;
+			req->done(req, &wc);
+		}
+		krdma_conn_put(conn);	/* the deferral's */
+	}
+}
+
+/* krdma_post() from softirq context: queue it for the post work */
+static int krdma_post_atomic(struct krdma_conn *conn, struct krdma_req *req)
+{
+	int ret = 0;
+
+	if (!req->done)
+		return -EINVAL;
+	spin_lock_bh(&conn->sq_lock);
+	if (conn->qp_dead || READ_ONCE(conn->state) != KRDMA_CS_CONNECTED) {
+		ret = -ENOTCONN;
+	} else {
+		krdma_conn_get(conn);
+		list_add_tail(&req->entry, &conn->deferred);
+	}
+	spin_unlock_bh(&conn->sq_lock);
+	if (!ret)
+		queue_work(krdma_wq, &conn->post_work);
+	return ret;
+}
+
 /**
  * krdma_post_work - post pending operations after completions made room
  * @work: the connection's post_work
  */
 void krdma_post_work(struct work_struct *work)
 {
-	krdma_push(container_of(work, struct krdma_conn, post_work));
+	struct krdma_conn *conn = container_of(work, struct krdma_conn,
+					       post_work);
+
+	krdma_post_deferred_run(conn, false);
+	krdma_push(conn);
 }
 
 static bool krdma_chunks_idle(struct krdma_conn *conn)
@@ -732,6 +795,7 @@ void krdma_xfer_free_zombies(struct krdma_conn *conn)
  */
 void krdma_xfer_flush_pending(struct krdma_conn *conn)
 {
+	krdma_post_deferred_run(conn, true);
 	krdma_push(conn);
 }
 
@@ -975,19 +1039,34 @@ int krdma_post_heartbeat(struct krdma_conn *conn)
  * called exactly once, from any context (softirq included, possibly
  * before this returns); on failure never.
  *
- * Context: process context; may sleep.
+ * From softirq context (a completion callback chaining the next
+ * operation, say) the operation is only queued, for a work item to check
+ * and post it: the errors below then come as a completion status instead
+ * (WR_FLUSH_ERR for -ENOTCONN, LOC_QP_OP_ERR for the others), and only
+ * -ENOTCONN and -EINVAL (no @done) are returned.
+ *
+ * Context: process context (may sleep) or softirq context; not hardirq.
  * Return: 0; -EINVAL, -EOVERFLOW, -EACCES, -EOPNOTSUPP, -EMSGSIZE for an
  * operation that cannot be done; -ENOTCONN when not connected; -ENOBUFS
  * when the receive queue is full (RECV).
  */
 int krdma_post(struct krdma_conn *conn, struct krdma_req *req)
 {
+	if (!in_task())
+		return krdma_post_atomic(conn, req);
+	return krdma_post_task(conn, req, true);
+}
+EXPORT_SYMBOL_NS_GPL(krdma_post, KRDMA);
+
+static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
+			   bool prepare)
+{
 	u64 total;
 	u32 i;
 	int ret;
 
 	req->lwin = NULL;
-	ret = krdma_post_prepare(conn, req);
+	ret = prepare ? krdma_post_prepare(conn, req) : 0;
 	if (ret)
 		return ret;
 
@@ -1043,7 +1122,6 @@ out_unlock:
 	req->lwin = NULL;
 	return ret;
 }
-EXPORT_SYMBOL_NS_GPL(krdma_post, KRDMA);
 
 static void krdma_sync_done(struct krdma_req *req, const struct krdma_wc *wc)
 {

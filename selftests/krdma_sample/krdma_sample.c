@@ -450,6 +450,103 @@ out:
 	kfree(req);
 }
 
+struct chain {
+	struct krdma_conn *conn;
+	struct krdma_req write, read;
+	struct completion done;
+	int post_ret;
+	int status;
+	bool posted_in_softirq;
+};
+
+static void chain_read_done(struct krdma_req *req, const struct krdma_wc *wc)
+{
+	struct chain *c = req->context;
+
+	c->status = wc->status;
+	complete(&c->done);
+}
+
+/* The WRITE's completion posts the READ: from softirq context */
+static void chain_write_done(struct krdma_req *req, const struct krdma_wc *wc)
+{
+	struct chain *c = req->context;
+
+	c->posted_in_softirq = in_softirq();
+	c->status = wc->status;
+	if (wc->status) {
+		complete(&c->done);
+		return;
+	}
+	c->post_ret = krdma_post(c->conn, &c->read);
+	if (c->post_ret)
+		complete(&c->done);
+}
+
+/* A completion callback posts the next operation */
+static void test_chain(const char *ip, struct pair *p)
+{
+	struct kmem local = {}, remote = {};
+	struct krdma_window *grant;
+	struct krdma_token tok;
+	struct chain *c;
+	long bad = -2;
+	int ret;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	ret = c ? 0 : -ENOMEM;
+	if (!ret)
+		ret = kmem_get(&local, MEM_KMALLOC, 2 * 16384,
+			       KRDMA_ACCESS_LOCAL_WRITE);
+	if (!ret)
+		ret = kmem_get(&remote, MEM_KMALLOC, 16384,
+			       KRDMA_ACCESS_REMOTE_READ |
+			       KRDMA_ACCESS_REMOTE_WRITE);
+	grant = ret ? ERR_PTR(ret) :
+		krdma_grant_create(p->server, remote.buf, 0, 16384,
+				   KRDMA_ACCESS_REMOTE_READ |
+				   KRDMA_ACCESS_REMOTE_WRITE);
+	if (IS_ERR(grant)) {
+		result(false, "%s chain: setup %ld", ip, PTR_ERR(grant));
+		goto out;
+	}
+	krdma_grant_token(grant, &tok);
+	fill(local.p, 16384, 44);
+	init_completion(&c->done);
+	c->conn = p->client;
+	c->write.opcode = KRDMA_OP_WRITE;
+	c->write.num_sge = 1;
+	c->write.sge[0].buf = local.buf;
+	c->write.sge[0].length = 16384;
+	c->write.remote_addr = tok.addr;
+	c->write.rkey = tok.rkey;
+	c->write.done = chain_write_done;
+	c->write.context = c;
+	c->read = c->write;
+	c->read.opcode = KRDMA_OP_READ;
+	c->read.sge[0].offset = 16384;
+	c->read.done = chain_read_done;
+	ret = krdma_post(p->client, &c->write);
+	if (!ret && !wait_for_completion_timeout(&c->done, TIMEOUT)) {
+		krdma_disconnect(p->client);
+		wait_for_completion(&c->done);
+		ret = -ETIMEDOUT;
+	}
+	if (!ret && !c->post_ret && !c->status)
+		bad = check(local.p + 16384, 16384, 44);
+	result(!ret && !c->post_ret && !c->status && bad == -1 &&
+	       c->posted_in_softirq,
+	       "%s a completion callback (softirq) posts the next operation", ip);
+	if (ret || c->post_ret || c->status || bad != -1)
+		diag("ret %d post %d status %d bad %ld", ret, c->post_ret,
+		     c->status, bad);
+	krdma_grant_destroy(grant);
+out:
+	kmem_put(&local, MEM_KMALLOC);
+	kmem_put(&remote, MEM_KMALLOC);
+	kfree(c);
+}
+
 struct gone {
 	struct completion done;
 	int error;
@@ -694,6 +791,7 @@ static void test_ip(const char *ip)
 	test_send_recv(ip, &p, MEM_VMALLOC);
 	test_send_recv(ip, &p, MEM_PAGES);
 	test_grant_scope(ip, &p);
+	test_chain(ip, &p);
 	pair_close(&p);
 	test_peer_gone(ip);
 	test_session(ip);
