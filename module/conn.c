@@ -316,14 +316,22 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	bool owned;
 
 	mutex_lock(&conn->lock);
-	if (conn->torn_down) {
+	if (conn->tearing) {
 		mutex_unlock(&conn->lock);
-		/* Whoever tore it down may still be telling the owner */
+		/* Whoever tears it down may still be at it, or telling the owner */
 		wait_for_completion(&conn->torn_down_done);
 		return;
 	}
+	conn->tearing = true;
 	krdma_conn_set_state(conn, error ? KRDMA_CS_ERROR : KRDMA_CS_CLOSED,
 			     error ?: -ECONNABORTED);
+	/*
+	 * From here the CM handler leaves the connection alone, and
+	 * conn->lock is not held across rdma_cm and verbs calls: on iWARP,
+	 * rdma_disconnect() and the QP's destruction wait for iw_cm's work
+	 * queue, whose handler may be waiting for conn->lock.
+	 */
+	mutex_unlock(&conn->lock);
 
 	/* No new WR after this; the posts before it are drained below */
 	mutex_lock(&conn->post_mutex);
@@ -339,7 +347,9 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	}
 	cancel_work_sync(&conn->post_work);
 	krdma_xfer_flush_pending(conn);
+	mutex_lock(&conn->lock);
 	krdma_conn_revoke_grants(conn);
+	mutex_unlock(&conn->lock);
 
 	if (conn->qp) {
 		rdma_destroy_qp(conn->cm_id);
@@ -360,6 +370,7 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 		list_del_init(&conn->dev_entry);
 		mutex_unlock(&kdev->conns_lock);
 	}
+	mutex_lock(&conn->lock);
 	id = conn->cm_id;
 	conn->cm_id = NULL;
 	conn->torn_down = true;
@@ -524,7 +535,7 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	int ret;
 
 	mutex_lock(&conn->lock);
-	if (conn->torn_down) {
+	if (conn->tearing) {
 		mutex_unlock(&conn->lock);
 		return 0;
 	}
@@ -629,6 +640,7 @@ struct krdma_conn *krdma_connect(struct net *net, struct sockaddr *dst,
 			    IB_QPT_RC);
 	if (IS_ERR(id)) {
 		conn->torn_down = true;
+		conn->tearing = true;
 		krdma_conn_put(conn);
 		return ERR_CAST(id);
 	}
@@ -777,6 +789,7 @@ err_destroy_qp:
 	krdma_device_put(conn->kdev);
 err_free_conn:
 	conn->torn_down = true;
+	conn->tearing = true;
 	conn->cm_id = NULL;
 	mutex_unlock(&conn->lock);
 	krdma_conn_put(conn);	/* and with it, the listener reference */

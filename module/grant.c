@@ -164,7 +164,7 @@ static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
 		goto err_unlock_buf;
 	}
 	mutex_lock(&conn->lock);
-	if (conn->torn_down || conn->state != KRDMA_CS_CONNECTED) {
+	if (conn->tearing || conn->state != KRDMA_CS_CONNECTED) {
 		ret = -ENOTCONN;
 		goto err_unlock_conn;
 	}

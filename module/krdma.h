@@ -173,6 +173,8 @@ enum krdma_conn_state {
  * @state: KRDMA_CS_*; written under @lock, read anywhere with READ_ONCE()
  * @error: why the connection failed (negative errno), under @lock
  * @torn_down: the QP and everything under it are gone
+ * @tearing: a teardown has started (under @lock); the CM handler then
+ *           ignores the connection
  * @qp_dead: set under @post_mutex, @sq_lock and @lock before the QP is
  *           drained:
  *           nothing may be posted any more
@@ -231,6 +233,7 @@ struct krdma_conn {
 	enum krdma_conn_state state;
 	int error;
 	bool torn_down;
+	bool tearing;
 	bool qp_dead;
 	bool passive;
 	bool accepted;

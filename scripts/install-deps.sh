@@ -18,6 +18,8 @@ packages=(
 	# guest test bed
 	qemu-system-x86 busybox-static iproute2
 	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
+	# make bench
+	gnuplot-nox iperf3
 )
 
 if [[ ${1-} == --list ]]; then

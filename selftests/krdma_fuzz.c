@@ -18,7 +18,7 @@
  * the run must show no WARNING, BUG, lockdep report or hung task.
  *
  *   krdma_fuzz [--seed N] [--calls N] [--threads N] [--max-seconds N]
- *              [--hang-seconds N] [-v]
+ *              [--hang-seconds N] [--devices rxe|siw|both] [-v]
  *
  * Output: TAP, then one line
  *   fuzz: CALLS calls, SECONDS s, errnos: NAME=COUNT ...
@@ -131,6 +131,12 @@ static atomic_int shared_ephemeral = -1;
 
 static const char *const ips[2] = { "198.18.0.1", "198.18.1.1" };
 static struct krdma_addr ipaddr[2];
+static int ip_first, ip_count = 2;	/* --devices rxe|siw|both */
+
+static int rand_ip(uint64_t *rs)
+{
+	return ip_first + (int)rn(rs, ip_count);
+}
 
 static long pagesz;
 static uint8_t *edge_page;	/* followed by an unmapped page */
@@ -151,6 +157,9 @@ struct thr {
 	uint64_t calls;
 	uint64_t errs[MAX_ERRNO + 1];	/* [0]: success; [MAX_ERRNO]: other */
 	int eph;			/* this thread's own file, or -1 */
+	/* Calls and successes per kind of call */
+	const char *opname[32];
+	uint64_t opcalls[32], opok[32];
 	/* What it is doing, for the watchdog */
 	_Atomic uint64_t in_call_since_ms;	/* 0: not in a call */
 	const char *_Atomic what;
@@ -179,6 +188,24 @@ static void count_errno(struct thr *t, int err)
 	atomic_fetch_add(&total_calls, 1);
 }
 
+static bool errno_documented(int e);
+static atomic_int undocumented_shown;
+
+static void count_op(struct thr *t, const char *what, int err)
+{
+	int i;
+
+	for (i = 0; i < 32 && t->opname[i]; i++)
+		if (!strcmp(t->opname[i], what))
+			break;
+	if (i == 32)
+		return;
+	t->opname[i] = what;
+	t->opcalls[i]++;
+	if (!err)
+		t->opok[i]++;
+}
+
 static int do_ioctl(struct thr *t, int fd, unsigned long cmd, void *arg,
 		    const char *what)
 {
@@ -190,6 +217,10 @@ static int do_ioctl(struct thr *t, int fd, unsigned long cmd, void *arg,
 	err = ret < 0 ? errno : 0;
 	t->in_call_since_ms = 0;
 	count_errno(t, err);
+	count_op(t, what, err);
+	if (!errno_documented(err) && atomic_fetch_add(&undocumented_shown, 1) < 5)
+		printf("# %s gave %s, which the ABI does not document\n", what,
+		       strerrorname_np(err) ?: "?");
 	if (verbose)
 		fprintf(stderr, "# t%d fd %d %s -> %d %s\n", t->idx, fd, what,
 			ret, err ? strerror(err) : "");
@@ -506,7 +537,7 @@ static void op_listen(struct ctx *c)
 	uint64_t *rs = c->rs;
 	struct krdma_listen l = { .size = sizeof(l) };
 	struct obj o = { .kind = K_LISTENER };
-	int ip = rn(rs, 2);
+	int ip = rand_ip(rs);
 
 	if (c->s >= 0 && slot_count(c->s, K_LISTENER) >= 2 && chance(rs, 80))
 		return;
@@ -563,7 +594,7 @@ static void op_connect(struct ctx *c)
 		k.dst = ipaddr[l.ip];
 		k.dst.port = l.port;
 	} else {
-		k.dst = ipaddr[rn(rs, 2)];
+		k.dst = ipaddr[rand_ip(rs)];
 		k.dst.port = 1 + rn(rs, 65535);
 	}
 	k.timeout_ms = 300 + rn(rs, 2000);
@@ -582,7 +613,7 @@ static void op_connect(struct ctx *c)
 			k.timeout_ms = 100 + rn(rs, 400);
 			break;
 		case 2:
-			k.src = ipaddr[rn(rs, 2)];
+			k.src = ipaddr[rand_ip(rs)];
 			break;
 		case 3:
 			k.src.port = 5;		/* family 0 with a port */
@@ -1198,6 +1229,7 @@ static void dump_hang(struct thr *t, uint64_t ms)
 static void *watchdog_main(void *arg)
 {
 	int *failed = arg;
+	uint64_t last_progress = now_ms() / 10000;
 	int i;
 
 	while (!atomic_load(&stop)) {
@@ -1215,6 +1247,11 @@ static void *watchdog_main(void *arg)
 				fflush(stdout);
 				_exit(1);
 			}
+		}
+		if (now / 10000 != last_progress) {
+			last_progress = now / 10000;
+			printf("# %.0f s: %llu calls\n", (now - start_ms) / 1000.0,
+			       (unsigned long long)atomic_load(&total_calls));
 		}
 		if (now - start_ms > max_seconds * 1000ULL) {
 			printf("# run passed --max-seconds %u, stopping\n",
@@ -1331,7 +1368,7 @@ static bool errno_documented(int e)
 	static const int ok[] = {
 		0, ENOTTY, EINVAL, E2BIG, EFAULT, ENODEV, EOPNOTSUPP,
 		EOVERFLOW, ENOMEM, ENOENT, ENOTCONN, ETIMEDOUT, EAGAIN,
-		ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EADDRINUSE,
+		ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EADDRINUSE, EADDRNOTAVAIL,
 		EMSGSIZE, ENOBUFS, EPERM, EPROTO, ECONNRESET, EOPNOTSUPP,
 		EINTR, EACCES, EBADF,
 	};
@@ -1351,7 +1388,7 @@ static void on_signal(int sig)
 static void usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [--seed N] [--calls N] [--threads N] [--max-seconds N] [--hang-seconds N] [-v]\n",
+		"usage: %s [--seed N] [--calls N] [--threads N] [--max-seconds N] [--hang-seconds N] [--devices rxe|siw|both] [-v]\n",
 		prog);
 	exit(2);
 }
@@ -1364,6 +1401,7 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' },
 		{ "max-seconds", required_argument, NULL, 'm' },
 		{ "hang-seconds", required_argument, NULL, 'H' },
+		{ "devices", required_argument, NULL, 'd' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{}
 	};
@@ -1380,7 +1418,7 @@ int main(int argc, char **argv)
 	size_t pos;
 	bool seeded = false;
 
-	while ((opt = getopt_long(argc, argv, "s:n:t:m:H:v", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:n:t:m:H:d:v", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			seed = strtoull(optarg, NULL, 0);
@@ -1399,6 +1437,17 @@ int main(int argc, char **argv)
 			break;
 		case 'H':
 			hang_seconds = atoi(optarg);
+			break;
+		case 'd':
+			if (!strcmp(optarg, "rxe")) {
+				ip_first = 0;
+				ip_count = 1;
+			} else if (!strcmp(optarg, "siw")) {
+				ip_first = 1;
+				ip_count = 1;
+			} else if (strcmp(optarg, "both")) {
+				usage(argv[0]);
+			}
 			break;
 		case 'v':
 			verbose = true;
@@ -1501,6 +1550,24 @@ int main(int argc, char **argv)
 		}
 	}
 	qsort(hist, nhist, sizeof(hist[0]), cmp_desc);
+	/* Per kind of ioctl: how many went through */
+	for (i = 1; i < nthreads; i++)
+		for (e = 0; e < 32 && thrs[i].opname[e]; e++) {
+			int k;
+
+			for (k = 0; k < 32 && thrs[0].opname[k]; k++)
+				if (!strcmp(thrs[0].opname[k], thrs[i].opname[e]))
+					break;
+			if (k == 32)
+				continue;
+			thrs[0].opname[k] = thrs[i].opname[e];
+			thrs[0].opcalls[k] += thrs[i].opcalls[e];
+			thrs[0].opok[k] += thrs[i].opok[e];
+		}
+	for (e = 0; e < 32 && thrs[0].opname[e]; e++)
+		printf("# %-18s %7llu calls, %7llu succeeded\n", thrs[0].opname[e],
+		       (unsigned long long)thrs[0].opcalls[e],
+		       (unsigned long long)thrs[0].opok[e]);
 
 	/* Pages are unpinned by a work item: wait for it, bounded */
 	for (i = 0; i < 500; i++) {

@@ -565,7 +565,7 @@ static int kb_pingpong(struct kb_sess *s, const struct krdma_token *peer,
 	uint64_t i, t0 = 0;
 	int ret;
 
-	memset(in, 0, size);
+	/* @in was zeroed before the peer could write to it */
 	memset(&op, 0, sizeof(op));
 	op.opcode = KRDMA_OP_WRITE;
 	op.conn = s->conn;
@@ -575,10 +575,13 @@ static int kb_pingpong(struct kb_sess *s, const struct krdma_token *peer,
 	op.sge.length = size;
 	op.remote = *peer;
 	for (i = 0; i < count; i++) {
-		if (client)
+		if (client) {
 			t0 = kb_now();
-		else if ((ret = kb_spin(s, &in[size - 1], kb_tag(i))))
-			return ret;
+		} else {
+			ret = kb_spin(s, &in[size - 1], kb_tag(i));
+			if (ret)
+				return ret;
+		}
 		out[size - 1] = kb_tag(i);
 		op.cookie = KB_COOKIE(KB_K_CSEND, 0);
 		ret = kb_submit(s, &op, 1, "a ping-pong WRITE");
@@ -682,6 +685,8 @@ static int server_one(struct kb_sess *s, uint64_t max_size)
 			memset(&r, 0, sizeof(r));
 			r.type = KB_READY;
 			r.status = bad ? EINVAL : 0;
+			if (!bad)
+				memset(s->data, 0, m.a);
 			ret = kb_server_recv(s);
 			if (!ret)
 				ret = kb_send(s, &r);
@@ -721,6 +726,7 @@ static int server_run(const struct bench_opts *o)
 {
 	struct krdma_addr addr, bound;
 	struct krdma_listen l;
+	struct krdma_completion drain[16];
 	struct kb_sess s;
 	uint32_t served = 0, failed = 0;
 	char buf[80];
@@ -802,8 +808,7 @@ static int server_run(const struct bench_opts *o)
 			krdma_destroy_handle(s.fd, s.data_h);
 		s.data_h = 0;
 		/* drain flushed completions of this client */
-		while (krdma_poll_wc(s.fd, (struct krdma_completion[16]){ { 0 } },
-				     16, 200) > 0)
+		while (krdma_poll_wc(s.fd, drain, ARRAY_SIZE(drain), 200) > 0)
 			;
 		if (s.data)
 			munmap(s.data, s.data_map);
@@ -862,6 +867,7 @@ static int client_run(struct kb_sess *s, const struct bench_opts *o,
 	uint32_t depth = o->depth, batch = o->batch;
 	struct rusage ru0, ru1;
 	struct kb_msg m;
+	bool fin = false;
 	unsigned int i;
 	int ret = 0;
 
@@ -901,6 +907,7 @@ static int client_run(struct kb_sess *s, const struct bench_opts *o,
 				kb_fail(s, ret, "cannot grant the ping-pong window");
 				return ret;
 			}
+			memset(s->data + s->data_len / 2, 0, size);
 			m.tok_addr = mine.addr;
 			m.tok_length = mine.length;
 			m.tok_rkey = mine.rkey;
@@ -974,6 +981,7 @@ static int client_run(struct kb_sess *s, const struct bench_opts *o,
 				return -EPROTO;
 			}
 			credits += m.a;
+			fin |= m.type == KB_FIN;
 		}
 		if (s->data_done != done_before) {
 			done_before = s->data_done;
@@ -993,13 +1001,12 @@ static int client_run(struct kb_sess *s, const struct bench_opts *o,
 	getrusage(RUSAGE_SELF, &ru1);
 	if (kop == KB_OP_SEND) {
 		/* the server's FIN: every message arrived */
-		for (;;) {
+		while (!fin) {
 			ret = kb_recv(s, 0, &m, "FIN");
 			if (ret)
 				return ret;
-			if (m.type == KB_FIN)
-				break;
-			if (m.type != KB_CREDIT) {
+			fin = m.type == KB_FIN;
+			if (!fin && m.type != KB_CREDIT) {
 				kb_fail(s, 0, "expected FIN, got type %u", m.type);
 				return -EPROTO;
 			}
@@ -1028,8 +1035,13 @@ stats:
 	return 0;
 }
 
-/* Iterations for @size: bytes / size, within [min_iters, iters] */
-static uint64_t kb_iters(const struct bench_opts *o, uint64_t size)
+/*
+ * Iterations for @size: bytes / size, within [min_iters, iters]; for the
+ * batched operations rounded up to a multiple of the batch (as perftest's
+ * post lists want)
+ */
+static uint64_t kb_iters(const struct bench_opts *o, uint64_t size,
+			 enum kb_op op)
 {
 	uint64_t n = o->bytes / size;
 
@@ -1037,6 +1049,8 @@ static uint64_t kb_iters(const struct bench_opts *o, uint64_t size)
 		n = o->iters;
 	if (n < o->min_iters)
 		n = o->min_iters;
+	if (op != KB_OP_LAT)
+		n = (n + o->batch - 1) / o->batch * o->batch;
 	return n;
 }
 
@@ -1081,8 +1095,8 @@ static int bench_client(const struct bench_opts *o)
 	for (i = 0; i < o->nsizes; i++) {
 		if (o->sizes[i] > max_size)
 			max_size = o->sizes[i];
-		if (kb_iters(o, o->sizes[i]) > max_iters)
-			max_iters = kb_iters(o, o->sizes[i]);
+		if (kb_iters(o, o->sizes[i], KB_OP_WRITE) > max_iters)
+			max_iters = kb_iters(o, o->sizes[i], KB_OP_WRITE);
 	}
 	s.fd = open_krdma();
 	if (s.fd < 0)
@@ -1168,7 +1182,7 @@ static int bench_client(const struct bench_opts *o)
 
 			r->op = op;
 			r->size = o->sizes[i];
-			r->iters = kb_iters(o, r->size);
+			r->iters = kb_iters(o, r->size, op);
 			if (op == KB_OP_SEND && r->size > KB_SEND_MAX) {
 				r->skipped = true;
 				r->why = "krdma SENDs are at most 1 MiB (256 pages)";
@@ -1274,9 +1288,21 @@ static int kb_parse_u64(const char *s, uint64_t min, uint64_t max,
 	if (errno || end == s)
 		return -EINVAL;
 	switch (*end) {
-	case 'k': case 'K': mult = 1024; end++; break;
-	case 'm': case 'M': mult = 1024 * 1024; end++; break;
-	case 'g': case 'G': mult = 1024 * 1024 * 1024; end++; break;
+	case 'k':
+	case 'K':
+		mult = 1024;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		mult = 1024 * 1024;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		mult = 1024 * 1024 * 1024;
+		end++;
+		break;
 	}
 	if (*end || v > max / mult || v * mult < min)
 		return -EINVAL;

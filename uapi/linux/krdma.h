@@ -337,6 +337,8 @@ struct krdma_port_query {
  * - ENOBUFS: a RECV with the receive queue full.
  * - EPERM: a grant of a buffer registered by another process.
  * - EPROTO: the peer's handshake header is not one krdma speaks.
+ * - EADDRNOTAVAIL: LISTEN or CONNECT from an address no RDMA device of
+ *   this namespace has (or a port taken on another address).
  * - ECONNRESET: the peer disconnected (CONN_QUERY's error).
  * - EOPNOTSUPP: also READ or atomics on a connection whose peer takes
  *   no RDMA READ (initiator_depth 0 in CONN_QUERY).

@@ -1,0 +1,112 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# krdmactl bench selftests, in the guest test bed (rxe0 and siw0 up,
+# krdma.ko loaded; see selftests/qemu/guest-setup.sh). Prints TAP.
+#
+# Only that the bench runs and its output is well-formed: a tiny run
+# (2 sizes, few iterations, every operation) on rxe and on siw, JSON
+# checked with python3 (every row present, numbers finite and consistent:
+# p99 >= median, bandwidth = size x message rate), and the text output.
+# Timings are never asserted. Every command runs under `timeout`.
+
+# shellcheck disable=SC2317 # functions run through check()
+set -u
+cd "$(dirname "$0")/.." || exit 1
+
+K=$PWD/userspace-tools/krdmactl
+PYTHON=${PYTHON:-python3}
+RXE_ADDR=${KRDMA_RXE_ADDR:-198.18.0.1}
+SIW_ADDR=${KRDMA_SIW_ADDR:-198.18.1.1}
+PORT=18517
+# shellcheck disable=SC2054 # a list of sizes, not of elements
+ARGS=(-s 64,4K -n 40 -m 8 -B 64K -d 8 -b 4 -t 10000)
+
+TMP=$(mktemp -d /tmp/krdma_bench_test.XXXXXX) || exit 1
+server_pid=
+cleanup() {
+	[[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+n=0
+failed=0
+check() {
+	local desc=$1
+
+	shift
+	n=$((n + 1))
+	if "$@"; then
+		echo "ok $n $desc"
+	else
+		failed=$((failed + 1))
+		echo "not ok $n $desc"
+		for f in "$TMP"/out "$TMP"/err "$TMP"/srv; do
+			[[ -s $f ]] && tail -n 15 "$f" | sed "s|^|# ${f##*/}: |"
+		done
+	fi
+}
+
+# bench_run ADDR ARGS...: server for one client, then the client
+bench_run() {
+	local addr=$1 rc
+
+	shift
+	timeout 60 "$K" bench -l -c 1 -p $PORT -S 64K >"$TMP/srv" 2>&1 &
+	server_pid=$!
+	sleep 0.3
+	timeout 60 "$K" bench "$addr" -p $PORT "$@" >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	wait "$server_pid"
+	local src=$?
+	server_pid=
+	((rc == 0 && src == 0))
+}
+
+json_ok() { # DEVICE
+	"$PYTHON" - "$TMP/out" "$1" <<'EOF'
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+assert d["ok"] is True and d["error"] is None, d.get("error")
+assert d["device"] == sys.argv[2], d["device"]
+for k in ("date", "kernel", "machine", "transport", "target"):
+    assert isinstance(d[k], str) and d[k], k
+rows = d["results"]
+want = [(op, s) for op in ("write", "read", "send", "lat") for s in (64, 4096)]
+assert [(r["op"], r["size"]) for r in rows] == want, [(r["op"], r["size"]) for r in rows]
+for r in rows:
+    assert r["skipped"] is False
+    assert r["iters"] >= 8
+    nums = [r["seconds"], r["mb_per_s"], r["mmsg_per_s"], r["cpu"]["user_s"],
+            r["cpu"]["sys_s"], r["cpu"]["s_per_gb"]] + list(r["lat_us"].values())
+    assert all(isinstance(x, (int, float)) and math.isfinite(x) and x >= 0 for x in nums), r
+    assert r["seconds"] > 0 and r["mb_per_s"] > 0, r
+    l = r["lat_us"]
+    assert 0 < l["median"] <= l["p99"] <= l["p99_9"], r
+    # MB/s = size x messages/s (both rounded)
+    assert abs(r["mb_per_s"] - r["size"] * r["mmsg_per_s"]) <= 0.01 * r["mb_per_s"] + 0.01, r
+EOF
+}
+
+text_ok() {
+	grep -q '^KRDMA BENCH ' "$TMP/out" &&
+		grep -q '^op .*MB/s.*cpu_s/GB' "$TMP/out" &&
+		[[ $(grep -cE '^(write|read|send|lat) +[0-9]+ +[0-9]+ ' "$TMP/out") == 8 ]]
+}
+
+echo "TAP version 13"
+echo "1..7"
+check "bench on rxe (JSON) runs" bench_run "$RXE_ADDR" -j "${ARGS[@]}"
+check "bench on rxe: JSON well-formed" json_ok rxe0
+check "bench on siw (JSON) runs" bench_run "$SIW_ADDR" -j "${ARGS[@]}"
+check "bench on siw: JSON well-formed" json_ok siw0
+check "bench on rxe (text) runs" bench_run "$RXE_ADDR" "${ARGS[@]}"
+check "bench text output well-formed" text_ok
+usage() {
+	timeout 10 "$K" bench "$RXE_ADDR" -d 0 >/dev/null 2>&1
+	[[ $? == 2 ]] && timeout 10 "$K" bench --help | grep -q 'Usage: krdmactl bench'
+}
+check "bench bad usage exits 2, --help works" usage
+echo "# $n tests, $failed failed"
+((failed == 0))
