@@ -7,7 +7,11 @@
 #   make check           every test, in a QEMU guest (see README.md)
 #   make demo            the main job, in a QEMU guest
 #   make guest-run CMD=  run CMD in the guest with soft devices and krdma up
+#   make bench           krdmactl bench vs perftest vs TCP, in a QEMU guest;
+#                        writes Documentation/benchmarks-results.* and .png
 #   make lint            W=1, sparse and checkpatch --strict on the module
+#   make install         module, krdmactl, man page, completion, udev rule
+#   make uninstall       remove what make install installed
 
 KVER ?= $(shell uname -r)
 KDIR ?= /lib/modules/$(KVER)/build
@@ -23,7 +27,8 @@ $(info krdma: no headers for the running kernel $(KVER); building for $(notdir $
 endif
 endif
 
-.PHONY: all modules tools selftests check demo guest-run lint clean help
+.PHONY: all modules tools selftests check demo guest-run bench lint clean help \
+	install uninstall install-modules install-tools
 
 all: modules tools
 
@@ -51,6 +56,14 @@ demo:
 guest-run:
 	selftests/qemu/run.sh run "$(CMD)"
 
+# The guest step takes ~10 min under TCG; the report step runs on the host,
+# on the newest run with bench results (build/qemu/last may be another's)
+bench:
+	KRDMA_QEMU_TIMEOUT=$${KRDMA_QEMU_TIMEOUT:-1800} selftests/qemu/run.sh run scripts/bench.sh; \
+	st=$$?; \
+	scripts/bench.sh --report "$$(ls -td $(BUILD)/qemu/runs/*/bench | head -n1)" Documentation && \
+	exit $$st
+
 lint:
 	scripts/lint.sh $(KDIR)
 
@@ -59,5 +72,48 @@ clean:
 	$(MAKE) -C userspace-tools clean
 	$(MAKE) -C selftests clean
 
+# make install (after make): the module to /lib/modules/$(KVER)/updates (the kernel's
+# modules_install with INSTALL_MOD_DIR=updates, then depmod), krdmactl to
+# $(PREFIX)/sbin, its man page and bash completion, and a udev rule giving
+# /dev/krdma mode 0660, group rdma. DESTDIR and PREFIX are honoured;
+# depmod and udevadm run only without DESTDIR.
+PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+COMPDIR ?= $(PREFIX)/share/bash-completion/completions
+UDEVDIR ?= /etc/udev/rules.d
+INSTALL ?= install
+# the release KDIR builds for (KVER, unless KDIR was a fallback)
+MOD_KVER = $(or $(shell sed -n 's/.*UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h 2>/dev/null),$(KVER))
+
+install: install-modules install-tools
+
+# Installs the krdma.ko that `make` built (no rebuild as root here)
+install-modules:
+	@test -f krdma.ko || { echo "krdma: no krdma.ko: run make first"; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates \
+		$(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) modules_install
+	$(if $(DESTDIR),,depmod -a $(MOD_KVER))
+
+install-tools: tools
+	$(INSTALL) -D -m 0755 userspace-tools/krdmactl $(DESTDIR)$(SBINDIR)/krdmactl
+	$(INSTALL) -D -m 0644 userspace-tools/krdmactl.8 $(DESTDIR)$(MANDIR)/man8/krdmactl.8
+	$(INSTALL) -D -m 0644 userspace-tools/krdmactl.bash-completion $(DESTDIR)$(COMPDIR)/krdmactl
+	$(INSTALL) -D -m 0644 userspace-tools/60-krdma.rules $(DESTDIR)$(UDEVDIR)/60-krdma.rules
+	$(if $(DESTDIR),,-udevadm control --reload 2>/dev/null)
+
+uninstall:
+	rm -f $(DESTDIR)/lib/modules/$(MOD_KVER)/updates/krdma.ko \
+		$(DESTDIR)/lib/modules/$(MOD_KVER)/updates/krdma.ko.xz \
+		$(DESTDIR)/lib/modules/$(MOD_KVER)/updates/krdma.ko.zst \
+		$(DESTDIR)/lib/modules/$(MOD_KVER)/updates/krdma.ko.gz
+	-rmdir $(DESTDIR)/lib/modules/$(MOD_KVER)/updates 2>/dev/null
+	$(if $(DESTDIR),,depmod -a $(MOD_KVER))
+	rm -f $(DESTDIR)$(SBINDIR)/krdmactl $(DESTDIR)$(MANDIR)/man8/krdmactl.8 \
+		$(DESTDIR)$(COMPDIR)/krdmactl $(DESTDIR)$(UDEVDIR)/60-krdma.rules
+	-rmdir $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(COMPDIR) \
+		$(DESTDIR)$(PREFIX)/share/bash-completion 2>/dev/null
+	$(if $(DESTDIR),,-udevadm control --reload 2>/dev/null)
+
 help:
-	@sed -n '3,11p' Makefile
+	@sed -n '3,14p' Makefile

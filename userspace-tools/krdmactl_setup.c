@@ -737,8 +737,8 @@ int up_main(int argc, char *argv[])
 				break;
 		}
 	}
-	nl_init(&nl, &r, RDMA_NLDEV_CMD_NEWLINK, NLM_F_ACK | NLM_F_CREATE |
-		NLM_F_EXCL);
+	/* no NLM_F_CREATE/EXCL: EXCL is NLM_F_MATCH, which reads as a dump */
+	nl_init(&nl, &r, RDMA_NLDEV_CMD_NEWLINK, NLM_F_ACK);
 	nl_put_str(&r, RDMA_NLDEV_ATTR_DEV_NAME, name);
 	nl_put_str(&r, RDMA_NLDEV_ATTR_LINK_TYPE, type);
 	nl_put_str(&r, RDMA_NLDEV_ATTR_NDEV_NAME, netdev);
@@ -1396,7 +1396,7 @@ int doctor_main(int argc, char *argv[])
 	static const char *const jst[] = { "ok", "fail", "skip" };
 	struct json j = { .f = stdout };
 	const char *devname = NULL, *addr = NULL;
-	uint32_t port = 18515, timeout_ms = 3000, ndevs = 0, i, p;
+	uint32_t port = 18515, timeout_ms = 3000, ndevs = 0, i;
 	struct dev_info *devs = NULL;
 	struct krdma_addr tmp;
 	struct doctor *dr;
@@ -1538,7 +1538,6 @@ int doctor_main(int argc, char *argv[])
 		else
 			printf("doctor: every check passed\n");
 	}
-	(void)p;
 	free_devs(devs, ndevs);
 	free(dr);
 	ret = finish_stdout(failed ? 1 : 0);

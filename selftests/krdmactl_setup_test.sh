@@ -1,0 +1,274 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# krdmactl up/down/doctor/explain and make install/uninstall, in the guest
+# test bed (root; rxe0 on veth0, siw0 on veth2, krdma loaded; veth1 and
+# veth3, the other ends of those pairs, carry no RDMA device). Prints TAP.
+#
+# - up --rxe veth1 creates a device; a second up only reports it; down
+#   deletes exactly it and leaves every other device alone;
+# - doctor exits 0 on the healthy guest, and doctor -j parses and agrees
+#   with the text verdicts;
+# - doctor finds each staged problem: a port down (veth3 down under a
+#   temporary siw device, rxe if siw cannot load), a small memlock limit
+#   without CAP_IPC_LOCK, a too small MTU (veth1 mtu 1000 under a
+#   temporary rxe device), a missing device;
+# - doctor ADDR says a krdma peer without a listener is reachable;
+# - explain knows every completion status;
+# - make install, then make uninstall, leaves no file behind.
+# Every command runs under `timeout`; everything changed is restored.
+
+# shellcheck disable=SC2317,SC2016 # functions and eval strings run through check()
+set -u
+cd "$(dirname "$0")/.." || exit 1
+
+K=$PWD/userspace-tools/krdmactl
+PYTHON=${PYTHON:-python3}
+RXE_ADDR=${KRDMA_RXE_ADDR:-198.18.0.1}
+
+TMP=$(mktemp -d /tmp/krdmactl_setup_test.XXXXXX) || exit 1
+export KRDMA_STATE_DIR=$TMP/state
+restore_cmds=()
+cleanup() {
+	local c
+
+	for c in "${restore_cmds[@]}"; do
+		eval "$c" >/dev/null 2>&1
+	done
+	timeout -k 5 30 "$K" down >/dev/null 2>&1
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+n=0
+failed=0
+ok() {
+	n=$((n + 1))
+	echo "ok $n $1"
+}
+not_ok() {
+	n=$((n + 1))
+	failed=$((failed + 1))
+	echo "not ok $n $1"
+}
+skip() {
+	n=$((n + 1))
+	echo "ok $n $1 # SKIP $2"
+}
+diag() {
+	sed 's/^/# /'
+}
+check() {
+	local desc=$1
+
+	shift
+	if "$@"; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		for f in out err; do
+			[[ -s $TMP/$f ]] || continue
+			echo "# --- $f:"
+			head -c 4000 "$TMP/$f" | diag
+		done
+	fi
+}
+
+# run SECONDS ARGS...: krdmactl ARGS into $TMP/out, $TMP/err; status in $rc
+run() {
+	local secs=$1
+
+	shift
+	timeout -k 5 "$secs" "$K" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+	rc=$?
+}
+
+json() {
+	"$PYTHON" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if eval("(" + sys.argv[2] + ")") else 1)
+' "$TMP/out" "$1" 2>>"$TMP/err"
+}
+
+# the RDMA device on netdev $1 (from rdma link), or nothing
+dev_on() {
+	timeout 10 rdma link show 2>/dev/null |
+		awk -v nd="$1" '$NF == nd { split($2, a, "/"); print a[1] }'
+}
+
+links() {
+	timeout 10 rdma link show 2>/dev/null | awk '{ print $2, $NF }' | sort
+}
+
+# wait_active DEV: up to 10 s for port 1 of DEV to be ACTIVE
+wait_active() {
+	local i
+
+	for ((i = 0; i < 100; i++)); do
+		timeout 5 rdma link show "$1/1" 2>/dev/null | grep -q 'state ACTIVE' &&
+			return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# doctor_fails CHECK: doctor exited 1 and the text line of CHECK says FAIL
+doctor_fails() {
+	((rc == 1)) && grep -Eq "^FAIL +$1 " "$TMP/out"
+}
+
+echo "TAP version 13"
+echo "1..17"
+
+if [[ ! -x $K ]]; then
+	for i in $(seq 17); do not_ok "userspace-tools/krdmactl is built"; done
+	exit 1
+fi
+links >"$TMP/links_before"
+
+# 1-3: up, up again, down
+if [[ -n $(dev_on veth1) ]]; then
+	echo "# veth1 already has an RDMA device: $(dev_on veth1)"
+fi
+run 60 up --rxe veth1
+new=$(dev_on veth1)
+check "up --rxe veth1 creates a device on veth1" \
+	eval '((rc == 0)) && [[ -n $new ]] && grep -q "created" "$TMP/out"'
+run 60 up --rxe veth1
+check "a second up --rxe veth1 only reports $new, exit 0" \
+	eval '((rc == 0)) && grep -q "already exists" "$TMP/out" &&
+	      [[ $(dev_on veth1) == "$new" ]]'
+run 60 down
+links >"$TMP/links_after"
+check "down deletes exactly $new, leaves the other devices alone" \
+	eval '((rc == 0)) && grep -q "deleted $new" "$TMP/out" &&
+	      [[ -z $(dev_on veth1) ]] && cmp -s "$TMP/links_before" "$TMP/links_after"'
+
+# 4-6: healthy doctor, text and JSON
+run 60 doctor
+check "doctor exits 0 on the healthy guest" \
+	eval '((rc == 0)) && grep -q "every check passed" "$TMP/out"'
+cp "$TMP/out" "$TMP/doctor_text"
+run 60 doctor -j
+check "doctor -j is valid JSON with ok true and exit 0" \
+	eval '((rc == 0)) && json "d[\"ok\"] is True and d[\"failed\"] == 0 and len(d[\"checks\"]) >= 8"'
+"$PYTHON" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+m = {"ok": "ok", "fail": "FAIL", "skip": "skip"}
+for c in d["checks"]:
+    print("%-4s  %-8s  %s" % (m[c["status"]], c["name"], c["verdict"]))
+' "$TMP/out" >"$TMP/from_json" 2>>"$TMP/err"
+grep -v '^doctor:' "$TMP/doctor_text" >"$TMP/text_lines"
+check "doctor -j matches the text verdicts" cmp -s "$TMP/from_json" "$TMP/text_lines"
+
+# 7: no such device
+run 60 doctor -d nosuchdev0
+check "doctor -d nosuchdev0 fails the devices check" doctor_fails devices
+
+# 8: a port down, under a temporary siw (or rxe) device on veth3
+kind=--siw
+run 60 up --siw veth3
+if ((rc != 0)); then
+	echo "# no siw device on veth3 ($(head -n1 "$TMP/err")): using rxe"
+	kind=--rxe
+	run 60 up --rxe veth3
+fi
+tmpdev=$(dev_on veth3)
+if [[ -n $tmpdev ]]; then
+	restore_cmds+=("ip link set veth3 up")
+	ip link set veth3 down
+	sleep 1
+	run 60 doctor -d "$tmpdev"
+	check "doctor finds $tmpdev ($kind) port down under veth3 down" \
+		eval 'doctor_fails ports && grep -q veth3 "$TMP/out"'
+	ip link set veth3 up
+	wait_active "$tmpdev"
+	wait_active "${KRDMA_SIW_DEV:-siw0}"
+	run 60 down
+else
+	not_ok "doctor finds a port down (no temporary device on veth3)"
+	head -n 5 "$TMP/err" | diag
+fi
+
+# 9: small memlock without CAP_IPC_LOCK
+if command -v capsh >/dev/null; then
+	timeout -k 5 60 capsh --drop=cap_ipc_lock -- -c \
+		"ulimit -l 64 && exec $K doctor" >"$TMP/out" 2>"$TMP/err" </dev/null
+	rc=$?
+	check "doctor finds ulimit -l 64 without CAP_IPC_LOCK (capsh)" \
+		eval 'doctor_fails memlock && grep -q "64 KiB" "$TMP/out"'
+elif command -v setpriv >/dev/null; then
+	timeout -k 5 60 setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock \
+		bash -c "ulimit -l 64 && exec $K doctor" >"$TMP/out" 2>"$TMP/err" </dev/null
+	rc=$?
+	check "doctor finds ulimit -l 64 without CAP_IPC_LOCK (setpriv)" \
+		eval 'doctor_fails memlock && grep -q "64 KiB" "$TMP/out"'
+else
+	skip "doctor finds a small memlock limit" "neither capsh nor setpriv to drop CAP_IPC_LOCK"
+fi
+# 10: ... and with CAP_IPC_LOCK the same limit is fine
+(ulimit -l 64 && exec timeout -k 5 60 "$K" doctor) >"$TMP/out" 2>"$TMP/err" </dev/null
+rc=$?
+check "with CAP_IPC_LOCK ulimit -l 64 passes" \
+	eval '((rc == 0)) && grep -Eq "^ok +memlock +CAP_IPC_LOCK" "$TMP/out"'
+
+# 11: a too small MTU, under a temporary rxe device on veth1
+run 60 up --rxe veth1
+tmpdev=$(dev_on veth1)
+if [[ -n $tmpdev ]]; then
+	old_mtu=$(cat /sys/class/net/veth1/mtu)
+	restore_cmds+=("ip link set veth1 mtu $old_mtu")
+	ip link set veth1 mtu 1000
+	sleep 1
+	run 60 doctor -d "$tmpdev"
+	check "doctor finds the MTU 1000 of veth1 under $tmpdev too small" \
+		eval 'doctor_fails mtu && grep -q "ip link set veth1 mtu" "$TMP/out"'
+	ip link set veth1 mtu "$old_mtu"
+	run 60 down
+else
+	not_ok "doctor finds a too small MTU (no temporary device on veth1)"
+	head -n 5 "$TMP/err" | diag
+fi
+links >"$TMP/links_after"
+check "every staged device is gone, the others are as before" \
+	cmp -s "$TMP/links_before" "$TMP/links_after"
+
+# 13: doctor ADDR without a listener: reachable, nobody listens
+run 60 doctor -p 1 "$RXE_ADDR"
+check "doctor $RXE_ADDR: reachable, but nobody listens" \
+	eval '((rc == 0)) && grep -Eq "^ok +reach .*nobody listens" "$TMP/out"'
+
+# 14-15: explain
+run 20 explain -j
+check "explain -j explains all 22 completion statuses" \
+	eval '((rc == 0)) && json "len([e for e in d[\"explanations\"] if e[\"kind\"] == \"status\" and e[\"explanation\"]]) == 22"'
+run 20 explain REM_ACCESS_ERR ECONNREFUSED
+check "explain REM_ACCESS_ERR ECONNREFUSED" \
+	eval '((rc == 0)) && grep -q "^REM_ACCESS_ERR" "$TMP/out" && grep -q "nobody listens" "$TMP/out"'
+
+# 16-17: make install / make uninstall
+listing() {
+	find /usr/local /etc/udev/rules.d "/lib/modules/$(uname -r)" \
+		-path "/lib/modules/$(uname -r)/build" -prune -o \
+		-path "/lib/modules/$(uname -r)/source" -prune -o -print 2>/dev/null | sort
+}
+listing >"$TMP/files_before"
+timeout -k 5 600 make install >"$TMP/out" 2>"$TMP/err" </dev/null
+rc=$?
+check "make install installs krdmactl, the man page, completion, udev rule, module" \
+	eval '((rc == 0)) && [[ -x /usr/local/sbin/krdmactl && -f /usr/local/share/man/man8/krdmactl.8 &&
+	      -f /usr/local/share/bash-completion/completions/krdmactl &&
+	      -f /etc/udev/rules.d/60-krdma.rules ]] &&
+	      [[ $(modinfo -n krdma 2>/dev/null) == */updates/krdma.ko* ]]'
+timeout -k 5 300 make uninstall >"$TMP/out" 2>"$TMP/err" </dev/null
+rc=$?
+listing >"$TMP/files_after"
+if ! cmp -s "$TMP/files_before" "$TMP/files_after"; then
+	diff "$TMP/files_before" "$TMP/files_after" >"$TMP/err"
+fi
+check "make uninstall leaves no file behind" \
+	eval '((rc == 0)) && cmp -s "$TMP/files_before" "$TMP/files_after"'
+
+((failed == 0))
