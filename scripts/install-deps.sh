@@ -16,7 +16,7 @@ packages=(
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1
 	libibverbs-dev librdmacm-dev
 	# guest test bed
-	qemu-system-x86 busybox-static iproute2
+	qemu-system-x86 busybox-static iproute2 libcap2-bin
 	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
 	# make bench
 	gnuplot-nox iperf3
