@@ -117,7 +117,7 @@ struct krdma_buf *krdma_buf_reg_user(u64 uaddr, u64 length, u32 access)
 		return ERR_PTR(-EFAULT);
 
 	start = uaddr & PAGE_MASK;
-	npages = (PAGE_ALIGN(uaddr + length) - start) >> PAGE_SHIFT;
+	npages = krdma_pages_spanned(uaddr, length);
 	buf = krdma_buf_alloc(npages);
 	if (!buf)
 		return ERR_PTR(-ENOMEM);
@@ -241,8 +241,7 @@ struct krdma_buf *krdma_buf_reg_sgt(struct sg_table *sgt, u32 access)
 		if (!sg->length || (!first && sg->offset) ||
 		    (!last && !PAGE_ALIGNED(sg->offset + sg->length)))
 			return ERR_PTR(-EINVAL);
-		npages += (PAGE_ALIGN(sg->offset + sg->length) -
-			   (sg->offset & PAGE_MASK)) >> PAGE_SHIFT;
+		npages += krdma_pages_spanned(sg->offset, sg->length);
 		length += sg->length;
 	}
 
@@ -251,8 +250,7 @@ struct krdma_buf *krdma_buf_reg_sgt(struct sg_table *sgt, u32 access)
 		return ERR_PTR(-ENOMEM);
 	for_each_sgtable_sg(sgt, sg, i) {
 		struct page *page = sg_page(sg) + (sg->offset >> PAGE_SHIFT);
-		unsigned long n = (PAGE_ALIGN(offset_in_page(sg->offset) +
-					      sg->length)) >> PAGE_SHIFT;
+		unsigned long n = krdma_pages_spanned(sg->offset, sg->length);
 
 		for (j = 0; j < n; j++)
 			buf->pages[k++] = nth_page(page, j);
@@ -292,8 +290,7 @@ struct krdma_buf *krdma_buf_reg_kernel(void *addr, size_t length, u32 access)
 			   !virt_addr_valid(addr + length - 1)))
 		return ERR_PTR(-EINVAL);
 
-	npages = (PAGE_ALIGN((unsigned long)addr + length) - start) >>
-		 PAGE_SHIFT;
+	npages = krdma_pages_spanned((unsigned long)addr, length);
 	buf = krdma_buf_alloc(npages);
 	if (!buf)
 		return ERR_PTR(-ENOMEM);
@@ -361,16 +358,16 @@ EXPORT_SYMBOL_NS_GPL(krdma_buf_dereg, KRDMA);
 int krdma_buf_sgt(struct krdma_buf *buf, u64 offset, u64 length,
 		  unsigned int max_segment, struct sg_table *sgt)
 {
-	u64 first_byte, first_page, last_page;
+	u64 first_byte = buf->first_offset + offset;
 
 	if (!length || offset > buf->length || length > buf->length - offset)
 		return -EINVAL;
 
-	first_byte = buf->first_offset + offset;
-	first_page = first_byte >> PAGE_SHIFT;
-	last_page = (first_byte + length - 1) >> PAGE_SHIFT;
-	return sg_alloc_table_from_pages_segment(sgt, buf->pages + first_page,
-						 last_page - first_page + 1,
+	return sg_alloc_table_from_pages_segment(sgt,
+						 buf->pages +
+						 (first_byte >> PAGE_SHIFT),
+						 krdma_buf_pages(buf, offset,
+								 length),
 						 offset_in_page(first_byte),
 						 length, max_segment,
 						 GFP_KERNEL);

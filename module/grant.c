@@ -38,8 +38,7 @@ static int krdma_window_reg_kernel(struct krdma_conn *conn,
 
 	lockdep_assert_held(&conn->lock);
 
-	npages = (PAGE_ALIGN(first + win->length) - (first & PAGE_MASK)) >>
-		 PAGE_SHIFT;
+	npages = krdma_buf_pages(buf, win->offset, win->length);
 	if (npages > ibdev->attrs.max_fast_reg_page_list_len)
 		return -E2BIG;
 	ret = krdma_buf_sgt(buf, win->offset, win->length,

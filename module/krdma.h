@@ -123,6 +123,19 @@ static inline void krdma_buf_get(struct krdma_buf *buf)
 int krdma_buf_sgt(struct krdma_buf *buf, u64 offset, u64 length,
 		  unsigned int max_segment, struct sg_table *sgt);
 
+/* Pages that bytes [@first, @first + @length) touch; @length not 0 */
+static inline u64 krdma_pages_spanned(u64 first, u64 length)
+{
+	return (PAGE_ALIGN(first + length) - (first & PAGE_MASK)) >> PAGE_SHIFT;
+}
+
+/* Pages that a range of a buffer touches */
+static inline u64 krdma_buf_pages(const struct krdma_buf *buf, u64 offset,
+				  u64 length)
+{
+	return krdma_pages_spanned(buf->first_offset + offset, length);
+}
+
 enum krdma_cm_kind {
 	KRDMA_CM_LISTENER = 1,
 	KRDMA_CM_CONN,
@@ -332,7 +345,6 @@ struct krdma_window *krdma_local_window_get(struct krdma_conn *conn,
 					    struct krdma_buf *buf);
 
 /* xfer.c */
-void krdma_xfer_init_conn(struct krdma_conn *conn);
 void krdma_xfer_flush_pending(struct krdma_conn *conn);
 void krdma_xfer_reap(struct krdma_conn *conn);
 void krdma_xfer_free_zombies(struct krdma_conn *conn);

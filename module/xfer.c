@@ -407,12 +407,6 @@ static int krdma_post_failed(struct krdma_conn *conn, int ret)
 	return -EIO;
 }
 
-/* Release what a chunk that could not be posted holds */
-static void krdma_chunk_abort(struct krdma_conn *conn, struct krdma_chunk *chunk)
-{
-	krdma_chunk_free(conn, chunk);
-}
-
 /* The next WRITE/READ chunk; -EAGAIN: no room now; 1: nothing left */
 static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req)
 {
@@ -445,11 +439,11 @@ static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req)
 	}
 	chunk->nr_wrs = nr;
 	if (nr > conn->sq_total) {
-		krdma_chunk_abort(conn, chunk);
+		krdma_chunk_free(conn, chunk);
 		return -EMSGSIZE;
 	}
 	if (!krdma_sq_reserve(conn, nr)) {
-		krdma_chunk_abort(conn, chunk);
+		krdma_chunk_free(conn, chunk);
 		return -EAGAIN;
 	}
 
@@ -531,7 +525,7 @@ static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req)
 	return 0;
 
 err_abort:
-	krdma_chunk_abort(conn, chunk);
+	krdma_chunk_free(conn, chunk);
 	return ret;
 }
 
@@ -576,7 +570,7 @@ static int krdma_post_recv(struct krdma_conn *conn, struct krdma_req *req)
 	return 0;
 
 err_abort:
-	krdma_chunk_abort(conn, chunk);
+	krdma_chunk_free(conn, chunk);
 	return ret;
 }
 
@@ -838,10 +832,8 @@ static int krdma_check_msg_pages(struct krdma_conn *conn,
 
 	for (i = 0; i < req->num_sge; i++) {
 		struct krdma_local_sge *sge = &req->sge[i];
-		u64 first = sge->buf->first_offset + sge->offset;
 
-		pages += (PAGE_ALIGN(first + sge->length) -
-			  (first & PAGE_MASK)) >> PAGE_SHIFT;
+		pages += krdma_buf_pages(sge->buf, sge->offset, sge->length);
 	}
 	if (pages <= max_sge)
 		return 0;
