@@ -699,10 +699,13 @@ static void test_session(const char *ip)
 	       !st.heartbeat_failures,
 	       "%s session heartbeats are answered (%llu)", ip, st.heartbeats);
 
-	/* The peer restarts */
+	/*
+	 * The peer restarts: its listener goes first, so that the session
+	 * cannot reconnect to it before its connection goes too
+	 */
 	reinit_completion(&t.connected);
-	krdma_conn_close(server);
 	krdma_listener_close(l);
+	krdma_conn_close(server);
 	msleep(700);
 	state = krdma_session_info(s, &st);
 	result(state == KRDMA_SESSION_RECONNECTING && st.failures == 1 &&
