@@ -255,14 +255,28 @@ listing() {
 		-path "/lib/modules/$(uname -r)/source" -prune -o -print 2>/dev/null | sort
 }
 listing >"$TMP/files_before"
-timeout -k 5 600 make install >"$TMP/out" 2>"$TMP/err" </dev/null
+# depmod reads every module: with xz-compressed modules (Debian's 6.12)
+# that takes minutes under TCG, so there the index is not rebuilt and the
+# module is checked by its path; with plain ones modinfo must find it.
+kmods=/lib/modules/$(uname -r)
+depmod_args=() depmod_note="modinfo -n finds it in updates/"
+if [[ -n $(find "$kmods/kernel/fs" -name '*.ko.xz' -print -quit 2>/dev/null) ]]; then
+	depmod_args=(DEPMOD=true) depmod_note="in updates/ (depmod skipped: xz modules)"
+fi
+timeout -k 5 600 make install "${depmod_args[@]}" >"$TMP/out" 2>"$TMP/err" </dev/null
 rc=$?
-check "make install installs krdmactl, the man page, completion, udev rule, module" \
+found_ko() {
+	if ((${#depmod_args[@]})); then
+		modinfo -F vermagic "$kmods"/updates/krdma.ko* 2>/dev/null | grep -q "^$(uname -r) "
+	else
+		[[ $(modinfo -n krdma 2>/dev/null) == */updates/krdma.ko* ]]
+	fi
+}
+check "make install installs krdmactl, the man page, completion, udev rule, module ($depmod_note)" \
 	eval '((rc == 0)) && [[ -x /usr/local/sbin/krdmactl && -f /usr/local/share/man/man8/krdmactl.8 &&
 	      -f /usr/local/share/bash-completion/completions/krdmactl &&
-	      -f /etc/udev/rules.d/60-krdma.rules ]] &&
-	      [[ $(modinfo -n krdma 2>/dev/null) == */updates/krdma.ko* ]]'
-timeout -k 5 300 make uninstall >"$TMP/out" 2>"$TMP/err" </dev/null
+	      -f /etc/udev/rules.d/60-krdma.rules ]] && found_ko'
+timeout -k 5 300 make uninstall "${depmod_args[@]}" >"$TMP/out" 2>"$TMP/err" </dev/null
 rc=$?
 listing >"$TMP/files_after"
 if ! cmp -s "$TMP/files_before" "$TMP/files_after"; then

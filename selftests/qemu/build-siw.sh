@@ -17,7 +17,10 @@ kver=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"$/\1/p' "$kdir/include/generated/u
 [[ -n $kver ]] || { echo "build-siw: no UTS_RELEASE in $kdir" >&2; exit 1; }
 out=$build/siw-$kver
 
-src=$("$repo/scripts/fetch-linux-src.sh")
+# siw's source must come from the same kernel series (linux-source-6.1 for
+# 6.1.x, linux-source-6.12 for 6.12.x)
+series=$(echo "$kver" | cut -d. -f1,2)
+src=$(LINUX_SRC_PKG=linux-source-$series "$repo/scripts/fetch-linux-src.sh")
 stamp="$(basename "$src") $kver"
 
 if [[ -f $out/siw.ko && -f $out/.stamp && $(cat "$out/.stamp") == "$stamp" ]]; then

@@ -1,0 +1,80 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make check: the whole test list once per guest kernel (one boot each),
+# then one total. Each kernel's run is selftests/qemu/run.sh check; its
+# summary is kept, the counts are added up, and the last line is
+# "N passed, N failed, N skipped" over all kernels. Exits non-zero if any
+# kernel's run failed.
+#
+# Environment:
+#   KRDMA_KERNELS=all      every Debian kernel with an image and headers
+#                          installed (6.1 from bookworm and 6.12 from
+#                          bookworm-backports, see scripts/install-deps.sh)
+#   KRDMA_KERNELS="6.1 6.12"  series (or full releases) to run, in order
+#   GUEST_KVER=<release>   only that kernel (as run.sh alone)
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+
+msg() { echo "krdma-check: $*" >&2; }
+
+"$repo/scripts/install-deps.sh" || exit 1
+
+installed() {
+	local v
+	for v in /boot/vmlinuz-*-amd64; do
+		v=${v#/boot/vmlinuz-}
+		[[ -f /lib/modules/$v/build/Makefile && -f /lib/modules/$v/modules.dep ]] && echo "$v"
+	done | sort -V
+}
+
+kernels=()
+if [[ -n ${GUEST_KVER:-} ]]; then
+	kernels=("$GUEST_KVER")
+else
+	mapfile -t all < <(installed)
+	want=${KRDMA_KERNELS:-all}
+	for w in $want; do
+		for v in "${all[@]}"; do
+			if [[ $w == all || $v == "$w" || $v == "$w".* || $v == "$w"-* ]]; then
+				[[ " ${kernels[*]} " == *" $v "* ]] || kernels+=("$v")
+			fi
+		done
+	done
+fi
+if ((${#kernels[@]} == 0)); then
+	msg "no installed kernel matches KRDMA_KERNELS=${KRDMA_KERNELS:-all} (scripts/install-deps.sh installs 6.1 and 6.12)"
+	echo "0 passed, 1 failed, 0 skipped"
+	exit 1
+fi
+msg "kernels: ${kernels[*]}"
+
+pass=0 fail=0 skip=0 rc=0
+summary=()
+start=$SECONDS
+for k in "${kernels[@]}"; do
+	t0=$SECONDS
+	log=$(mktemp)
+	GUEST_KVER=$k "$here/run.sh" check 2>&1 | tee "$log"
+	st=${PIPESTATUS[0]}
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$log" | tail -n1)
+	rm -f "$log"
+	if [[ -z $line ]]; then
+		summary+=("$k: no result line (run.sh exit $st)")
+		fail=$((fail + 1))
+		rc=1
+		continue
+	fi
+	read -r p _ f _ s _ <<<"${line//,/}"
+	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+	((st == 0 && f == 0)) || rc=1
+	summary+=("$k: $line ($((SECONDS - t0)) s)")
+done
+
+echo
+echo "== krdma check, every kernel ($((SECONDS - start)) s) =="
+printf '%s\n' "${summary[@]}"
+echo "$pass passed, $fail failed, $skip skipped"
+exit $rc
