@@ -1066,6 +1066,61 @@ TEST_F(xfer, memlock_limit_is_enforced)
 }
 
 /*
+ * Nothing on /dev/krdma needs a capability, but rdma_cm keeps the rule of
+ * sockets: a port below 1024 needs CAP_NET_BIND_SERVICE (EACCES without).
+ */
+static int bind_service_child(const char *ip, uint32_t port)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2] = {};
+	struct krdma_addr a;
+	uint32_t l;
+	int fd, ret;
+
+	if (syscall(SYS_capget, &hdr, data))
+		return 10;
+	data[0].effective &= ~(1U << CAP_NET_BIND_SERVICE);
+	if (syscall(SYS_capset, &hdr, data))
+		return 11;
+	fd = krdma_open();
+	if (fd < 0)
+		return 12;
+	if (krdma_parse_addr(ip, port, &a))
+		return 13;
+	ret = krdma_listen_on(fd, &a, 4, &l, NULL);
+	if (ret != -EACCES)
+		return 14;
+	/* An unprivileged port is fine */
+	if (krdma_parse_addr(ip, 0, &a) || krdma_listen_on(fd, &a, 4, &l, NULL))
+		return 15;
+	close(fd);
+	return 0;
+}
+
+TEST_F(xfer, privileged_port_needs_cap_net_bind_service)
+{
+	struct krdma_addr a;
+	uint32_t l;
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(bind_service_child(variant->ip, 999));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+
+	/* With the capability (the test runs as root), the same port works */
+	ASSERT_EQ(0, krdma_parse_addr(variant->ip, 999, &a));
+	ASSERT_EQ(0, krdma_listen_on(self->sfd, &a, 4, &l, NULL));
+	EXPECT_EQ(0, krdma_destroy_handle(self->sfd, l));
+}
+
+/*
  * A SEND that finds no RECV posted. RoCE: the sender retries (RNR, without
  * limit) until a RECV is posted, then both complete. iWARP has no such
  * retry: the connection fails and the SEND completes with an error.

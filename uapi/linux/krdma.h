@@ -329,6 +329,8 @@ struct krdma_port_query {
  * - ECONNREFUSED: nobody listens there, or the peer rejected us.
  * - EHOSTUNREACH, ENETUNREACH: no RDMA route to the address.
  * - EADDRINUSE: the address and port are taken.
+ * - EACCES: LISTEN on a port below 1024 without CAP_NET_BIND_SERVICE
+ *   (rdma_cm's rule, as for sockets).
  * - ENOMEM: also when pinning a buffer would pass RLIMIT_MEMLOCK (see
  *   ``ulimit -l``) without CAP_IPC_LOCK.
  * - EMSGSIZE: a SEND or RECV larger than the connection can carry in one
