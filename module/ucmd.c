@@ -206,6 +206,13 @@ int krdma_cmd_destroy(struct krdma_ucmd *ucmd)
 
 	if (cmd->flags || cmd->__reserved)
 		return -EINVAL;
+	/*
+	 * Index 0 of an XA_FLAGS_ALLOC1 array holds the entry that keeps it
+	 * from being allocated: erasing it would give the next object the
+	 * handle 0, which names no object in the ABI.
+	 */
+	if (!cmd->handle)
+		return -ENOENT;
 	uobj = xa_erase(&ucmd->kfile->objects, cmd->handle);
 	if (!uobj)
 		return -ENOENT;
@@ -453,6 +460,8 @@ int krdma_cmd_grant(struct krdma_ucmd *ucmd)
 
 	if (cmd->flags)
 		return -EINVAL;
+	if (cmd->offset + cmd->length < cmd->offset)
+		return -EOVERFLOW;
 	conn = krdma_uobj_lookup(ucmd->kfile, cmd->conn, KRDMA_UOBJ_CONN);
 	if (!conn)
 		return -ENOENT;
@@ -587,6 +596,14 @@ static int krdma_uop_fill(struct krdma_file *kfile, const struct krdma_op *op,
 			req->num_sge = i;
 			return -ENOENT;
 		}
+		/*
+		 * The pages are those of the process that registered the
+		 * buffer: only that mm may have the device move them (a
+		 * child after fork(), or a process the file was passed to,
+		 * uses buffers of its own).
+		 */
+		if (req->sge[i].buf->mm != current->mm)
+			return -EPERM;
 		req->sge[i].offset = usge[i].offset;
 		req->sge[i].length = usge[i].length;
 		if (total + usge[i].length < total)
@@ -693,24 +710,11 @@ int krdma_cmd_submit(struct krdma_ucmd *ucmd)
 	return ret ?: ret2;
 }
 
-int krdma_cmd_poll(struct krdma_ucmd *ucmd)
+/* Copy up to @max completions to @out and take them: how many, or -EFAULT */
+static int krdma_ucq_take(struct krdma_ucq *ucq,
+			  struct krdma_completion __user *out, u32 max)
 {
-	struct krdma_poll *cmd = ucmd->cmd;
-	struct krdma_completion __user *out = u64_to_user_ptr(cmd->completions);
-	struct krdma_ucq *ucq = &ucmd->kfile->ucq;
 	u32 head, avail, n, first;
-	long left;
-
-	if (cmd->flags || cmd->__reserved || !cmd->max)
-		return -EINVAL;
-
-	if (cmd->timeout_ms && READ_ONCE(ucq->tail) == READ_ONCE(ucq->head)) {
-		left = wait_event_interruptible_timeout(ucq->wait,
-							krdma_ucq_ready(ucq),
-							krdma_timeout(cmd->timeout_ms));
-		if (left < 0)
-			return -EINTR;
-	}
 
 	mutex_lock(&ucq->poll_mutex);
 	spin_lock_irq(&ucq->lock);
@@ -719,7 +723,7 @@ int krdma_cmd_poll(struct krdma_ucmd *ucmd)
 	spin_unlock_irq(&ucq->lock);
 
 	/* Entries between head and tail are not written again until taken */
-	n = min(cmd->max, avail);
+	n = min(max, avail);
 	first = min(n, ucq->size - (head & (ucq->size - 1)));
 	if (copy_to_user(out, &ucq->ring[head & (ucq->size - 1)],
 			 first * sizeof(*out)) ||
@@ -735,6 +739,38 @@ int krdma_cmd_poll(struct krdma_ucmd *ucmd)
 	mutex_unlock(&ucq->poll_mutex);
 	if (n)
 		wake_up_interruptible(&ucq->wait);
+	return n;
+}
+
+int krdma_cmd_poll(struct krdma_ucmd *ucmd)
+{
+	struct krdma_poll *cmd = ucmd->cmd;
+	struct krdma_completion __user *out = u64_to_user_ptr(cmd->completions);
+	struct krdma_ucq *ucq = &ucmd->kfile->ucq;
+	long left;
+	int n;
+
+	if (cmd->flags || cmd->__reserved || !cmd->max)
+		return -EINVAL;
+
+	/*
+	 * Another poller of the file (a thread, or a process it is shared
+	 * with) may take the completion that woke us: wait again, so that
+	 * count 0 means the timeout passed.
+	 */
+	left = cmd->timeout_ms ? krdma_timeout(cmd->timeout_ms) : 0;
+	for (;;) {
+		n = krdma_ucq_take(ucq, out, cmd->max);
+		if (n || !left)
+			break;
+		left = wait_event_interruptible_timeout(ucq->wait,
+							krdma_ucq_ready(ucq),
+							left);
+		if (left < 0)
+			return -EINTR;
+	}
+	if (n < 0)
+		return n;
 
 	cmd->count = n;
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));

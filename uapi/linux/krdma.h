@@ -337,7 +337,10 @@ struct krdma_port_query {
  *   message: it may span at most as many pages as the queue has SGEs
  *   (see KRDMA_IOC_DEV_QUERY), or, as a single range, 256 pages.
  * - ENOBUFS: a RECV with the receive queue full.
- * - EPERM: a grant of a buffer registered by another process.
+ * - EPERM: an operation or grant that names a buffer registered by
+ *   another process (its memory is that process's: a child after fork(),
+ *   a program after execve() or a process the file was passed to
+ *   registers its own).
  * - EPROTO: the peer's handshake header is not one krdma speaks.
  * - EADDRNOTAVAIL: LISTEN or CONNECT from an address no RDMA device of
  *   this namespace has (or a port taken on another address).
@@ -614,8 +617,9 @@ struct krdma_token {
  * @token: Output: the token to send to the peer
  *
  * Errors: EINVAL when @offset + @length is past the end of the buffer,
- * EACCES when @access asks for more than the buffer allows, EOPNOTSUPP for
- * remote atomics on a device without atomics.
+ * EOVERFLOW when it wraps, EACCES when @access asks for more than the
+ * buffer allows, EOPNOTSUPP for remote atomics on a device without
+ * atomics, EPERM for a buffer another process registered.
  */
 struct krdma_grant {
 	__u32 size;
