@@ -41,6 +41,7 @@ static void krdma_buf_free_work(struct work_struct *work)
 {
 	struct krdma_buf *buf = container_of(work, struct krdma_buf, free_work);
 
+	krdma_registry_del_buf(buf);
 	if (buf->mm)
 		krdma_buf_unpin(buf);
 	kvfree(buf->pages);
@@ -88,11 +89,30 @@ static struct krdma_buf *krdma_buf_alloc(unsigned long npages)
 	return buf;
 }
 
+/*
+ * List a fully built buffer in the registry, or release it: the last put
+ * undoes what registration did (free_work).
+ */
+static struct krdma_buf *krdma_buf_publish(struct krdma_buf *buf,
+					   unsigned long caller,
+					   const struct krdma_user *user)
+{
+	int ret;
+
+	ret = krdma_registry_add_buf(buf, caller, user);
+	if (ret) {
+		krdma_buf_put(buf);
+		return ERR_PTR(ret);
+	}
+	return buf;
+}
+
 /**
  * krdma_buf_reg_user - pin and charge a range of the caller's memory
  * @uaddr: start, any alignment
  * @length: length in bytes, not 0
  * @access: KRDMA_ACCESS_* the buffer will allow
+ * @user: the user the buffer is charged to (krdma_user_charge())
  *
  * Context: process context of the owning process; sleeps.
  * Return: the buffer, or ERR_PTR(): -EINVAL for a zero length or unknown
@@ -100,7 +120,8 @@ static struct krdma_buf *krdma_buf_alloc(unsigned long npages)
  * caller's memory, -ENOMEM when it would pass RLIMIT_MEMLOCK (without
  * CAP_IPC_LOCK) or memory ran out, -EINTR on a fatal signal.
  */
-struct krdma_buf *krdma_buf_reg_user(u64 uaddr, u64 length, u32 access)
+struct krdma_buf *krdma_buf_reg_user(u64 uaddr, u64 length, u32 access,
+				     const struct krdma_user *user)
 {
 	unsigned int gup_flags = FOLL_WRITE | FOLL_LONGTERM;
 	unsigned long npages, pinned = 0, lock_limit, start;
@@ -156,7 +177,7 @@ struct krdma_buf *krdma_buf_reg_user(u64 uaddr, u64 length, u32 access)
 
 	mmgrab(mm);
 	buf->mm = mm;
-	return buf;
+	return krdma_buf_publish(buf, _RET_IP_, user);
 
 err_unpin:
 	unpin_user_pages(buf->pages, pinned);
@@ -206,7 +227,7 @@ struct krdma_buf *krdma_buf_reg_pages(struct page **pages,
 	buf->first_offset = offset;
 	buf->length = length;
 	buf->access = access;
-	return buf;
+	return krdma_buf_publish(buf, _RET_IP_, NULL);
 }
 EXPORT_SYMBOL_NS_GPL(krdma_buf_reg_pages, KRDMA);
 
@@ -258,7 +279,7 @@ struct krdma_buf *krdma_buf_reg_sgt(struct sg_table *sgt, u32 access)
 	buf->first_offset = offset_in_page(sgt->sgl->offset);
 	buf->length = length;
 	buf->access = access;
-	return buf;
+	return krdma_buf_publish(buf, _RET_IP_, NULL);
 }
 EXPORT_SYMBOL_NS_GPL(krdma_buf_reg_sgt, KRDMA);
 
@@ -307,7 +328,7 @@ struct krdma_buf *krdma_buf_reg_kernel(void *addr, size_t length, u32 access)
 	buf->first_offset = offset_in_page(addr);
 	buf->length = length;
 	buf->access = access;
-	return buf;
+	return krdma_buf_publish(buf, _RET_IP_, NULL);
 }
 EXPORT_SYMBOL_NS_GPL(krdma_buf_reg_kernel, KRDMA);
 

@@ -259,10 +259,17 @@ static int krdma_fops_open(struct inode *inode, struct file *filp)
 	ret = krdma_ufile_init(kfile);
 	if (ret)
 		goto err_free_kfile;
+	kfile->user = krdma_user_get(filp->f_cred->euid);
+	if (!kfile->user) {
+		ret = -ENOMEM;
+		goto err_ufile_uninit;
+	}
 	kfile->net = get_net(current->nsproxy->net_ns);
 	filp->private_data = kfile;
 	return 0;
 
+err_ufile_uninit:
+	krdma_ufile_uninit(kfile);
 err_free_kfile:
 	kfree(kfile);
 	return ret;
@@ -273,6 +280,7 @@ static int krdma_fops_release(struct inode *inode, struct file *filp)
 	struct krdma_file *kfile = filp->private_data;
 
 	krdma_ufile_uninit(kfile);
+	krdma_user_put(kfile->user);
 	put_net(kfile->net);
 	kfree(kfile);
 	return 0;

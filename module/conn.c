@@ -33,9 +33,22 @@ static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
  * on a loaded or emulated machine) is then not flooded with retries.
  */
 static unsigned int ack_timeout = 18;
-module_param(ack_timeout, uint, 0644);
+
+static int krdma_param_set_ack_timeout(const char *val,
+				       const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 0, 31);
+}
+
+static const struct kernel_param_ops krdma_ack_timeout_ops = {
+	.set = krdma_param_set_ack_timeout,
+	.get = param_get_uint,
+};
+
+module_param_cb(ack_timeout, &krdma_ack_timeout_ops, &ack_timeout, 0644);
+__MODULE_PARM_TYPE(ack_timeout, "uint");
 MODULE_PARM_DESC(ack_timeout,
-		 "IB/RoCE ACK timeout exponent: 4.096us * 2^N (default 18, ~1 s)");
+		 "IB/RoCE ACK timeout exponent, 0..31: 4.096us * 2^N (default 18, ~1 s)");
 
 static u32 krdma_depth(u32 want)
 {
@@ -80,6 +93,10 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
 		conn->params = *p;
 	conn->params.sq_depth = krdma_depth(p ? p->sq_depth : 0);
 	conn->params.rq_depth = krdma_depth(p ? p->rq_depth : 0);
+	if (krdma_registry_add_conn(conn)) {
+		kfree(conn);
+		return NULL;
+	}
 	return conn;
 }
 
@@ -88,6 +105,7 @@ static void krdma_conn_release(struct kref *ref)
 	struct krdma_conn *conn = container_of(ref, struct krdma_conn, ref);
 
 	WARN_ON(!conn->torn_down);
+	krdma_registry_del_conn(conn);
 	krdma_listener_put(conn->listener);
 	kfree(conn);
 }
@@ -286,13 +304,16 @@ static void krdma_conn_save_addrs(struct krdma_conn *conn)
 static void krdma_conn_set_state(struct krdma_conn *conn,
 				 enum krdma_conn_state state, int error)
 {
+	enum krdma_conn_state old = conn->state;
+
 	lockdep_assert_held(&conn->lock);
 
-	if (conn->state == KRDMA_CS_ERROR || conn->state == KRDMA_CS_CLOSED)
+	if (old == KRDMA_CS_ERROR || old == KRDMA_CS_CLOSED)
 		return;
 	WRITE_ONCE(conn->state, state);
 	if (error && !conn->error)
 		conn->error = error;
+	krdma_conn_trace_state(conn, old, error);
 	wake_up_all(&conn->wait);
 }
 
@@ -666,6 +687,7 @@ struct krdma_conn *krdma_connect(struct net *net, struct sockaddr *dst,
 	mutex_unlock(&conn->lock);
 	if (ret)
 		goto err_teardown;
+	krdma_conn_set_owner(conn, _RET_IP_, NULL);
 	WRITE_ONCE(conn->handed_out, true);
 	return conn;
 
@@ -949,6 +971,7 @@ int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
 
 		if (conn) {
 			if (READ_ONCE(conn->state) == KRDMA_CS_CONNECTED) {
+				krdma_conn_set_owner(conn, _RET_IP_, NULL);
 				WRITE_ONCE(conn->handed_out, true);
 				*out = conn;
 				ret = 0;

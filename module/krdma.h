@@ -11,10 +11,12 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/sched.h>
 #include <linux/scatterlist.h>
 #include <linux/socket.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/uidgid.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
@@ -30,7 +32,9 @@
 struct krdma_dev_query;
 struct krdma_port_query;
 struct krdma_gid_entry;
+struct krdma_user;
 struct net;
+struct seq_file;
 
 /**
  * struct krdma_device - krdma's state for one RDMA device
@@ -56,6 +60,54 @@ struct krdma_device {
 	struct mutex conns_lock; /* @conns, @removing */
 	struct list_head conns;
 	bool removing;
+};
+
+/**
+ * struct krdma_owner - who made an object, for debugfs and krdmactl status
+ * @caller: kernel consumers: the return address into the consumer
+ * @uid: objects made through /dev/krdma: the uid charged for them
+ * @pid: thread group id of the task that made it
+ * @user: made through /dev/krdma (@uid is valid), else by the kernel API
+ * @set: filled in; a passive connection has no owner until accepted
+ * @comm: name of the task that made it
+ */
+struct krdma_owner {
+	unsigned long caller;
+	u32 uid;
+	pid_t pid;
+	bool user;
+	bool set;
+	char comm[TASK_COMM_LEN];
+};
+
+/* Classes of operations, for the counters of a connection */
+enum krdma_op_class {
+	KRDMA_OPC_WRITE,	/* WRITE, WRITE_IMM */
+	KRDMA_OPC_READ,
+	KRDMA_OPC_SEND,		/* SEND, SEND_IMM */
+	KRDMA_OPC_RECV,
+	KRDMA_OPC_ATOMIC,	/* FETCH_ADD, CMP_SWAP */
+	KRDMA_OPC_COUNT,
+};
+
+/* The counters of one class */
+enum krdma_op_counter {
+	KRDMA_OPS_POSTED,	/* accepted by krdma_post() */
+	KRDMA_OPS_DONE,		/* completed with success */
+	KRDMA_OPS_FAILED,	/* completed with an error status */
+	KRDMA_OPS_BYTES,	/* moved by those that succeeded */
+	KRDMA_OPS_NR,
+};
+
+/**
+ * struct krdma_conn_stats - what a connection's operations did
+ * @ops: counters by class; atomic, as operations complete in any context
+ * @last_error: the last failed operation: its status | opcode << 8 |
+ *              vendor error << 32; 0 if none failed
+ */
+struct krdma_conn_stats {
+	atomic64_t ops[KRDMA_OPC_COUNT][KRDMA_OPS_NR];
+	atomic64_t last_error;
 };
 
 /* main.c: deferred work of every object (releases, posting) */
@@ -96,6 +148,8 @@ int krdma_device_read_gid(struct krdma_device *kdev, u32 port, u32 index,
  * @grants: the grants of windows of this buffer
  * @dead: deregistered: no new grant
  * @free_work: releases the pages in process context
+ * @id: its number in the registry (debugfs), from 1
+ * @owner: who registered it
  */
 struct krdma_buf {
 	struct kref ref;
@@ -110,10 +164,13 @@ struct krdma_buf {
 	struct list_head grants;
 	bool dead;
 	struct work_struct free_work;
+	u32 id;
+	struct krdma_owner owner;
 };
 
 /* buffer.c */
-struct krdma_buf *krdma_buf_reg_user(u64 uaddr, u64 length, u32 access);
+struct krdma_buf *krdma_buf_reg_user(u64 uaddr, u64 length, u32 access,
+				     const struct krdma_user *user);
 void krdma_buf_put(struct krdma_buf *buf);
 static inline void krdma_buf_get(struct krdma_buf *buf)
 {
@@ -237,6 +294,9 @@ enum krdma_conn_state {
  * @rq_free: receive WRs that may still be posted
  * @pending: operations accepted but not fully posted yet
  * @post_work: posts @pending when WRs complete
+ * @id: its number in the registry (debugfs, tracepoints), from 1
+ * @owner: who holds it (under @lock)
+ * @stats: counters of its operations
  */
 struct krdma_conn {
 	enum krdma_cm_kind kind;
@@ -291,6 +351,9 @@ struct krdma_conn {
 	struct list_head free_chunks;
 	struct list_head deferred;
 	struct work_struct post_work;
+	u32 id;
+	struct krdma_owner owner;
+	struct krdma_conn_stats stats;
 };
 
 /* conn.c */
@@ -355,5 +418,38 @@ int krdma_post_heartbeat(struct krdma_conn *conn);
 /* chardev.c */
 int krdma_chardev_init(void);
 void krdma_chardev_uninit(void);
+
+/* users.c: what each user holds through /dev/krdma, against its limits */
+enum krdma_user_res {
+	KRDMA_USER_CONNS,
+	KRDMA_USER_BUFS,
+	KRDMA_USER_NR_RES,
+};
+
+struct krdma_user *krdma_user_get(kuid_t uid);
+void krdma_user_put(struct krdma_user *user);
+u32 krdma_user_uid(const struct krdma_user *user);
+int krdma_user_charge(struct krdma_user *user, enum krdma_user_res res);
+void krdma_user_uncharge(struct krdma_user *user, enum krdma_user_res res);
+void krdma_users_show(struct seq_file *m);
+void krdma_users_show_stats(struct seq_file *m);
+
+/* stats.c: the registry, counters, tracepoints and debugfs */
+void krdma_stats_init(void);
+void krdma_stats_uninit(void);
+int krdma_registry_add_conn(struct krdma_conn *conn);
+void krdma_registry_del_conn(struct krdma_conn *conn);
+int krdma_registry_add_buf(struct krdma_buf *buf, unsigned long caller,
+			   const struct krdma_user *user);
+void krdma_registry_del_buf(struct krdma_buf *buf);
+void krdma_owner_init(struct krdma_owner *owner, unsigned long caller,
+		      const struct krdma_user *user);
+void krdma_conn_set_owner(struct krdma_conn *conn, unsigned long caller,
+			  const struct krdma_user *user);
+void krdma_stats_posted(struct krdma_conn *conn, u32 opcode);
+void krdma_stats_done(struct krdma_conn *conn, u32 opcode, u32 status,
+		      u32 vendor_err, u64 bytes);
+void krdma_conn_trace_state(struct krdma_conn *conn,
+			    enum krdma_conn_state old_state, int error);
 
 #endif /* _KRDMA_H */

@@ -15,9 +15,13 @@ static int __init krdma_mod_init(void)
 {
 	int ret;
 
+	krdma_stats_init();
+
 	krdma_wq = alloc_workqueue("krdma", 0, 0);
-	if (!krdma_wq)
-		return -ENOMEM;
+	if (!krdma_wq) {
+		ret = -ENOMEM;
+		goto err_stats_uninit;
+	}
 
 	ret = krdma_device_init();
 	if (ret)
@@ -34,6 +38,8 @@ err_device_uninit:
 	krdma_device_uninit();
 err_destroy_wq:
 	destroy_workqueue(krdma_wq);
+err_stats_uninit:
+	krdma_stats_uninit();
 	return ret;
 }
 
@@ -41,7 +47,9 @@ static void __exit krdma_mod_exit(void)
 {
 	krdma_chardev_uninit();
 	krdma_device_uninit();
+	/* Flushes the buffers' free_work: the registry is empty after it */
 	destroy_workqueue(krdma_wq);
+	krdma_stats_uninit();
 }
 
 module_init(krdma_mod_init);

@@ -110,8 +110,11 @@ static int krdma_uobj_publish(struct krdma_file *kfile,
 	return ret;
 }
 
-/* End an object whose handle is gone; drops the handle's reference */
-static void krdma_uobj_close(struct krdma_uobj *uobj)
+/*
+ * End an object whose handle is gone; drops the handle's reference, and
+ * the charge of a connection or buffer to the file's user
+ */
+static void krdma_uobj_close(struct krdma_file *kfile, struct krdma_uobj *uobj)
 {
 	switch (uobj->type) {
 	case KRDMA_UOBJ_LISTENER:
@@ -119,9 +122,11 @@ static void krdma_uobj_close(struct krdma_uobj *uobj)
 		break;
 	case KRDMA_UOBJ_CONN:
 		krdma_conn_close(uobj->obj);
+		krdma_user_uncharge(kfile->user, KRDMA_USER_CONNS);
 		break;
 	case KRDMA_UOBJ_BUF:
 		krdma_buf_dereg(uobj->obj);
+		krdma_user_uncharge(kfile->user, KRDMA_USER_BUFS);
 		break;
 	case KRDMA_UOBJ_GRANT:
 		krdma_grant_revoke(uobj->obj);
@@ -182,7 +187,7 @@ void krdma_ufile_uninit(struct krdma_file *kfile)
 			if (uobj->type != order[i])
 				continue;
 			xa_erase(&kfile->objects, handle);
-			krdma_uobj_close(uobj);
+			krdma_uobj_close(kfile, uobj);
 		}
 	}
 	WARN_ON(kfile->ucq.reserved != kfile->ucq.tail - kfile->ucq.head);
@@ -216,7 +221,7 @@ int krdma_cmd_destroy(struct krdma_ucmd *ucmd)
 	uobj = xa_erase(&ucmd->kfile->objects, cmd->handle);
 	if (!uobj)
 		return -ENOENT;
-	krdma_uobj_close(uobj);
+	krdma_uobj_close(ucmd->kfile, uobj);
 	return 0;
 }
 
@@ -332,20 +337,30 @@ int krdma_cmd_accept(struct krdma_ucmd *ucmd)
 	l = krdma_uobj_lookup(ucmd->kfile, cmd->listener, KRDMA_UOBJ_LISTENER);
 	if (!l)
 		return -ENOENT;
+	/* Over the limit, the connection stays queued */
+	ret = krdma_user_charge(ucmd->kfile->user, KRDMA_USER_CONNS);
+	if (ret)
+		goto out_put_listener;
 	ret = krdma_accept(l, cmd->flags & KRDMA_ACCEPT_NONBLOCK ||
 			   !cmd->timeout_ms,
 			   krdma_timeout(cmd->timeout_ms), &conn);
-	krdma_listener_put(l);
 	if (ret)
-		return ret;
-
+		goto err_uncharge;
+	krdma_conn_set_owner(conn, 0, ucmd->kfile->user);
 	ret = krdma_uobj_publish(ucmd->kfile, KRDMA_UOBJ_CONN, conn,
 				 &cmd->handle);
-	if (ret) {
-		krdma_conn_close(conn);
-		return ret;
-	}
+	if (ret)
+		goto err_close;
+	krdma_listener_put(l);
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+
+err_close:
+	krdma_conn_close(conn);
+err_uncharge:
+	krdma_user_uncharge(ucmd->kfile->user, KRDMA_USER_CONNS);
+out_put_listener:
+	krdma_listener_put(l);
+	return ret;
 }
 
 int krdma_cmd_connect(struct krdma_ucmd *ucmd)
@@ -368,20 +383,30 @@ int krdma_cmd_connect(struct krdma_ucmd *ucmd)
 	if (ret)
 		return ret;
 
+	ret = krdma_user_charge(ucmd->kfile->user, KRDMA_USER_CONNS);
+	if (ret)
+		return ret;
 	conn = krdma_connect(ucmd->kfile->net, (struct sockaddr *)&dst,
 			     src.ss_family ? (struct sockaddr *)&src : NULL,
 			     krdma_timeout(cmd->timeout_ms ?:
 					   KRDMA_CONNECT_TIMEOUT_MS),
 			     &params);
-	if (IS_ERR(conn))
-		return PTR_ERR(conn);
+	if (IS_ERR(conn)) {
+		ret = PTR_ERR(conn);
+		goto err_uncharge;
+	}
+	krdma_conn_set_owner(conn, 0, ucmd->kfile->user);
 	ret = krdma_uobj_publish(ucmd->kfile, KRDMA_UOBJ_CONN, conn,
 				 &cmd->handle);
-	if (ret) {
-		krdma_conn_close(conn);
-		return ret;
-	}
+	if (ret)
+		goto err_close;
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+
+err_close:
+	krdma_conn_close(conn);
+err_uncharge:
+	krdma_user_uncharge(ucmd->kfile->user, KRDMA_USER_CONNS);
+	return ret;
 }
 
 int krdma_cmd_disconnect(struct krdma_ucmd *ucmd)
@@ -439,15 +464,25 @@ int krdma_cmd_buf_reg(struct krdma_ucmd *ucmd)
 
 	if (cmd->flags)
 		return -EINVAL;
-	buf = krdma_buf_reg_user(cmd->addr, cmd->length, cmd->access);
-	if (IS_ERR(buf))
-		return PTR_ERR(buf);
-	ret = krdma_uobj_publish(ucmd->kfile, KRDMA_UOBJ_BUF, buf, &cmd->handle);
-	if (ret) {
-		krdma_buf_dereg(buf);
+	ret = krdma_user_charge(ucmd->kfile->user, KRDMA_USER_BUFS);
+	if (ret)
 		return ret;
+	buf = krdma_buf_reg_user(cmd->addr, cmd->length, cmd->access,
+				 ucmd->kfile->user);
+	if (IS_ERR(buf)) {
+		ret = PTR_ERR(buf);
+		goto err_uncharge;
 	}
+	ret = krdma_uobj_publish(ucmd->kfile, KRDMA_UOBJ_BUF, buf, &cmd->handle);
+	if (ret)
+		goto err_dereg;
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+
+err_dereg:
+	krdma_buf_dereg(buf);
+err_uncharge:
+	krdma_user_uncharge(ucmd->kfile->user, KRDMA_USER_BUFS);
+	return ret;
 }
 
 int krdma_cmd_grant(struct krdma_ucmd *ucmd)

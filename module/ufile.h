@@ -16,6 +16,7 @@
 #include <linux/xarray.h>
 
 struct krdma_completion;
+struct krdma_user;
 struct net;
 
 /**
@@ -48,9 +49,12 @@ struct krdma_ucq {
  *       connections are those of this namespace
  * @objects: the file's objects by handle (struct krdma_uobj)
  * @ucq: the completion queue
+ * @user: the user its connections and buffers are charged to: the
+ *        opener's effective uid (referenced)
  */
 struct krdma_file {
 	struct net *net;
+	struct krdma_user *user;
 	struct xarray objects;
 	struct krdma_ucq ucq;
 };

@@ -110,6 +110,9 @@ static void krdma_req_complete(struct krdma_req *req)
 	for (i = 0; i < n; i++)
 		bufs[i] = req->sge[i].buf;
 
+	krdma_stats_done(conn, req->opcode, wc.status, wc.vendor_err,
+			 req->opcode == KRDMA_OP_RECV ? req->byte_len :
+							req->total);
 	req->done(req, &wc);	/* may free req */
 
 	for (i = 0; i < n; i++)
@@ -672,6 +675,7 @@ static void krdma_post_deferred_run(struct krdma_conn *conn, bool flush)
 		if (ret) {
 			wc.status = ret == -ENOTCONN ? IB_WC_WR_FLUSH_ERR :
 						       IB_WC_LOC_QP_OP_ERR;
+			krdma_stats_done(conn, req->opcode, wc.status, 0, 0);
 			req->done(req, &wc);
 		}
 		krdma_conn_put(conn);	/* the deferral's */
@@ -1044,9 +1048,16 @@ int krdma_post_heartbeat(struct krdma_conn *conn)
  */
 int krdma_post(struct krdma_conn *conn, struct krdma_req *req)
 {
+	u32 opcode = req->opcode;	/* req may be gone once accepted */
+	int ret;
+
 	if (!in_task())
-		return krdma_post_atomic(conn, req);
-	return krdma_post_task(conn, req, true);
+		ret = krdma_post_atomic(conn, req);
+	else
+		ret = krdma_post_task(conn, req, true);
+	if (!ret)
+		krdma_stats_posted(conn, opcode);
+	return ret;
 }
 EXPORT_SYMBOL_NS_GPL(krdma_post, KRDMA);
 

@@ -348,6 +348,12 @@ struct krdma_port_query {
  * - EOPNOTSUPP: also READ or atomics on a connection whose peer takes
  *   no RDMA READ (initiator_depth 0 in CONN_QUERY).
  * - EINTR: a blocking call was interrupted by a signal.
+ * - EMFILE: CONNECT, ACCEPT or BUF_REG when the file's user holds as many
+ *   connections (or buffers) through /dev/krdma as the module parameter
+ *   max_conns_per_user (max_bufs_per_user) allows. The user is the
+ *   effective uid of the process that opened the file; every file of
+ *   that user counts. CAP_SYS_RESOURCE passes the limits. An ACCEPT
+ *   refused so leaves the connection waiting to be accepted.
  */
 
 /**

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma: per-user limits. Every open file of /dev/krdma is charged to a
+ * user: the effective uid of the process that opened it (the file's
+ * f_cred, as inotify charges its instances), not whoever uses the file
+ * later. The connections and buffers a user holds through its handles are
+ * counted against max_conns_per_user and max_bufs_per_user; the bytes of
+ * the buffers are bounded by RLIMIT_MEMLOCK already. CAP_SYS_RESOURCE
+ * passes the limits, as it passes rlimits. Kernel consumers are not
+ * counted.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <linux/capability.h>
+#include <linux/moduleparam.h>
+#include <linux/mutex.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/uidgid.h>
+#include <linux/xarray.h>
+
+#include "krdma.h"
+
+#define KRDMA_USER_LIMIT_MAX	1048576
+
+static unsigned int max_conns_per_user = 1024;
+static unsigned int max_bufs_per_user = 65536;
+
+static int krdma_param_set_user_limit(const char *val,
+				      const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, KRDMA_USER_LIMIT_MAX);
+}
+
+static const struct kernel_param_ops krdma_user_limit_ops = {
+	.set = krdma_param_set_user_limit,
+	.get = param_get_uint,
+};
+
+module_param_cb(max_conns_per_user, &krdma_user_limit_ops,
+		&max_conns_per_user, 0644);
+__MODULE_PARM_TYPE(max_conns_per_user, "uint");
+MODULE_PARM_DESC(max_conns_per_user,
+		 "Connections one user may hold through /dev/krdma, 1..1048576 (default 1024); CAP_SYS_RESOURCE passes it");
+
+module_param_cb(max_bufs_per_user, &krdma_user_limit_ops,
+		&max_bufs_per_user, 0644);
+__MODULE_PARM_TYPE(max_bufs_per_user, "uint");
+MODULE_PARM_DESC(max_bufs_per_user,
+		 "Buffers one user may hold through /dev/krdma, 1..1048576 (default 65536); CAP_SYS_RESOURCE passes it");
+
+/**
+ * struct krdma_user - what one user holds through /dev/krdma
+ * @ref: every open file of the user
+ * @uid: the user, in the initial user namespace
+ * @held: connections and buffers held (enum krdma_user_res)
+ */
+struct krdma_user {
+	struct kref ref;
+	u32 uid;
+	atomic_t held[KRDMA_USER_NR_RES];
+};
+
+/* Users with an open file, keyed by uid; membership under the mutex */
+static DEFINE_XARRAY(krdma_users);
+static DEFINE_MUTEX(krdma_users_mutex);
+
+/* Charges refused because of a limit, by resource */
+static atomic64_t krdma_user_refused[KRDMA_USER_NR_RES];
+
+static const struct {
+	const char *param;
+	const char *what;
+	unsigned int *limit;
+} krdma_user_res_info[KRDMA_USER_NR_RES] = {
+	[KRDMA_USER_CONNS] = { "max_conns_per_user", "connections",
+			       &max_conns_per_user },
+	[KRDMA_USER_BUFS] = { "max_bufs_per_user", "buffers",
+			      &max_bufs_per_user },
+};
+
+/**
+ * krdma_user_get - the accounting of a user, referenced
+ * @uid: the user
+ *
+ * Context: process context; sleeps.
+ * Return: the user (release with krdma_user_put()), or NULL when out of
+ * memory.
+ */
+struct krdma_user *krdma_user_get(kuid_t uid)
+{
+	u32 id = from_kuid(&init_user_ns, uid);
+	struct krdma_user *user;
+
+	mutex_lock(&krdma_users_mutex);
+	user = xa_load(&krdma_users, id);
+	if (user) {
+		kref_get(&user->ref);
+		goto out_unlock;
+	}
+	user = kzalloc(sizeof(*user), GFP_KERNEL);
+	if (!user)
+		goto out_unlock;
+	kref_init(&user->ref);
+	user->uid = id;
+	if (xa_err(xa_store(&krdma_users, id, user, GFP_KERNEL))) {
+		kfree(user);
+		user = NULL;
+	}
+out_unlock:
+	mutex_unlock(&krdma_users_mutex);
+	return user;
+}
+
+static void krdma_user_release(struct kref *ref)
+{
+	struct krdma_user *user = container_of(ref, struct krdma_user, ref);
+
+	lockdep_assert_held(&krdma_users_mutex);
+
+	xa_erase(&krdma_users, user->uid);
+	WARN_ON(atomic_read(&user->held[KRDMA_USER_CONNS]) ||
+		atomic_read(&user->held[KRDMA_USER_BUFS]));
+	kfree(user);
+}
+
+/**
+ * krdma_user_put - drop a reference taken by krdma_user_get()
+ * @user: the user, or NULL
+ *
+ * Context: process context; sleeps.
+ */
+void krdma_user_put(struct krdma_user *user)
+{
+	if (user && kref_put_mutex(&user->ref, krdma_user_release,
+				   &krdma_users_mutex))
+		mutex_unlock(&krdma_users_mutex);
+}
+
+/**
+ * krdma_user_uid - the uid a user is known by (initial user namespace)
+ * @user: the user
+ */
+u32 krdma_user_uid(const struct krdma_user *user)
+{
+	return user->uid;
+}
+
+/**
+ * krdma_user_charge - count one more object against a user's limit
+ * @user: the user
+ * @res: what kind of object
+ *
+ * Context: process context of the caller the object is made for: its
+ * CAP_SYS_RESOURCE passes the limit.
+ * Return: 0, or -EMFILE when the user holds as many as the limit allows.
+ */
+int krdma_user_charge(struct krdma_user *user, enum krdma_user_res res)
+{
+	unsigned int limit = READ_ONCE(*krdma_user_res_info[res].limit);
+	unsigned int held = atomic_inc_return(&user->held[res]);
+
+	if (held <= limit || capable(CAP_SYS_RESOURCE))
+		return 0;
+	atomic_dec(&user->held[res]);
+	atomic64_inc(&krdma_user_refused[res]);
+	pr_info_ratelimited("uid %u holds %u %s through /dev/krdma, the most %s allows; raise it: krdmactl set %s=N\n",
+			    user->uid, held - 1, krdma_user_res_info[res].what,
+			    krdma_user_res_info[res].param,
+			    krdma_user_res_info[res].param);
+	return -EMFILE;
+}
+
+/**
+ * krdma_user_uncharge - an object counted by krdma_user_charge() is gone
+ * @user: the user
+ * @res: what kind of object
+ */
+void krdma_user_uncharge(struct krdma_user *user, enum krdma_user_res res)
+{
+	WARN_ON_ONCE(atomic_dec_return(&user->held[res]) < 0);
+}
+
+/**
+ * krdma_users_show - the users file of debugfs: one line per user
+ * @m: the file
+ */
+void krdma_users_show(struct seq_file *m)
+{
+	struct krdma_user *user;
+	unsigned long id;
+
+	mutex_lock(&krdma_users_mutex);
+	xa_for_each(&krdma_users, id, user)
+		seq_printf(m, "uid=%u files=%u conns=%d bufs=%d max_conns=%u max_bufs=%u\n",
+			   user->uid, kref_read(&user->ref),
+			   atomic_read(&user->held[KRDMA_USER_CONNS]),
+			   atomic_read(&user->held[KRDMA_USER_BUFS]),
+			   READ_ONCE(max_conns_per_user),
+			   READ_ONCE(max_bufs_per_user));
+	mutex_unlock(&krdma_users_mutex);
+}
+
+/**
+ * krdma_users_show_stats - the users' part of the stats line of debugfs
+ * @m: the file
+ */
+void krdma_users_show_stats(struct seq_file *m)
+{
+	struct krdma_user *user;
+	unsigned long id;
+	u32 n = 0;
+
+	mutex_lock(&krdma_users_mutex);
+	xa_for_each(&krdma_users, id, user)
+		n++;
+	mutex_unlock(&krdma_users_mutex);
+	seq_printf(m, " users=%u conn_limit_refused=%lld buf_limit_refused=%lld",
+		   n, atomic64_read(&krdma_user_refused[KRDMA_USER_CONNS]),
+		   atomic64_read(&krdma_user_refused[KRDMA_USER_BUFS]));
+}
