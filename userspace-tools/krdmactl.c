@@ -292,10 +292,7 @@ int check_module_for(int fd, uint64_t features, const char *feature_name)
 	return ret;
 }
 
-/* Parse the options of a subcommand that takes only -j/--json, -h/--help. */
-enum opt_result { OPT_OK, OPT_HELP, OPT_BAD };
-
-static enum opt_result parse_json_opts(int argc, char *argv[], bool *json)
+enum opt_result parse_json_opts(int argc, char *argv[], bool *json)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
@@ -756,7 +753,7 @@ static void json_port(struct json *j, const struct port_info *pi)
 	json_end_object(j);
 }
 
-static void json_dev(struct json *j, const struct dev_info *d)
+void json_dev(struct json *j, const struct dev_info *d)
 {
 	const struct krdma_dev_query *dq = &d->dq;
 	char buf[KRDMA_GUID_STR_LEN];
@@ -882,6 +879,48 @@ static const struct {
 	  "              <linux/krdma.h>; GUIDs, GIDs, fw_ver and enum values\n"
 	  "              as strings, the same as in the text output\n"
 	  "  -h, --help  show this help\n" },
+	{ "status", status_main,
+	  "show what krdma holds: connections, buffers, users, parameters",
+	  "[-j]\n"
+	  "Show the loaded krdma: its parameters (the writable ones with the\n"
+	  "range they take), the RDMA devices with their ports and IP\n"
+	  "addresses, every connection (peer, state, owner, grants, operations\n"
+	  "posted, done and failed and bytes moved by class, last error), every\n"
+	  "registered buffer (owner, size, grants), what each user holds\n"
+	  "against max_conns_per_user and max_bufs_per_user, and totals since\n"
+	  "the module was loaded. Connections, buffers and users come from\n"
+	  "krdma's debugfs files (/sys/kernel/debug/krdma): they need root and\n"
+	  "a mounted debugfs.\n"
+	  "\n"
+	  "  -j, --json  print JSON: {\"module\",\"parameters\":{NAME:{\"value\",\n"
+	  "              \"writable\",\"min\",\"max\"}},\"devices\":[as dev -j],\n"
+	  "              \"debugfs\",\"connections\":[{\"id\",\"state\",\"peer\",\n"
+	  "              \"owner\":{...},\"ops\":{\"write\":{\"posted\",\"done\",\n"
+	  "              \"failed\",\"bytes\"},...},\"last_error\",...}],\n"
+	  "              \"buffers\":[...],\"users\":[...],\"totals\":{...}}\n"
+	  "  -h, --help  show this help\n"
+	  "\n"
+	  "Exit status: 0, or 1 when krdma is not loaded. What cannot be read\n"
+	  "(debugfs without root) is said on stderr, and null in JSON.\n" },
+	{ "set", set_main,
+	  "set krdma's writable parameters (limits, timeouts)",
+	  "NAME=VALUE...\n"
+	  "Set parameters of the loaded krdma (/sys/module/krdma/parameters):\n"
+	  "  ack_timeout=N         IB/RoCE ACK timeout exponent, 0..31\n"
+	  "                        (4.096 us * 2^N, for new connections)\n"
+	  "  max_conns_per_user=N  connections one user may hold through\n"
+	  "                        /dev/krdma, 1..1048576\n"
+	  "  max_bufs_per_user=N   buffers one user may hold, 1..1048576\n"
+	  "Every NAME=VALUE is checked (a known, writable parameter; a whole\n"
+	  "number in its range) before any is written; prints OLD -> NEW for each.\n"
+	  "A user over a limit gets EMFILE until it holds fewer objects; root\n"
+	  "(CAP_SYS_RESOURCE) is not limited. Values last until krdma is\n"
+	  "unloaded: for a lasting one, an options line in /etc/modprobe.d/.\n"
+	  "\n"
+	  "  -h, --help  show this help\n"
+	  "\n"
+	  "Exit status: 0 when every value was written, 1 otherwise, 2 bad usage\n"
+	  "(nothing written). Needs root.\n" },
 	{ "serve", serve_main,
 	  "answer ping and xfer clients: a verified RDMA window for each",
 	  "[-a ADDR] [-p PORT] [-n COUNT] [-1]\n"

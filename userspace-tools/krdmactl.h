@@ -52,6 +52,14 @@ void print_usage_of(const char *name, FILE *f);
  */
 void bad_option(const char *cmd, int c, char *argv[]);
 
+/*
+ * Parse the options of a subcommand that takes only -j/--json, -h/--help:
+ * OPT_HELP when the help was printed, OPT_BAD when bad usage was reported.
+ */
+enum opt_result { OPT_OK, OPT_HELP, OPT_BAD };
+
+enum opt_result parse_json_opts(int argc, char *argv[], bool *json);
+
 /* The JSON writer of krdmactl.c */
 #define JSON_MAX_DEPTH 16
 
@@ -94,6 +102,8 @@ struct dev_info {
 int collect_devs(int fd, const char *name, struct dev_info **devs,
 		 uint32_t *ndevs);
 void free_devs(struct dev_info *devs, uint32_t ndevs);
+/* One device of collect_devs() as a JSON object, as `krdmactl dev -j` */
+void json_dev(struct json *j, const struct dev_info *d);
 
 /* Subcommands of krdmactl_setup.c */
 int up_main(int argc, char *argv[]);
@@ -108,5 +118,9 @@ int xfer_main(int argc, char *argv[]);
 
 /* Subcommand of krdmactl_bench.c */
 int bench_main(int argc, char *argv[]);
+
+/* Subcommands of krdmactl_status.c */
+int status_main(int argc, char *argv[]);
+int set_main(int argc, char *argv[]);
 
 #endif /* KRDMACTL_H */

@@ -168,11 +168,139 @@ expect_in err "unknown command 'bogus'" "unknown command"
 run "" dev -x
 expect_rc 2 "unknown option"
 
-for cmd in version dev help; do
+for cmd in version dev status set help; do
 	run "" $cmd --help
 	expect_rc 0 "$cmd --help"
 	expect_in out "^Usage: krdmactl $cmd" "$cmd --help"
 done
+
+# status and set, against made-up debugfs files and module parameters
+# (KRDMA_DEBUGFS, KRDMA_SYSFS_MODULE) and the fake /dev/krdma
+mkdir -p "$TMP/dbg" "$TMP/mod/parameters"
+echo 18 >"$TMP/mod/parameters/ack_timeout"
+echo 1024 >"$TMP/mod/parameters/max_conns_per_user"
+echo 65536 >"$TMP/mod/parameters/max_bufs_per_user"
+echo 4096 >"$TMP/mod/parameters/ucq_entries"
+chmod 0444 "$TMP/mod/parameters/ucq_entries"
+ops() { # CLASS_COUNTERS for all five classes, from "P D F B" each
+	set -- "$@"
+	for c in write read send recv atomic; do
+		printf ' %s_posted=%s %s_done=%s %s_failed=%s %s_bytes=%s' \
+			"$c" "$1" "$c" "$2" "$c" "$3" "$c" "$4"
+		shift 4
+	done
+}
+{
+	printf 'id=3 state=CONNECTED error=0 dev=rxe0 dev_index=1 port=1 local=198.18.0.1:41234 peer=198.18.0.1:40000 qp=17 peer_qp=18 sq_depth=128 rq_depth=128 passive=0 grants=1 owner=user uid=0 pid=123 comm=my\\040prog\\075x module=- caller=-'
+	ops 3 3 0 196608 3 3 0 196608 3 2 1 128 0 0 0 0 3 3 0 24
+	printf ' last_status=10 last_op=4 last_vendor_err=0x244 new_key=1\n'
+	printf 'id=9 state=ERROR error=104 dev=- dev_index=- port=- local=- peer=- qp=0 peer_qp=0 sq_depth=16 rq_depth=16 passive=1 grants=0 owner=none uid=- pid=- comm=- module=- caller=-'
+	ops 0 0 0 0 0 0 0 0 0 0 0 0 5 4 1 256 0 0 0 0
+	printf ' last_status=- last_op=- last_vendor_err=-\n'
+} >"$TMP/dbg/connections"
+cat >"$TMP/dbg/buffers" <<'EOB'
+id=1 kind=user size=65536 pages=16 access=0x7 grants=1 dead=0 owner=user uid=0 pid=123 comm=prog module=- caller=-
+id=2 kind=kernel size=4096 pages=1 access=0x1 grants=0 dead=1 owner=kernel uid=- pid=55 comm=insmod module=krdma_sample caller=krdma_sample_init
+EOB
+echo 'uid=0 files=2 conns=1 bufs=1 max_conns=1024 max_bufs=65536' >"$TMP/dbg/users"
+{
+	printf 'conns=2 bufs=2 conns_created=5 bufs_created=7 users=1 conn_limit_refused=2 buf_limit_refused=1'
+	ops 3 3 0 196608 3 3 0 196608 3 2 1 128 5 4 1 256 3 3 0 24
+	echo
+} >"$TMP/dbg/stats"
+export KRDMA_DEBUGFS="$TMP/dbg" KRDMA_SYSFS_MODULE="$TMP/mod"
+
+run "" status
+expect_rc 0 "status"
+expect_in out '^  max_conns_per_user   1024       writable, 1\.\.1048576' "status"
+expect_in out '^  ucq_entries          4096       read-only' "status"
+expect_in out '^  conn 3: CONNECTED, rxe0 port 1, 198\.18\.0\.1:41234 -> 198\.18\.0\.1:40000' \
+	"status conn"
+expect_in out 'pid 123 (my prog=x)' "status owner, unescaped"
+expect_in out '^      send *3 *2 *1 *128$' "status ops"
+expect_in out 'last error: REM_ACCESS_ERR (10) on SEND, vendor error 0x244' \
+	"status last error"
+expect_in out '^  conn 9: ERROR (ECONNRESET: Connection reset by peer)' \
+	"status conn error"
+expect_in out 'none (waiting to be accepted)' "status passive, no owner"
+expect_in out 'kernel, module krdma_sample (krdma_sample_init), pid 55 (insmod)' \
+	"status kernel owner"
+expect_in out '^  uid 0 (root): 2 files, connections 1 of 1024, buffers 1 of 65536' \
+	"status users"
+
+run "" status -j
+expect_rc 0 "status -j"
+json_check 'd["parameters"]["ack_timeout"] == {"value": 18, "writable": True,
+	"min": 0, "max": 31} and not d["parameters"]["ucq_entries"]["writable"]' \
+	"status -j parameters"
+json_check '[c["id"] for c in d["connections"]] == [3, 9] and
+	d["connections"][0]["ops"]["send"] == {"posted": 3, "done": 2,
+	"failed": 1, "bytes": 128} and
+	d["connections"][0]["owner"] == {"kind": "user", "uid": 0,
+	"user": "root", "pid": 123, "comm": "my prog=x", "module": None,
+	"caller": None} and
+	d["connections"][0]["last_error"] == {"status": "REM_ACCESS_ERR",
+	"status_code": 10, "op": "SEND", "vendor_err": 0x244} and
+	d["connections"][1]["error_name"] == "ECONNRESET" and
+	d["connections"][1]["peer"] is None and
+	d["connections"][1]["last_error"] is None and
+	d["connections"][1]["passive"] is True' "status -j connections"
+json_check '[(b["size"], b["grants"], b["owner"]["kind"], b["dead"])
+	for b in d["buffers"]] == [(65536, 1, "user", False),
+	(4096, 0, "kernel", True)] and d["buffers"][0]["access"] == 7 and
+	d["buffers"][1]["owner"]["module"] == "krdma_sample"' \
+	"status -j buffers"
+json_check 'd["users"] == [{"uid": 0, "user": "root", "files": 2,
+	"conns": 1, "bufs": 1, "max_conns": 1024, "max_bufs": 65536}] and
+	d["totals"]["conn_limit_refused"] == 2 and
+	d["totals"]["ops"]["recv"]["bytes"] == 256 and
+	[x["name"] for x in d["devices"]][0] == "rxe0" and
+	d["debugfs"]["available"]' "status -j users, totals, devices"
+
+KRDMA_DEBUGFS=$TMP/nodebugfs run "" status -j
+expect_rc 0 "status -j without debugfs"
+json_check 'd["connections"] is None and not d["debugfs"]["available"] and
+	d["parameters"]["max_bufs_per_user"]["value"] == 65536' \
+	"status -j without debugfs"
+expect_in err 'cannot read the connections and buffers' \
+	"status without debugfs"
+# (a variable set for a function call may stay set: sh leaves it open)
+export KRDMA_DEBUGFS="$TMP/dbg" KRDMA_SYSFS_MODULE="$TMP/mod"
+
+KRDMA_SYSFS_MODULE=$TMP/nomodule run "eacces" status
+expect_rc 1 "status, module not loaded"
+expect_in err 'krdma is not loaded' "status, module not loaded"
+# (a variable set for a function call may stay set: sh leaves it open)
+export KRDMA_DEBUGFS="$TMP/dbg" KRDMA_SYSFS_MODULE="$TMP/mod"
+
+for bad in nosuch=1 max_conns_per_user=0 max_conns_per_user=1048577 \
+	max_conns_per_user=x max_conns_per_user=+1 max_conns_per_user= \
+	ack_timeout=32 ucq_entries=128 max_conns_per_user =1 \
+	"max_bufs_per_user=7 max_conns_per_user=0"; do
+	# shellcheck disable=SC2086 # a case with two arguments
+	run "" set $bad
+	expect_rc 2 "set $bad"
+done
+n=$((n + 1))
+[ "$(cat "$TMP/mod/parameters/max_bufs_per_user")" = 65536 ] ||
+	fail "a refused set wrote max_bufs_per_user"
+run "" set nosuch=1
+expect_in err "unknown parameter 'nosuch'" "set nosuch"
+expect_in err 'writable parameters: ack_timeout (0..31)' "set nosuch"
+run "" set ucq_entries=128
+expect_in err 'modprobe krdma ucq_entries=N' "set read-only"
+
+run "" set max_conns_per_user=7 max_bufs_per_user=9 ack_timeout=0
+expect_rc 0 "set"
+expect_in out '^max_conns_per_user: 1024 -> 7$' "set"
+expect_in out '^ack_timeout: 18 -> 0$' "set"
+n=$((n + 1))
+[ "$(cat "$TMP/mod/parameters/max_bufs_per_user")" = 9 ] ||
+	fail "set did not write max_bufs_per_user"
+KRDMA_SYSFS_MODULE=$TMP/nomodule run "" set ack_timeout=1
+expect_rc 1 "set, module not loaded"
+expect_in err 'krdma is not loaded' "set, module not loaded"
+unset KRDMA_DEBUGFS KRDMA_SYSFS_MODULE
 
 if command -v valgrind >/dev/null 2>&1; then
 	for scenario in "" grow vanish; do

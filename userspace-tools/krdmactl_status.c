@@ -1,0 +1,1036 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdmactl status and set: what krdma holds and did, and its tunables.
+ *
+ * status reads the module's debugfs files (/sys/kernel/debug/krdma/:
+ * connections, buffers, users, stats; one object per line of key=value
+ * pairs, see Documentation/ABI/testing/debugfs-krdma), its parameters
+ * (/sys/module/krdma/parameters/) and the devices through /dev/krdma,
+ * and prints them as text or JSON: the same data either way. set writes
+ * the writable parameters, after checking name and value against the
+ * ranges the module accepts (the module checks again).
+ *
+ * Environment, for tests: KRDMA_DEBUGFS (default /sys/kernel/debug/krdma)
+ * and KRDMA_SYSFS_MODULE (default /sys/module/krdma).
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "libkrdma.h"
+#include "krdmactl.h"
+
+#define DEBUGFS_ROOT "/sys/kernel/debug"
+#define DEBUGFS_MAGIC 0x64626720
+#define VALUE_MAX 64
+#define LOAD_HINT "load it: sudo modprobe krdma (or: sudo krdmactl up)"
+
+/* The parameters krdmactl knows: what the module accepts for each */
+static const struct tunable {
+	const char *name;
+	uint64_t min, max;
+	bool writable;
+	const char *help;
+} tunables[] = {
+	{ "ack_timeout", 0, 31, true,
+	  "IB/RoCE ACK timeout exponent: 4.096 us * 2^N" },
+	{ "max_bufs_per_user", 1, 1048576, true,
+	  "buffers one user may hold through /dev/krdma" },
+	{ "max_conns_per_user", 1, 1048576, true,
+	  "connections one user may hold through /dev/krdma" },
+	{ "ucq_entries", 64, 1048576, false,
+	  "completion queue entries of each open /dev/krdma (set at load)" },
+};
+
+static const char *const op_classes[] = {
+	"write", "read", "send", "recv", "atomic",
+};
+
+static const char *const op_counters[] = {
+	"posted", "done", "failed", "bytes",
+};
+
+static const struct tunable *find_tunable(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(tunables); i++)
+		if (!strcmp(tunables[i].name, name))
+			return &tunables[i];
+	return NULL;
+}
+
+static const char *debugfs_dir(void)
+{
+	const char *s = getenv("KRDMA_DEBUGFS");
+
+	return s && *s ? s : DEBUGFS_ROOT "/krdma";
+}
+
+static const char *module_dir(void)
+{
+	const char *s = getenv("KRDMA_SYSFS_MODULE");
+
+	return s && *s ? s : "/sys/module/krdma";
+}
+
+/*
+ * The debugfs files: one object per line, "key=value" pairs separated by
+ * spaces; a value never has a space (in a name, space, '=', '\' and
+ * non-ASCII bytes come as \ooo octal), "-" means none.
+ */
+struct kv {
+	char *key;
+	char *val;
+};
+
+struct kvline {
+	char *buf;	/* the line; keys and values point into it */
+	struct kv *kv;
+	size_t n;
+};
+
+struct kvfile {
+	struct kvline *lines;
+	size_t n;
+};
+
+/* Undo the \ooo escapes of a value, in place */
+static void unescape(char *s)
+{
+	char *out = s;
+
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 |
+					(s[3] - '0'));
+			s += 4;
+		} else {
+			*out++ = *s++;
+		}
+	}
+	*out = '\0';
+}
+
+/* Split @line (taken over by @l) into its pairs */
+static int parse_line(char *line, struct kvline *l)
+{
+	char *save, *tok, *eq;
+	struct kv *kv;
+
+	l->buf = line;
+	l->kv = NULL;
+	l->n = 0;
+	for (tok = strtok_r(line, " \n", &save); tok;
+	     tok = strtok_r(NULL, " \n", &save)) {
+		eq = strchr(tok, '=');
+		if (!eq)
+			continue;	/* not key=value: a format this tool does not know */
+		kv = realloc(l->kv, (l->n + 1) * sizeof(*kv));
+		if (!kv)
+			return -ENOMEM;
+		l->kv = kv;
+		*eq = '\0';
+		unescape(eq + 1);
+		l->kv[l->n].key = tok;
+		l->kv[l->n].val = eq + 1;
+		l->n++;
+	}
+	return 0;
+}
+
+static void kvfile_free(struct kvfile *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->n; i++) {
+		free(f->lines[i].buf);
+		free(f->lines[i].kv);
+	}
+	free(f->lines);
+	memset(f, 0, sizeof(*f));
+}
+
+/* Read @name of the debugfs directory; 0 or -errno */
+static int kvfile_read(const char *name, struct kvfile *f)
+{
+	char path[4096], *line = NULL, *copy;
+	struct kvline *lines;
+	size_t cap = 0;
+	int ret = 0;
+	FILE *fp;
+
+	memset(f, 0, sizeof(*f));
+	snprintf(path, sizeof(path), "%s/%s", debugfs_dir(), name);
+	fp = fopen(path, "re");
+	if (!fp)
+		return -errno;
+	while (getline(&line, &cap, fp) > 0) {
+		copy = strdup(line);
+		lines = realloc(f->lines, (f->n + 1) * sizeof(*lines));
+		if (!copy || !lines) {
+			free(copy);
+			if (lines)
+				f->lines = lines;
+			ret = -ENOMEM;
+			break;
+		}
+		f->lines = lines;
+		ret = parse_line(copy, &f->lines[f->n]);
+		if (ret || !f->lines[f->n].n) {
+			free(f->lines[f->n].kv);
+			free(copy);
+			if (ret)
+				break;
+			continue;
+		}
+		f->n++;
+	}
+	if (!ret && ferror(fp))
+		ret = -EIO;
+	free(line);
+	fclose(fp);
+	if (ret)
+		kvfile_free(f);
+	return ret;
+}
+
+/* The value of @key, NULL when absent or "-" (none) */
+static const char *kv_get(const struct kvline *l, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (!strcmp(l->kv[i].key, key))
+			return strcmp(l->kv[i].val, "-") ? l->kv[i].val : NULL;
+	return NULL;
+}
+
+/* A decimal number that fits 64 bits */
+static bool is_number(const char *s)
+{
+	if (!s || !*s || strlen(s) > 19)
+		return false;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return false;
+	return true;
+}
+
+/* The value of @key as a number; false when absent, none or not one */
+static bool kv_num(const struct kvline *l, const char *key, uint64_t *out)
+{
+	const char *s = kv_get(l, key);
+
+	if (!s)
+		return false;
+	errno = 0;
+	*out = strtoull(s, NULL, 0);
+	return !errno;
+}
+
+static uint64_t kv_u64(const struct kvline *l, const char *key)
+{
+	uint64_t v = 0;
+
+	kv_num(l, key, &v);
+	return v;
+}
+
+static const char *kv_str(const struct kvline *l, const char *key)
+{
+	const char *s = kv_get(l, key);
+
+	return s ? s : "-";
+}
+
+/* A value as JSON: a number when it is one, null for none, else a string */
+static void json_kv(struct json *j, const char *key, const char *val)
+{
+	if (!val)
+		json_null(j, key);
+	else if (is_number(val))
+		json_u64(j, key, strtoull(val, NULL, 10));
+	else
+		json_str(j, key, val);
+}
+
+/* The keys @keys (NULL-terminated) of @l as JSON members of the same names */
+static void json_copy(struct json *j, const struct kvline *l,
+		      const char *const *keys)
+{
+	for (; *keys; keys++)
+		json_kv(j, *keys, kv_get(l, *keys));
+}
+
+/* The value of a hexadecimal key ("0x7") as a JSON number */
+static void json_num_kv(struct json *j, const char *key,
+			const struct kvline *l, const char *lkey)
+{
+	uint64_t v;
+
+	if (kv_num(l, lkey, &v))
+		json_u64(j, key, v);
+	else
+		json_null(j, key);
+}
+
+static const char *user_name(uint64_t uid, char *buf, size_t len)
+{
+	struct passwd pw, *res = NULL;
+	char tmp[1024];
+
+	if (getpwuid_r((uid_t)uid, &pw, tmp, sizeof(tmp), &res) || !res) {
+		snprintf(buf, len, "%" PRIu64, uid);
+		return NULL;
+	}
+	snprintf(buf, len, "%s", res->pw_name);
+	return buf;
+}
+
+/*
+ * Owner of a connection or buffer: owner=user|kernel|none, uid, pid,
+ * comm, module, caller
+ */
+static void text_owner(const struct kvline *l)
+{
+	const char *kind = kv_str(l, "owner");
+	char name[64];
+
+	if (!strcmp(kind, "user"))
+		printf("user %s, uid %s, pid %s (%s)",
+		       user_name(kv_u64(l, "uid"), name, sizeof(name)) ?: "?",
+		       kv_str(l, "uid"), kv_str(l, "pid"), kv_str(l, "comm"));
+	else if (!strcmp(kind, "kernel"))
+		printf("kernel, module %s (%s), pid %s (%s)",
+		       kv_str(l, "module"), kv_str(l, "caller"),
+		       kv_str(l, "pid"), kv_str(l, "comm"));
+	else
+		printf("none (waiting to be accepted)");
+}
+
+static void json_owner(struct json *j, const struct kvline *l)
+{
+	char name[64];
+
+	json_begin_object(j, "owner");
+	json_kv(j, "kind", kv_get(l, "owner"));
+	json_kv(j, "uid", kv_get(l, "uid"));
+	if (kv_get(l, "uid") &&
+	    user_name(kv_u64(l, "uid"), name, sizeof(name)))
+		json_str(j, "user", name);
+	else
+		json_null(j, "user");
+	json_kv(j, "pid", kv_get(l, "pid"));
+	if (kv_get(l, "comm"))
+		json_str(j, "comm", kv_get(l, "comm"));
+	else
+		json_null(j, "comm");
+	json_kv(j, "module", kv_get(l, "module"));
+	json_kv(j, "caller", kv_get(l, "caller"));
+	json_end_object(j);
+}
+
+static void text_ops(const struct kvline *l)
+{
+	char key[32];
+	size_t i, k;
+
+	printf("      %-8s %12s %12s %12s %16s\n", "ops", "posted", "done",
+	       "failed", "bytes");
+	for (i = 0; i < ARRAY_SIZE(op_classes); i++) {
+		printf("      %-8s", op_classes[i]);
+		for (k = 0; k < ARRAY_SIZE(op_counters); k++) {
+			snprintf(key, sizeof(key), "%s_%s", op_classes[i],
+				 op_counters[k]);
+			printf(" %*s", k == 3 ? 16 : 12, kv_str(l, key));
+		}
+		putchar('\n');
+	}
+}
+
+static void json_ops(struct json *j, const struct kvline *l)
+{
+	char key[32];
+	size_t i, k;
+
+	json_begin_object(j, "ops");
+	for (i = 0; i < ARRAY_SIZE(op_classes); i++) {
+		json_begin_object(j, op_classes[i]);
+		for (k = 0; k < ARRAY_SIZE(op_counters); k++) {
+			snprintf(key, sizeof(key), "%s_%s", op_classes[i],
+				 op_counters[k]);
+			json_kv(j, op_counters[k], kv_get(l, key));
+		}
+		json_end_object(j);
+	}
+	json_end_object(j);
+}
+
+/* krdma_conn_query.error and the debugfs error are positive errnos */
+static const char *errno_name(uint64_t err)
+{
+	const char *s = err ? strerrorname_np((int)err) : NULL;
+
+	return s ? s : "-";
+}
+
+static void text_conn(const struct kvline *l)
+{
+	uint64_t err = kv_u64(l, "error"), status;
+
+	printf("  conn %s: %s", kv_str(l, "id"), kv_str(l, "state"));
+	if (err)
+		printf(" (%s: %s)", errno_name(err), strerror((int)err));
+	printf(", %s port %s, %s -> %s, qp %s -> %s%s\n", kv_str(l, "dev"),
+	       kv_str(l, "port"), kv_str(l, "local"), kv_str(l, "peer"),
+	       kv_str(l, "qp"), kv_str(l, "peer_qp"),
+	       kv_u64(l, "passive") ? ", passive" : "");
+	printf("    owner:  ");
+	text_owner(l);
+	printf("\n    grants: %s, queues: sq %s, rq %s\n", kv_str(l, "grants"),
+	       kv_str(l, "sq_depth"), kv_str(l, "rq_depth"));
+	text_ops(l);
+	if (kv_num(l, "last_status", &status))
+		printf("    last error: %s (%s) on %s, vendor error %s\n",
+		       krdma_wc_status_str((uint32_t)status),
+		       kv_str(l, "last_status"),
+		       krdma_opcode_str((uint32_t)kv_u64(l, "last_op")),
+		       kv_str(l, "last_vendor_err"));
+}
+
+static void json_conn(struct json *j, const struct kvline *l)
+{
+	uint64_t err = kv_u64(l, "error"), status;
+
+	json_begin_object(j, NULL);
+	json_kv(j, "id", kv_get(l, "id"));
+	json_kv(j, "state", kv_get(l, "state"));
+	json_u64(j, "error", err);
+	if (err)
+		json_str(j, "error_name", errno_name(err));
+	else
+		json_null(j, "error_name");
+	json_copy(j, l, (const char *const[]){ "dev", "dev_index", "port",
+		  "local", "peer", "qp", "peer_qp", "sq_depth", "rq_depth",
+		  NULL });
+	json_bool(j, "passive", kv_u64(l, "passive"));
+	json_kv(j, "grants", kv_get(l, "grants"));
+	json_owner(j, l);
+	json_ops(j, l);
+	if (kv_num(l, "last_status", &status)) {
+		json_begin_object(j, "last_error");
+		json_str(j, "status", krdma_wc_status_str((uint32_t)status));
+		json_u64(j, "status_code", status);
+		json_str(j, "op",
+			 krdma_opcode_str((uint32_t)kv_u64(l, "last_op")));
+		json_num_kv(j, "vendor_err", l, "last_vendor_err");
+		json_end_object(j);
+	} else {
+		json_null(j, "last_error");
+	}
+	json_end_object(j);
+}
+
+/* KRDMA_ACCESS_* bits as "LOCAL_WRITE|REMOTE_READ", or "none" */
+static const char *access_str(uint64_t access, char *buf, size_t len)
+{
+	static const char *const names[] = {
+		"LOCAL_WRITE", "REMOTE_READ", "REMOTE_WRITE", "REMOTE_ATOMIC",
+	};
+	size_t i, off = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < ARRAY_SIZE(names); i++)
+		if (access & (1ULL << i))
+			off += snprintf(buf + off, len - off, "%s%s",
+					off ? "|" : "", names[i]);
+	if (!off)
+		snprintf(buf, len, "none");
+	return buf;
+}
+
+static void text_buf(const struct kvline *l)
+{
+	char acc[80];
+	uint64_t grants = kv_u64(l, "grants");
+
+	printf("  buf %s: %s bytes (%s page%s), %s, access %s, %" PRIu64
+	       " grant%s%s\n", kv_str(l, "id"), kv_str(l, "size"),
+	       kv_str(l, "pages"), kv_u64(l, "pages") == 1 ? "" : "s",
+	       kv_str(l, "kind"),
+	       access_str(kv_u64(l, "access"), acc, sizeof(acc)), grants,
+	       grants == 1 ? "" : "s",
+	       kv_u64(l, "dead") ? ", deregistered" : "");
+	printf("    owner:  ");
+	text_owner(l);
+	putchar('\n');
+}
+
+static void json_buf(struct json *j, const struct kvline *l)
+{
+	char acc[80];
+
+	json_begin_object(j, NULL);
+	json_copy(j, l, (const char *const[]){ "id", "kind", "size", "pages",
+		  NULL });
+	json_num_kv(j, "access", l, "access");
+	json_str(j, "access_names",
+		 access_str(kv_u64(l, "access"), acc, sizeof(acc)));
+	json_kv(j, "grants", kv_get(l, "grants"));
+	json_bool(j, "dead", kv_u64(l, "dead"));
+	json_owner(j, l);
+	json_end_object(j);
+}
+
+static void text_user(const struct kvline *l)
+{
+	char name[64];
+
+	printf("  uid %s (%s): %s file%s, connections %s of %s, buffers %s of %s\n",
+	       kv_str(l, "uid"),
+	       user_name(kv_u64(l, "uid"), name, sizeof(name)) ?: "?",
+	       kv_str(l, "files"), kv_u64(l, "files") == 1 ? "" : "s",
+	       kv_str(l, "conns"), kv_str(l, "max_conns"),
+	       kv_str(l, "bufs"), kv_str(l, "max_bufs"));
+}
+
+static void json_user(struct json *j, const struct kvline *l)
+{
+	char name[64];
+
+	json_begin_object(j, NULL);
+	json_kv(j, "uid", kv_get(l, "uid"));
+	if (user_name(kv_u64(l, "uid"), name, sizeof(name)))
+		json_str(j, "user", name);
+	else
+		json_null(j, "user");
+	json_copy(j, l, (const char *const[]){ "files", "conns", "bufs",
+		  "max_conns", "max_bufs", NULL });
+	json_end_object(j);
+}
+
+static void text_totals(const struct kvline *l)
+{
+	printf("  now: %s connections, %s buffers, %s users with an open file\n",
+	       kv_str(l, "conns"), kv_str(l, "bufs"), kv_str(l, "users"));
+	printf("  since load: %s connections and %s buffers made; refused by the limits: %s connections, %s buffers\n",
+	       kv_str(l, "conns_created"), kv_str(l, "bufs_created"),
+	       kv_str(l, "conn_limit_refused"), kv_str(l, "buf_limit_refused"));
+	text_ops(l);
+}
+
+static void json_totals(struct json *j, const struct kvline *l)
+{
+	json_begin_object(j, "totals");
+	json_copy(j, l, (const char *const[]){ "conns", "bufs", "users",
+		  "conns_created", "bufs_created", "conn_limit_refused",
+		  "buf_limit_refused", NULL });
+	json_ops(j, l);
+	json_end_object(j);
+}
+
+/* The module's parameters, by name */
+struct param {
+	char name[256];
+	char value[VALUE_MAX];
+	bool writable;
+};
+
+static int read_value(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static int param_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct param *)a)->name,
+		      ((const struct param *)b)->name);
+}
+
+/* Every parameter of the loaded module; -ENOENT when it is not loaded */
+static int read_params(struct param **out, size_t *n)
+{
+	char dir[4096], path[4608];
+	struct param *p = NULL, *tmp;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(dir, sizeof(dir), "%s/parameters", module_dir());
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		tmp = realloc(p, (*n + 1) * sizeof(*p));
+		if (!tmp)
+			break;
+		p = tmp;
+		memset(&p[*n], 0, sizeof(p[*n]));
+		snprintf(p[*n].name, sizeof(p[*n].name), "%s", de->d_name);
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (read_value(path, p[*n].value, sizeof(p[*n].value)))
+			snprintf(p[*n].value, sizeof(p[*n].value), "?");
+		p[*n].writable = !stat(path, &st) && (st.st_mode & S_IWUSR);
+		(*n)++;
+	}
+	closedir(d);
+	if (*n)
+		qsort(p, *n, sizeof(*p), param_cmp);
+	*out = p;
+	return 0;
+}
+
+static void text_params(const struct param *p, size_t n)
+{
+	const struct tunable *t;
+	size_t i;
+
+	printf("Parameters (%s/parameters):\n", module_dir());
+	for (i = 0; i < n; i++) {
+		t = find_tunable(p[i].name);
+		printf("  %-20s %-10s", p[i].name, p[i].value);
+		if (t && p[i].writable)
+			printf(" writable, %" PRIu64 "..%" PRIu64 ": %s\n",
+			       t->min, t->max, t->help);
+		else if (t)
+			printf(" read-only: %s\n", t->help);
+		else
+			printf(" %s\n", p[i].writable ? "writable" : "read-only");
+	}
+}
+
+static void json_params(struct json *j, const struct param *p, size_t n)
+{
+	const struct tunable *t;
+	size_t i;
+
+	json_begin_object(j, "parameters");
+	for (i = 0; i < n; i++) {
+		t = find_tunable(p[i].name);
+		json_begin_object(j, p[i].name);
+		json_kv(j, "value", p[i].value);
+		json_bool(j, "writable", p[i].writable);
+		if (t) {
+			json_u64(j, "min", t->min);
+			json_u64(j, "max", t->max);
+		} else {
+			json_null(j, "min");
+			json_null(j, "max");
+		}
+		json_end_object(j);
+	}
+	json_end_object(j);
+}
+
+/* One line per device: transport, ports, states, MTUs, netdevs, IPs */
+static void text_devices(const struct dev_info *devs, uint32_t ndevs)
+{
+	char ip[KRDMA_GID_IP_STR_LEN], prev[KRDMA_GID_IP_STR_LEN];
+	uint32_t i, p, g;
+
+	printf("Devices (%u):\n", ndevs);
+	for (i = 0; i < ndevs; i++) {
+		const struct krdma_dev_query *dq = &devs[i].dq;
+
+		printf("  %s: %s, index %u\n", (const char *)dq->name,
+		       krdma_transport_str(dq->transport), dq->dev_index);
+		for (p = 0; p < dq->phys_port_cnt; p++) {
+			const struct port_info *pi = &devs[i].ports[p];
+
+			printf("    port %u: %s, mtu %u, netdev %s, IPs:",
+			       pi->pq.port_num,
+			       krdma_port_state_str(pi->pq.state),
+			       pi->pq.active_mtu,
+			       pi->pq.netdev_name[0] ?
+			       (const char *)pi->pq.netdev_name : "none");
+			prev[0] = '\0';
+			for (g = 0; g < pi->ngids; g++) {
+				krdma_gid_ip_str(pi->gids[g].gid, ip);
+				/* RoCE v1 and v2 GIDs repeat an address */
+				if (!strcmp(ip, prev))
+					continue;
+				printf(" %s", ip);
+				strcpy(prev, ip);
+			}
+			printf("%s\n", pi->ngids ? "" : " none");
+		}
+	}
+}
+
+/* Why debugfs cannot be read, and what to do */
+static const char *debugfs_advice(int err)
+{
+	struct statfs sfs;
+
+	if (err == -EACCES || err == -EPERM)
+		return "reading it needs root: run krdmactl status as root (sudo)";
+	if (err != -ENOENT)
+		return NULL;
+	if (statfs(DEBUGFS_ROOT, &sfs) || sfs.f_type != DEBUGFS_MAGIC)
+		return "debugfs is not mounted: mount -t debugfs none " DEBUGFS_ROOT;
+	return "the loaded krdma.ko has no debugfs files: it is older than krdmactl; compare with: krdmactl version";
+}
+
+struct status {
+	bool have_module;
+	struct krdma_query_module qm;
+	int dev_err;
+	struct dev_info *devs;
+	uint32_t ndevs;
+	struct param *params;
+	size_t nparams;
+	int dbg_err;
+	struct kvfile conns, bufs, users, stats;
+};
+
+static void collect_status(struct status *s)
+{
+	int fd;
+
+	s->dev_err = -ENODEV;
+	fd = krdma_open();
+	if (fd < 0) {
+		s->dev_err = fd;
+	} else {
+		s->dev_err = krdma_query_module(fd, &s->qm);
+		s->have_module = !s->dev_err;
+		if (!s->dev_err)
+			s->dev_err = collect_devs(fd, NULL, &s->devs,
+						  &s->ndevs);
+		close(fd);
+	}
+	read_params(&s->params, &s->nparams);
+	s->dbg_err = kvfile_read("connections", &s->conns);
+	if (!s->dbg_err)
+		s->dbg_err = kvfile_read("buffers", &s->bufs);
+	if (!s->dbg_err)
+		s->dbg_err = kvfile_read("users", &s->users);
+	if (!s->dbg_err)
+		s->dbg_err = kvfile_read("stats", &s->stats);
+}
+
+static void free_status(struct status *s)
+{
+	free_devs(s->devs, s->ndevs);
+	free(s->params);
+	kvfile_free(&s->conns);
+	kvfile_free(&s->bufs);
+	kvfile_free(&s->users);
+	kvfile_free(&s->stats);
+}
+
+static void print_status_text(const struct status *s)
+{
+	size_t i;
+
+	if (s->have_module)
+		printf("krdma %u.%u.%u (ABI %u), %u RDMA device%s\n\n",
+		       KRDMA_VERSION_MAJOR(s->qm.version),
+		       KRDMA_VERSION_MINOR(s->qm.version),
+		       KRDMA_VERSION_PATCH(s->qm.version), s->qm.abi_version,
+		       s->qm.num_devices, s->qm.num_devices == 1 ? "" : "s");
+	text_params(s->params, s->nparams);
+	putchar('\n');
+	if (!s->dev_err)
+		text_devices(s->devs, s->ndevs);
+	else
+		printf("Devices: unknown (%s: %s)\n", KRDMA_DEV_PATH,
+		       strerror(-s->dev_err));
+	if (s->dbg_err) {
+		printf("\nConnections, buffers, users: unknown (%s: %s)\n",
+		       debugfs_dir(), strerror(-s->dbg_err));
+		return;
+	}
+	printf("\nConnections (%zu):\n", s->conns.n);
+	for (i = 0; i < s->conns.n; i++)
+		text_conn(&s->conns.lines[i]);
+	printf("\nBuffers (%zu):\n", s->bufs.n);
+	for (i = 0; i < s->bufs.n; i++)
+		text_buf(&s->bufs.lines[i]);
+	printf("\nUsers (%zu):\n", s->users.n);
+	for (i = 0; i < s->users.n; i++)
+		text_user(&s->users.lines[i]);
+	if (s->stats.n) {
+		printf("\nTotals:\n");
+		text_totals(&s->stats.lines[0]);
+	}
+}
+
+static void print_status_json(const struct status *s)
+{
+	struct json j = { .f = stdout };
+	char ver[32];
+	size_t i;
+
+	json_begin_object(&j, NULL);
+	json_begin_object(&j, "module");
+	json_bool(&j, "loaded", s->have_module || s->nparams);
+	if (s->have_module) {
+		snprintf(ver, sizeof(ver), "%u.%u.%u",
+			 KRDMA_VERSION_MAJOR(s->qm.version),
+			 KRDMA_VERSION_MINOR(s->qm.version),
+			 KRDMA_VERSION_PATCH(s->qm.version));
+		json_str(&j, "version", ver);
+		json_u64(&j, "abi_version", s->qm.abi_version);
+	} else {
+		json_null(&j, "version");
+		json_null(&j, "abi_version");
+	}
+	json_end_object(&j);
+	json_params(&j, s->params, s->nparams);
+	if (!s->dev_err) {
+		json_begin_array(&j, "devices");
+		for (i = 0; i < s->ndevs; i++)
+			json_dev(&j, &s->devs[i]);
+		json_end_array(&j);
+	} else {
+		json_null(&j, "devices");
+	}
+	json_begin_object(&j, "debugfs");
+	json_str(&j, "path", debugfs_dir());
+	json_bool(&j, "available", !s->dbg_err);
+	if (s->dbg_err)
+		json_str(&j, "error", strerror(-s->dbg_err));
+	else
+		json_null(&j, "error");
+	json_end_object(&j);
+	if (s->dbg_err) {
+		json_null(&j, "connections");
+		json_null(&j, "buffers");
+		json_null(&j, "users");
+		json_null(&j, "totals");
+		json_end_object(&j);
+		return;
+	}
+	json_begin_array(&j, "connections");
+	for (i = 0; i < s->conns.n; i++)
+		json_conn(&j, &s->conns.lines[i]);
+	json_end_array(&j);
+	json_begin_array(&j, "buffers");
+	for (i = 0; i < s->bufs.n; i++)
+		json_buf(&j, &s->bufs.lines[i]);
+	json_end_array(&j);
+	json_begin_array(&j, "users");
+	for (i = 0; i < s->users.n; i++)
+		json_user(&j, &s->users.lines[i]);
+	json_end_array(&j);
+	if (s->stats.n)
+		json_totals(&j, &s->stats.lines[0]);
+	else
+		json_null(&j, "totals");
+	json_end_object(&j);
+}
+
+int status_main(int argc, char *argv[])
+{
+	struct status s = {};
+	bool json = false;
+	int ret;
+
+	switch (parse_json_opts(argc, argv, &json)) {
+	case OPT_HELP:
+		return finish_stdout(0);
+	case OPT_BAD:
+		return EXIT_USAGE;
+	case OPT_OK:
+		break;
+	}
+	if (optind < argc) {
+		errmsg("status: unexpected argument '%s'", argv[optind]);
+		print_usage_of(argv[0], stderr);
+		return EXIT_USAGE;
+	}
+
+	collect_status(&s);
+	if (!s.have_module && !s.nparams) {
+		free_status(&s);
+		errmsg_advice(0, LOAD_HINT, "krdma is not loaded (no %s)",
+			      module_dir());
+		return 1;
+	}
+	if (json)
+		print_status_json(&s);
+	else
+		print_status_text(&s);
+	ret = finish_stdout(0);
+	if (s.dev_err && s.dev_err != -ENODEV)
+		errmsg_err(s.dev_err, "cannot list the RDMA devices through %s",
+			   KRDMA_DEV_PATH);
+	if (s.dbg_err)
+		errmsg_advice(s.dbg_err, debugfs_advice(s.dbg_err),
+			      "cannot read the connections and buffers from %s",
+			      debugfs_dir());
+	free_status(&s);
+	return ret;
+}
+
+/*
+ * krdmactl set NAME=VALUE...
+ */
+
+/* A whole decimal number in [min, max] */
+static bool parse_value(const char *s, const struct tunable *t, uint64_t *v)
+{
+	char *end;
+
+	if (!*s || !isdigit((unsigned char)*s))
+		return false;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return !errno && !*end && *v >= t->min && *v <= t->max;
+}
+
+static void list_writable(FILE *f)
+{
+	size_t i;
+	bool first = true;
+
+	fprintf(f, "krdmactl: the writable parameters:");
+	for (i = 0; i < ARRAY_SIZE(tunables); i++) {
+		if (!tunables[i].writable)
+			continue;
+		fprintf(f, "%s %s (%" PRIu64 "..%" PRIu64 ")",
+			first ? "" : ",", tunables[i].name, tunables[i].min,
+			tunables[i].max);
+		first = false;
+	}
+	fputc('\n', f);
+}
+
+int set_main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	char path[4096], old[VALUE_MAX], now[VALUE_MAX], name[256];
+	const struct tunable *t;
+	int c, i, fd, ret, failed = 0;
+	const char *eq;
+	uint64_t v;
+	ssize_t n;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			print_usage_of(argv[0], stdout);
+			return finish_stdout(0);
+		default:
+			bad_option(argv[0], c, argv);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		errmsg("set: no NAME=VALUE given");
+		print_usage_of(argv[0], stderr);
+		return EXIT_USAGE;
+	}
+
+	/* Every argument is checked before anything is written */
+	for (i = optind; i < argc; i++) {
+		eq = strchr(argv[i], '=');
+		if (!eq || eq == argv[i]) {
+			errmsg("set: '%s' is not NAME=VALUE", argv[i]);
+			return EXIT_USAGE;
+		}
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - argv[i]),
+			 argv[i]);
+		t = find_tunable(name);
+		if (!t) {
+			errmsg("set: unknown parameter '%s'", name);
+			list_writable(stderr);
+			return EXIT_USAGE;
+		}
+		if (!t->writable) {
+			errmsg("set: %s is read-only while krdma is loaded; give it when loading: modprobe krdma %s=N",
+			       name, name);
+			return EXIT_USAGE;
+		}
+		if (!parse_value(eq + 1, t, &v)) {
+			errmsg("set: %s: '%s' is not a whole number from %" PRIu64
+			       " to %" PRIu64, name, eq + 1, t->min, t->max);
+			return EXIT_USAGE;
+		}
+		snprintf(path, sizeof(path), "%s/parameters/%s", module_dir(),
+			 name);
+		if (access(path, F_OK)) {
+			ret = -errno;
+			if (access(module_dir(), F_OK))
+				errmsg_advice(0, LOAD_HINT,
+					      "set: krdma is not loaded (no %s)",
+					      module_dir());
+			else
+				errmsg_advice(ret, "the loaded krdma.ko is older than krdmactl; compare with: krdmactl version",
+					      "set: the loaded krdma.ko has no parameter %s",
+					      name);
+			return 1;
+		}
+	}
+
+	for (i = optind; i < argc; i++) {
+		eq = strchr(argv[i], '=');
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - argv[i]),
+			 argv[i]);
+		snprintf(path, sizeof(path), "%s/parameters/%s", module_dir(),
+			 name);
+		if (read_value(path, old, sizeof(old)))
+			snprintf(old, sizeof(old), "?");
+		fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+		ret = fd < 0 ? -errno : 0;
+		if (!ret) {
+			n = write(fd, eq + 1, strlen(eq + 1));
+			if (n < 0)
+				ret = -errno;
+			else if ((size_t)n != strlen(eq + 1))
+				ret = -EIO;
+			close(fd);
+		}
+		if (ret) {
+			errmsg_advice(ret, ret == -EACCES || ret == -EPERM ?
+				      "setting krdma's parameters needs root: run it as root (sudo)" :
+				      NULL, "set: cannot write %s", path);
+			failed++;
+			continue;
+		}
+		if (read_value(path, now, sizeof(now)))
+			snprintf(now, sizeof(now), "?");
+		printf("%s: %s -> %s\n", name, old, now);
+	}
+	ret = finish_stdout(0);
+	return failed ? 1 : ret;
+}
