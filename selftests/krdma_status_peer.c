@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma_status_peer: a helper of krdma_status_test.sh. It makes
+ * connections and buffers with known traffic, or tries to pass the
+ * per-user limits, then holds everything while the test looks at
+ * `krdmactl status`, debugfs and the trace, until its stdin says so.
+ *
+ *   krdma_status_peer traffic ADDR SIZE COUNT
+ *	One connection over ADDR (a server file listens, a client file
+ *	connects). COUNT times: RDMA WRITE SIZE bytes into a granted
+ *	window, READ them back, SEND 64 bytes to a posted RECV, and a
+ *	FETCH_ADD where the device has atomics; every byte checked.
+ *	Prints what krdma must have counted, then "ready". On a stdin
+ *	line "fail": makes a second connection, posts a RECV on the first
+ *	client connection and then a WRITE on it with a token of the
+ *	second connection, which the peer refuses; prints both
+ *	completions' statuses, then "ready". Exits at the end of stdin.
+ *
+ *   krdma_status_peer conns ADDR N
+ *	Listens on ADDR and connects N times, then accepts one; then
+ *	destroys the first connection and accepts again. Prints each
+ *	result ("connect 3 ok", "accept EMFILE"), then "ready"; exits at
+ *	the end of stdin.
+ *
+ *   krdma_status_peer bufs N
+ *	Registers N buffers of one page. Prints each result, then "ready";
+ *	exits at the end of stdin.
+ *
+ * Exit status: 0, or 1 when something other than what is printed as a
+ * result failed (a transfer, a byte that is wrong), 2 bad usage.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "libkrdma.h"
+
+#define MSG_LEN		64
+#define WAIT_MS		30000
+#define GUARD		0xee
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "krdma_status_peer: %s: %s\n", what,
+		strerror(err < 0 ? -err : err));
+	exit(1);
+}
+
+static void check(int ret, const char *what)
+{
+	if (ret < 0)
+		die(what, ret);
+}
+
+static const char *result(int ret)
+{
+	const char *name;
+
+	if (!ret)
+		return "ok";
+	name = strerrorname_np(ret < 0 ? -ret : ret);
+	return name ? name : "unknown";
+}
+
+struct mem {
+	uint8_t *p;
+	size_t len;
+	uint32_t h;
+};
+
+static int mem_get(int fd, struct mem *m, size_t len, uint32_t access)
+{
+	m->len = len;
+	m->h = 0;
+	m->p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m->p == MAP_FAILED)
+		return -errno;
+	memset(m->p, GUARD, len);
+	return krdma_buf_register(fd, m->p, len, access, &m->h);
+}
+
+static uint8_t byte_of(size_t i, unsigned int seed)
+{
+	return (uint8_t)(i * 31 + seed * 7 + (i >> 8));
+}
+
+static void fill(uint8_t *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = byte_of(i, seed);
+}
+
+static void verify(const uint8_t *p, size_t len, unsigned int seed,
+		   const char *what)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (p[i] != byte_of(i, seed)) {
+			fprintf(stderr, "krdma_status_peer: %s: byte %zu is %#x, want %#x\n",
+				what, i, p[i], byte_of(i, seed));
+			exit(1);
+		}
+	}
+}
+
+static void op_init(struct krdma_op *op, uint32_t opcode, uint32_t conn,
+		    const struct mem *m, uint64_t len,
+		    const struct krdma_token *tok)
+{
+	memset(op, 0, sizeof(*op));
+	op->opcode = opcode;
+	op->conn = conn;
+	op->cookie = opcode;
+	op->num_sge = len ? 1 : 0;
+	op->sge.buf = m->h;
+	op->sge.length = len;
+	if (tok)
+		op->remote = *tok;
+}
+
+/* Submit one operation on @fd; its completion status */
+static uint32_t run_op(int fd, struct krdma_op *op)
+{
+	struct krdma_completion wc;
+	int ret;
+
+	check(krdma_submit_ops(fd, op, 1, 0, NULL), "submit");
+	ret = krdma_poll_wc(fd, &wc, 1, WAIT_MS);
+	if (ret != 1)
+		die("waiting for a completion", ret < 0 ? ret : -ETIMEDOUT);
+	return wc.status;
+}
+
+static void expect_ok(uint32_t status, const char *what)
+{
+	if (status != KRDMA_WC_SUCCESS) {
+		fprintf(stderr, "krdma_status_peer: %s: %s\n", what,
+			krdma_wc_status_str(status));
+		exit(1);
+	}
+}
+
+struct pair {
+	int sfd, cfd;
+	uint32_t listener, sconn, cconn;
+};
+
+static void connect_pair(struct pair *p, const char *ip)
+{
+	struct krdma_addr any, addr;
+
+	p->sfd = krdma_open();
+	check(p->sfd, "open");
+	p->cfd = krdma_open();
+	check(p->cfd, "open");
+	check(krdma_parse_addr(ip, 0, &any), "address");
+	check(krdma_listen_on(p->sfd, &any, 4, &p->listener, &addr), "listen");
+	check(krdma_connect_to(p->cfd, &addr, 10000, &p->cconn), "connect");
+	check(krdma_accept_conn(p->sfd, p->listener, 0, 10000, &p->sconn),
+	      "accept");
+}
+
+static void print_conn(const char *side, int fd, uint32_t conn)
+{
+	struct krdma_conn_query q;
+	char l[64], r[64];
+
+	check(krdma_conn_info(fd, conn, &q), "conn query");
+	printf("conn %s local=%s peer=%s\n", side,
+	       krdma_addr_str(&q.local, l, sizeof(l)),
+	       krdma_addr_str(&q.peer, r, sizeof(r)));
+}
+
+/* Wait for a stdin line; false at the end of stdin */
+static bool next_command(char *line, size_t len)
+{
+	fflush(stdout);
+	if (!fgets(line, len, stdin))
+		return false;
+	line[strcspn(line, "\n")] = '\0';
+	return true;
+}
+
+/*
+ * A WRITE on the client connection of @p with a token of another
+ * connection, behind a RECV: prints the status of both
+ */
+static void refused_write(struct pair *p, const char *ip, struct mem *src,
+			  struct mem *back)
+{
+	struct krdma_completion wc;
+	struct krdma_token tok;
+	struct krdma_op op;
+	struct mem qdst;
+	struct pair q;
+	int i;
+
+	connect_pair(&q, ip);
+	check(mem_get(q.sfd, &qdst, src->len, KRDMA_ACCESS_LOCAL_WRITE |
+		      KRDMA_ACCESS_REMOTE_WRITE), "register");
+	check(krdma_grant_window(q.sfd, q.sconn, qdst.h, 0, src->len,
+				 KRDMA_ACCESS_REMOTE_WRITE, NULL, &tok),
+	      "grant");
+	/* Flushed when the connection fails: on iWARP the WRITE may not fail */
+	op_init(&op, KRDMA_OP_RECV, p->cconn, back, back->len, NULL);
+	check(krdma_submit_ops(p->cfd, &op, 1, 0, NULL), "submit RECV");
+	fill(src->p, src->len, 99);
+	op_init(&op, KRDMA_OP_WRITE, p->cconn, src, src->len, &tok);
+	check(krdma_submit_ops(p->cfd, &op, 1, 0, NULL), "submit WRITE");
+	for (i = 0; i < 2; i++) {
+		if (krdma_poll_wc(p->cfd, &wc, 1, WAIT_MS) != 1)
+			die("waiting for the failure", -ETIMEDOUT);
+		printf("%s status=%u\n", krdma_opcode_str((uint32_t)wc.cookie),
+		       wc.status);
+	}
+	for (i = 0; i < (int)qdst.len; i++)
+		if (qdst.p[i] != GUARD)
+			die("the refused WRITE wrote", -EILSEQ);
+}
+
+static int traffic(const char *ip, size_t size, unsigned int count)
+{
+	struct mem src, back, dst, smsg, rmsg, lword = {}, rword = {};
+	struct krdma_completion wc;
+	struct krdma_token tok, atok;
+	struct krdma_conn_query cq;
+	struct krdma_dev_query dq;
+	struct krdma_op op;
+	struct pair p;
+	bool atomics;
+	char line[64];
+	unsigned int i;
+	uint64_t word;
+
+	connect_pair(&p, ip);
+	check(krdma_conn_info(p.cfd, p.cconn, &cq), "conn query");
+	check(krdma_dev_query(p.cfd, cq.dev_index, &dq), "dev query");
+	atomics = dq.atomic_cap != KRDMA_ATOMIC_NONE;
+
+	check(mem_get(p.cfd, &src, size, 0), "register");
+	check(mem_get(p.cfd, &back, size, KRDMA_ACCESS_LOCAL_WRITE),
+	      "register");
+	check(mem_get(p.cfd, &smsg, MSG_LEN, 0), "register");
+	check(mem_get(p.sfd, &dst, size, KRDMA_ACCESS_LOCAL_WRITE |
+		      KRDMA_ACCESS_REMOTE_READ | KRDMA_ACCESS_REMOTE_WRITE),
+	      "register");
+	check(mem_get(p.sfd, &rmsg, MSG_LEN, KRDMA_ACCESS_LOCAL_WRITE),
+	      "register");
+	check(krdma_grant_window(p.sfd, p.sconn, dst.h, 0, size,
+				 KRDMA_ACCESS_REMOTE_READ |
+				 KRDMA_ACCESS_REMOTE_WRITE, NULL, &tok),
+	      "grant");
+	if (atomics) {
+		check(mem_get(p.cfd, &lword, 8, KRDMA_ACCESS_LOCAL_WRITE),
+		      "register");
+		check(mem_get(p.sfd, &rword, 8, KRDMA_ACCESS_LOCAL_WRITE |
+			      KRDMA_ACCESS_REMOTE_ATOMIC), "register");
+		memset(rword.p, 0, 8);
+		check(krdma_grant_window(p.sfd, p.sconn, rword.h, 0, 8,
+					 KRDMA_ACCESS_REMOTE_ATOMIC, NULL,
+					 &atok), "grant");
+	}
+
+	for (i = 0; i < count; i++) {
+		fill(src.p, size, 2 * i);
+		op_init(&op, KRDMA_OP_WRITE, p.cconn, &src, size, &tok);
+		expect_ok(run_op(p.cfd, &op), "WRITE");
+		verify(dst.p, size, 2 * i, "WRITE");
+
+		fill(dst.p, size, 2 * i + 1);
+		op_init(&op, KRDMA_OP_READ, p.cconn, &back, size, &tok);
+		expect_ok(run_op(p.cfd, &op), "READ");
+		verify(back.p, size, 2 * i + 1, "READ");
+
+		/* The RECV first: iWARP has no receiver-not-ready retry */
+		memset(rmsg.p, GUARD, MSG_LEN);
+		op_init(&op, KRDMA_OP_RECV, p.sconn, &rmsg, MSG_LEN, NULL);
+		check(krdma_submit_ops(p.sfd, &op, 1, 0, NULL), "submit RECV");
+		fill(smsg.p, MSG_LEN, 3 * i);
+		op_init(&op, KRDMA_OP_SEND, p.cconn, &smsg, MSG_LEN, NULL);
+		expect_ok(run_op(p.cfd, &op), "SEND");
+		if (krdma_poll_wc(p.sfd, &wc, 1, WAIT_MS) != 1)
+			die("waiting for the RECV", -ETIMEDOUT);
+		expect_ok(wc.status, "RECV");
+		if (wc.byte_len != MSG_LEN)
+			die("RECV length", -EMSGSIZE);
+		verify(rmsg.p, MSG_LEN, 3 * i, "SEND");
+
+		if (atomics) {
+			op_init(&op, KRDMA_OP_FETCH_ADD, p.cconn, &lword, 8,
+				&atok);
+			op.compare_add = 5;
+			expect_ok(run_op(p.cfd, &op), "FETCH_ADD");
+			memcpy(&word, lword.p, 8);
+			if (word != 5ULL * i)
+				die("FETCH_ADD old value", -EILSEQ);
+		}
+	}
+	if (atomics) {
+		memcpy(&word, rword.p, 8);
+		if (word != 5ULL * count)
+			die("FETCH_ADD result", -EILSEQ);
+	}
+
+	print_conn("client", p.cfd, p.cconn);
+	print_conn("server", p.sfd, p.sconn);
+	printf("expect client write_done=%u write_bytes=%zu read_done=%u read_bytes=%zu send_done=%u send_bytes=%u atomic_done=%u atomic_bytes=%u\n",
+	       count, count * size, count, count * size, count,
+	       count * MSG_LEN, atomics ? count : 0, atomics ? count * 8 : 0);
+	printf("expect server recv_done=%u recv_bytes=%u\n", count,
+	       count * MSG_LEN);
+	printf("buffers pid=%d sizes=%zu,%zu,%u,%zu,%u%s grants=%zu:1%s\n",
+	       (int)getpid(), size, size, MSG_LEN, size, MSG_LEN,
+	       atomics ? ",8,8" : "", size, atomics ? ",8:1" : "");
+	printf("ready\n");
+
+	while (next_command(line, sizeof(line))) {
+		if (strcmp(line, "fail")) {
+			fprintf(stderr, "krdma_status_peer: unknown command '%s'\n",
+				line);
+			return 2;
+		}
+		refused_write(&p, ip, &src, &back);
+		printf("ready\n");
+	}
+	return 0;
+}
+
+static int conns(const char *ip, unsigned int n)
+{
+	struct krdma_addr any, addr;
+	uint32_t listener, first = 0, c;
+	unsigned int i;
+	int fd, ret;
+
+	fd = krdma_open();
+	check(fd, "open");
+	check(krdma_parse_addr(ip, 0, &any), "address");
+	check(krdma_listen_on(fd, &any, n + 4, &listener, &addr), "listen");
+	for (i = 1; i <= n; i++) {
+		ret = krdma_connect_to(fd, &addr, 10000, &c);
+		printf("connect %u %s\n", i, result(ret));
+		if (!ret && !first)
+			first = c;
+	}
+	ret = krdma_accept_conn(fd, listener, 0, 10000, &c);
+	printf("accept %s\n", result(ret));
+	if (first)
+		check(krdma_destroy_handle(fd, first), "destroy");
+	ret = krdma_accept_conn(fd, listener, 0, 10000, &c);
+	printf("accept_after_destroy %s\n", result(ret));
+	printf("ready\n");
+	while (next_command((char[8]){}, 8))
+		;
+	return 0;
+}
+
+static int bufs(unsigned int n)
+{
+	struct mem m;
+	unsigned int i;
+	int fd, ret;
+
+	fd = krdma_open();
+	check(fd, "open");
+	for (i = 1; i <= n; i++) {
+		ret = mem_get(fd, &m, 4096, 0);
+		printf("buf %u %s\n", i, result(ret));
+	}
+	printf("ready\n");
+	while (next_command((char[8]){}, 8))
+		;
+	return 0;
+}
+
+int main(int argc, char *argv[])
+{
+	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
+
+	/* siw charges its registrations to RLIMIT_MEMLOCK even for root */
+	setrlimit(RLIMIT_MEMLOCK, &unlimited);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	if (argc == 5 && !strcmp(argv[1], "traffic"))
+		return traffic(argv[2], strtoul(argv[3], NULL, 0),
+			       strtoul(argv[4], NULL, 0));
+	if (argc == 4 && !strcmp(argv[1], "conns"))
+		return conns(argv[2], strtoul(argv[3], NULL, 0));
+	if (argc == 3 && !strcmp(argv[1], "bufs"))
+		return bufs(strtoul(argv[2], NULL, 0));
+	fprintf(stderr, "usage: %s traffic ADDR SIZE COUNT | conns ADDR N | bufs N\n",
+		argv[0]);
+	return 2;
+}
