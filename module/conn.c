@@ -543,7 +543,8 @@ static int krdma_conn_connect_locked(struct krdma_conn *conn)
 	conn->initiator_depth = param.initiator_depth;
 	conn->responder_resources = param.responder_resources;
 	param.flow_control = 1;
-	param.retry_count = 7;
+	/* Not 7: rxe takes 7 as "without limit" (only RNR retries are) */
+	param.retry_count = 6;
 	param.rnr_retry_count = 7;
 	return rdma_connect_locked(conn->cm_id, &param);
 }
@@ -596,10 +597,13 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		/* Move the QP to error: what is in flight flushes */
-		rdma_disconnect(id);
+		/*
+		 * ERROR first, then the QP to error: whoever sees a flushed
+		 * operation finds the connection failed, with its reason
+		 */
 		krdma_conn_set_state(conn, KRDMA_CS_ERROR,
 				     krdma_cm_status_errno(ev));
+		rdma_disconnect(id);
 		close_it = conn->passive && !READ_ONCE(conn->accepted);
 		if (!close_it)
 			krdma_conn_qp_failed(conn, krdma_cm_status_errno(ev));

@@ -225,6 +225,20 @@ static void krdma_chunk_complete(struct krdma_conn *conn,
 				 struct krdma_chunk *chunk,
 				 const struct ib_wc *wc);
 
+/*
+ * A flush of a connection still CONNECTED: krdma leaves CONNECTED before
+ * it moves a QP to error, so the device did it alone. rxe does when it
+ * cannot transmit (and flushes even the WR that failed), with no QP
+ * event: the connection must fail, or nothing would tell its owner. On
+ * iWARP a QP goes to error with its TCP connection, which the connection
+ * manager reports (the peer's close: -ECONNRESET): that is left to it.
+ */
+static bool krdma_flush_unexpected(struct krdma_conn *conn)
+{
+	return READ_ONCE(conn->state) == KRDMA_CS_CONNECTED &&
+	       !rdma_protocol_iwarp(conn->kdev->ibdev, conn->port_num);
+}
+
 static void krdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_chunk *chunk = container_of(wc->wr_cqe, struct krdma_chunk,
@@ -244,7 +258,8 @@ static void krdma_chunk_complete(struct krdma_conn *conn,
 	struct krdma_req *req = chunk->req;
 
 	if (wc->status != IB_WC_SUCCESS) {
-		if (wc->status != IB_WC_WR_FLUSH_ERR) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR ||
+		    krdma_flush_unexpected(conn)) {
 			pr_debug("conn %p: op %u: %s (vendor error %#x)\n",
 				 conn, req->opcode,
 				 ib_wc_status_msg(wc->status), wc->vendor_err);

@@ -896,6 +896,17 @@ static int user_op(struct krdma_conn *conn, u32 opcode, struct krdma_buf *buf,
 	return st;
 }
 
+/* The peer's answer: false after TIMEOUT, or when module exit stops us */
+static bool user_wait(struct completion *done)
+{
+	unsigned long end = jiffies + TIMEOUT;
+
+	while (!wait_for_completion_timeout(done, HZ / 10))
+		if (kthread_should_stop() || time_after(jiffies, end))
+			return false;
+	return true;
+}
+
 static int user_serve_fn(void *arg)
 {
 	DECLARE_COMPLETION_ONSTACK(recv_done);
@@ -963,9 +974,11 @@ static int user_serve_fn(void *arg)
 	ret = user_op(conn, KRDMA_OP_SEND, msg, 0, sizeof(tok), NULL);
 	if (ret)
 		snprintf(user_result, sizeof(user_result), "send token: %d", ret);
-	if (ret || !wait_for_completion_timeout(&recv_done, TIMEOUT)) {
+	if (ret || !user_wait(&recv_done)) {
 		if (!ret)
-			snprintf(user_result, sizeof(user_result),
+			snprintf(user_result, sizeof(user_result), "%s",
+				 kthread_should_stop() ?
+				 "stopped before the peer answered" :
 				 "no answer from the peer");
 		krdma_disconnect(conn);
 		wait_for_completion(&recv_done);
