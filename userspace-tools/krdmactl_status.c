@@ -655,7 +655,10 @@ static void json_params(struct json *j, const struct param *p, size_t n)
 	json_end_object(j);
 }
 
-/* One line per device: transport, ports, states, MTUs, netdevs, IPs */
+/*
+ * One line per device, one per port: transport, state, MTU, netdev and the
+ * GIDs as IP addresses (RoCE: the netdev's addresses)
+ */
 static void text_devices(const struct dev_info *devs, uint32_t ndevs)
 {
 	char ip[KRDMA_GID_IP_STR_LEN], prev[KRDMA_GID_IP_STR_LEN];
@@ -670,7 +673,7 @@ static void text_devices(const struct dev_info *devs, uint32_t ndevs)
 		for (p = 0; p < dq->phys_port_cnt; p++) {
 			const struct port_info *pi = &devs[i].ports[p];
 
-			printf("    port %u: %s, mtu %u, netdev %s, IPs:",
+			printf("    port %u: %s, mtu %u, netdev %s, GIDs:",
 			       pi->pq.port_num,
 			       krdma_port_state_str(pi->pq.state),
 			       pi->pq.active_mtu,
