@@ -70,6 +70,39 @@ static bool module_loaded(const char *name)
 	return found;
 }
 
+/*
+ * Built into the running kernel (its modules.builtin): there is nothing to
+ * load, and /proc/modules does not list it
+ */
+static bool module_builtin(const char *name)
+{
+	char path[PATH_MAX], line[512];
+	size_t len = strlen(name), n;
+	bool found = false;
+	struct utsname u;
+	char *base, *p;
+	FILE *f;
+
+	if (uname(&u))
+		return false;
+	snprintf(path, sizeof(path), "/lib/modules/%s/modules.builtin",
+		 u.release);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		base = strrchr(line, '/');
+		base = base ? base + 1 : line;
+		n = strcspn(base, ".");
+		for (p = base; p < base + n; p++)
+			if (*p == '-')
+				*p = '_';
+		found = n == len && !strncmp(base, name, len);
+	}
+	fclose(f);
+	return found;
+}
+
 /* Run argv (a program from PATH) with stdout on stderr; its exit status */
 static int run_prog(char *const argv[], bool quiet)
 {
@@ -532,7 +565,7 @@ static int load_module(const char *name, const char *fallback, bool *loaded)
 	char *im[] = { "insmod", (char *)fallback, NULL };
 
 	*loaded = false;
-	if (module_loaded(name))
+	if (module_loaded(name) || module_builtin(name))
 		return 0;
 	if (!run_prog(mp, true) && module_loaded(name)) {
 		printf("loaded module %s (modprobe)\n", name);

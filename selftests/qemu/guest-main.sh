@@ -11,6 +11,7 @@
 #   setup-status   exit status of guest-setup.sh
 #   selftests/     run_tests.sh's results (check)
 #   rmmod          check: "ok|fail|skip <note>" for removing krdma at the end
+#   kmemleak*      check, kernels with kmemleak: see kmemleak.sh
 #   dmesg          the kernel log at the end
 #   status         exit status of the mode (written last: the guest finished)
 set -uo pipefail
@@ -67,6 +68,9 @@ demo)
 check)
 	selftests/run_tests.sh "$out/selftests"
 	rc=$?
+	# kmemleak (debug kernel only): scanned with krdma loaded and again
+	# after rmmod
+	bash selftests/qemu/kmemleak.sh scan "$out"
 	if grep -q '^krdma ' /proc/modules; then
 		if err=$(timeout 120 rmmod krdma 2>&1); then
 			echo "ok removed" >"$out/rmmod"
@@ -83,6 +87,8 @@ check)
 		echo "skip krdma no longer loaded at the end (a test removed it)" >"$out/rmmod"
 	fi
 	echo "krdma-guest: rmmod krdma: $(cat "$out/rmmod")"
+	bash selftests/qemu/kmemleak.sh scan "$out"
+	bash selftests/qemu/kmemleak.sh report "$out"
 	;;
 *)
 	echo "krdma-guest: unknown mode '$KRDMA_MODE'"

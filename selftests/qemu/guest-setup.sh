@@ -44,8 +44,19 @@ echo 0 >/proc/sys/kernel/hung_task_panic
 echo 0 >/proc/sys/kernel/panic_on_oops
 
 run ip link set lo up
+# A kernel built in a tree (run.sh KRDMA_KERNEL_TREE) has no modules
+# directory in the host's root: copy its modules_install'ed one (a copy,
+# not a link: tests that install into it walk it with find)
+kmods=/lib/modules/$(uname -r)
+if [[ ! -e $kmods && -n ${KRDMA_GUEST_MODDIR:-} ]]; then
+	run cp -a "$KRDMA_GUEST_MODDIR" "$kmods"
+fi
+# Built-in drivers (the debug kernel's) are in modules.builtin: modprobe
+# takes them as loaded
 run modprobe -a ib_core rdma_cm ib_uverbs rdma_ucm rdma_rxe veth libcrc32c
-if [[ -f $siw_ko ]]; then
+if [[ -d /sys/module/siw ]] || grep -qs '/siw\.ko$' "$kmods/modules.builtin"; then
+	: # loaded, or built in
+elif [[ -f $siw_ko ]]; then
 	grep -q '^siw ' /proc/modules || run insmod "$siw_ko"
 else
 	err "no $siw_ko (run selftests/qemu/build-siw.sh)"

@@ -29,11 +29,22 @@
 # Environment:
 #   GUEST_KVER=6.1.0-NN-amd64  guest kernel (default: the newest
 #                              /boot/vmlinuz-*-amd64 with headers installed)
+#   KRDMA_KERNEL_TREE=<dir>    boot a kernel built in that tree instead (the
+#                              debug kernel of scripts/build-debug-kernel.sh):
+#                              its bzImage, KDIR=<dir>, its
+#                              modules from <dir>/.krdma-modroot (modules_install
+#                              INSTALL_MOD_PATH), pci=noacpi, longer timeout
 #   KRDMA_QEMU_ACCEL=auto|kvm|tcg   (auto: KVM only if a probe boot works)
-#   KRDMA_QEMU_TIMEOUT=1800    seconds for the whole guest run
-#   KRDMA_QEMU_MEM=2G KRDMA_QEMU_SMP=2
+#   KRDMA_QEMU_TIMEOUT=1800    seconds for the whole guest run (7200 with
+#                              KRDMA_KERNEL_TREE)
+#   KRDMA_QEMU_MEM=2G KRDMA_QEMU_SMP=2  (3G with KRDMA_KERNEL_TREE: KASAN)
 #   KRDMA_QEMU_APPEND="..."    extra kernel command line (e.g. dyndbg=...)
 #   KRDMA_QEMU_PVH=0           boot the bzImage, not the vmlinux inside it
+#   KRDMA_QEMU_ARGS="..."      extra QEMU arguments (two-guests.sh: the NICs
+#                              of the link between its guests); QEMU's pid
+#                              is in the run's qemu.pid
+#   KRDMA_QEMU_LOCK_HELD=1     the caller holds build/qemu.lock for this run
+#                              (two-guests.sh, which runs two at once)
 #   KRDMA_NO_BUILD=1           do not run make (use what is built)
 #   KRDMA_TEST_TIMEOUT=600     per test program (run_tests.sh)
 #   KRDMA_LOAD=0               do not insmod krdma.ko at setup
@@ -73,7 +84,9 @@ esac
 # One guest (and one build of the tree) at a time: 2 cores do not take two
 mkdir -p "$build"
 exec 9>"$build/qemu.lock"
-if ! flock -n 9; then
+if [[ ${KRDMA_QEMU_LOCK_HELD:-0} == 1 ]]; then
+	: # held by our caller
+elif ! flock -n 9; then
 	msg "another guest run holds $build/qemu.lock; waiting for it"
 	flock 9
 fi
@@ -98,9 +111,26 @@ pick_kernel() {
 	[[ -n $best ]] || die "no /boot/vmlinuz-*-amd64 with headers in /lib/modules/<kver>/build (scripts/install-deps.sh)"
 	echo "$best"
 }
-kver=$(pick_kernel)
-kdir=/lib/modules/$kver/build
-vmlinuz=/boot/vmlinuz-$kver
+# A built kernel tree: modules_install'ed into <tree>/.krdma-modroot, which
+# the guest copies to its /lib/modules/<release> (KRDMA_GUEST_MODDIR)
+tree=
+if [[ -n ${KRDMA_KERNEL_TREE:-} ]]; then
+	tree=$(cd "$KRDMA_KERNEL_TREE" 2>/dev/null && pwd) ||
+		die "KRDMA_KERNEL_TREE=$KRDMA_KERNEL_TREE: no such directory"
+	[[ -f $tree/include/config/kernel.release && -f $tree/arch/x86/boot/bzImage ]] ||
+		die "KRDMA_KERNEL_TREE=$tree: not a built kernel tree (scripts/build-debug-kernel.sh)"
+	kver=$(cat "$tree/include/config/kernel.release")
+	kdir=$tree
+	vmlinuz=$tree/arch/x86/boot/bzImage
+	moddir=$tree/.krdma-modroot/lib/modules/$kver
+	[[ -f $moddir/modules.dep ]] ||
+		die "no $moddir/modules.dep (make -C $tree INSTALL_MOD_PATH=$tree/.krdma-modroot modules_install)"
+else
+	kver=$(pick_kernel)
+	kdir=/lib/modules/$kver/build
+	vmlinuz=/boot/vmlinuz-$kver
+	moddir=/lib/modules/$kver
+fi
 [[ -r $vmlinuz ]] || die "$vmlinuz is not readable"
 msg "guest kernel $kver ($vmlinuz, KDIR=$kdir)"
 
@@ -116,17 +146,29 @@ if [[ $mode == check && ${KRDMA_NO_LINT:-0} != 1 ]]; then
 	fi
 fi
 if [[ ${KRDMA_NO_BUILD:-0} != 1 ]]; then
+	# The modules are built in the tree: objects of another kernel go first
+	if [[ -f $build/.modules-kdir && $(cat "$build/.modules-kdir") != "$kdir" ]]; then
+		msg "last modules were built for $(cat "$build/.modules-kdir"); cleaning them"
+		make -C "$kdir" M="$repo" clean >/dev/null
+		make -C "$kdir" M="$repo/selftests/krdma_sample" clean >/dev/null
+	fi
+	echo "$kdir" >"$build/.modules-kdir"
 	make -C "$repo" KDIR="$kdir" all selftests
 fi
-siw_ko=$("$here/build-siw.sh" "$kdir")
+if grep -qsx 'CONFIG_RDMA_SIW=y' "$kdir/.config"; then
+	siw_ko= # built in
+else
+	siw_ko=$("$here/build-siw.sh" "$kdir")
+fi
 
 # --- initramfs: busybox + the modules needed to mount 9p and overlay -----------
 mkdir -p "$qdir"
 
 # Prints the module files (relative to /lib/modules/$kver) to load, in order,
-# for the given module names; nothing for built-in ones.
+# for the given module names; nothing for built-in ones. A name starting
+# with '?' is skipped when the kernel does not have it.
 resolve_modules() {
-	local mdir=/lib/modules/$kver line path key
+	local mdir=$moddir line path key
 	declare -A file=() deps=() builtin=() seen=()
 	while IFS= read -r line; do
 		path=${line%%:*}
@@ -144,12 +186,16 @@ resolve_modules() {
 		done <"$mdir/modules.builtin"
 	fi
 	visit() {
-		local m=${1//-/_} d i
+		local m=${1//-/_} d i optional=0
+		[[ $m == \?* ]] && optional=1 m=${m#\?}
 		local -a ds
 		[[ -n ${seen[$m]:-} ]] && return
 		seen[$m]=1
 		[[ -n ${builtin[$m]:-} ]] && return
-		[[ -n ${file[$m]:-} ]] || die "module $m: neither built in nor in $mdir/modules.dep"
+		if [[ -z ${file[$m]:-} ]]; then
+			((optional)) && return
+			die "module $m: neither built in nor in $mdir/modules.dep"
+		fi
 		# modules.dep lists every dependency; the last one must load first.
 		read -r -a ds <<<"${deps[$m]}"
 		for ((i = ${#ds[@]} - 1; i >= 0; i--)); do
@@ -162,11 +208,13 @@ resolve_modules() {
 }
 
 build_initramfs() {
-	local mdir=/lib/modules/$kver busybox
+	local mdir=$moddir busybox
 	local -a mods
 	busybox=$(command -v busybox) || die "busybox not found (busybox-static)"
 	local list
-	list=$(resolve_modules virtio_pci 9pnet_virtio netfs fscache 9p overlay)
+	# ?name: only if the kernel has it (fscache became part of netfs in 6.12)
+	list=$(resolve_modules virtio_pci 9pnet_virtio netfs '?fscache' 9p overlay) ||
+		die "cannot resolve the initramfs modules for $kver"
 	mods=()
 	[[ -z $list ]] || mapfile -t mods <<<"$list"
 	local img=$qdir/initramfs-$kver.cpio.gz key
@@ -241,7 +289,8 @@ extract_vmlinux() {
 	rm -f "$elf.tmp"
 	echo "$vmlinuz"
 }
-if [[ ${KRDMA_QEMU_PVH:-1} == 1 ]]; then
+# (Not the debug kernel's: with KASAN, its PVH entry triple-faults.)
+if [[ ${KRDMA_QEMU_PVH:-1} == 1 && -z $tree ]]; then
 	kernel_image=$(extract_vmlinux)
 else
 	kernel_image=$vmlinuz
@@ -289,7 +338,11 @@ pick_accel() {
 accel=$(pick_accel)
 
 # --- run ----------------------------------------------------------------------
-timeout_s=${KRDMA_QEMU_TIMEOUT:-1800}
+# The debug kernel: without pci=noacpi its ACPI code loops for ~70 s at
+# boot; every KASAN report, not only the first
+append_tree=
+[[ -z $tree ]] || append_tree="pci=noacpi kasan_multi_shot"
+timeout_s=${KRDMA_QEMU_TIMEOUT:-$([[ -n $tree ]] && echo 7200 || echo 1800)}
 [[ $timeout_s =~ ^[0-9]+$ ]] || die "KRDMA_QEMU_TIMEOUT=$timeout_s: give seconds"
 mkdir -p "$qdir/runs"
 # Keep the 10 newest runs.
@@ -303,25 +356,31 @@ echo "$repo" >"$out/repo"
 	printf 'KRDMA_CMD=%q\n' "$cmd"
 	printf 'KRDMA_SIW_KO=%q\n' "$siw_ko"
 	printf 'KRDMA_GUEST_TIMEOUT=%q\n' "$timeout_s"
+	printf 'KRDMA_GUEST_MODDIR=%q\n' "${tree:+$moddir}"
 	while IFS= read -r v; do
-		case $v in KRDMA_MODE | KRDMA_CMD | KRDMA_SIW_KO | KRDMA_GUEST_TIMEOUT) continue ;; esac
+		case $v in KRDMA_MODE | KRDMA_CMD | KRDMA_SIW_KO | KRDMA_GUEST_TIMEOUT | KRDMA_GUEST_MODDIR) continue ;; esac
 		printf '%s=%q\n' "$v" "${!v}"
 	done < <(compgen -e | grep '^KRDMA_' || true)
 } >"$out/job"
 
 q9() { echo "${1//,/,,}"; } # QEMU option values escape commas by doubling
 qemu_cmd=(
-	"$qemu" -accel "$accel" -m "${KRDMA_QEMU_MEM:-2G}" -smp "${KRDMA_QEMU_SMP:-2}"
+	"$qemu" -accel "$accel" -m "${KRDMA_QEMU_MEM:-$([[ -n $tree ]] && echo 3G || echo 2G)}" -smp "${KRDMA_QEMU_SMP:-2}"
 	-nodefaults -no-user-config -display none -nic none -no-reboot
 	-kernel "$kernel_image" -initrd "$initramfs"
-	-append "console=ttyS0 panic=-1 log_buf_len=16M printk.devkmsg=on ${KRDMA_QEMU_APPEND:-}"
+	-append "console=ttyS0 panic=-1 log_buf_len=16M printk.devkmsg=on $append_tree ${KRDMA_QEMU_APPEND:-}"
 	-serial "file:$(q9 "$out/console.log")"
 	-serial "file:$(q9 "$out/output.log")"
 	-fsdev "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap"
 	-device "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot"
 	-fsdev "local,id=out,path=$(q9 "$out"),security_model=none,multidevs=remap"
 	-device "virtio-9p-pci,fsdev=out,mount_tag=krdmaout"
+	-pidfile "$out/qemu.pid"
 )
+if [[ -n ${KRDMA_QEMU_ARGS:-} ]]; then
+	read -r -a extra_args <<<"$KRDMA_QEMU_ARGS"
+	qemu_cmd+=("${extra_args[@]}")
+fi
 msg "booting ($accel, timeout ${timeout_s}s), results in $out"
 start=$(date +%s.%N)
 timeout -k 10 "$timeout_s" "${qemu_cmd[@]}" >"$out/qemu.log" 2>&1 &
@@ -353,8 +412,17 @@ else
 fi
 
 # Kernel log check: dmesg from the guest, or the console log if it died.
-bad_pattern='Kernel panic|WARNING:|BUG:|Oops|general protection|possible circular locking|lockdep|KASAN|UBSAN|kmemleak|hung_task|blocked for more than'
-benign_pattern='kmemleak: (Kernel memory leak detector initialized|Automatic memory scanning thread)'
+# (lockdep's and KASAN's reports start with "WARNING: possible circular
+# locking dependency detected", "WARNING: inconsistent lock state", "BUG:
+# KASAN: ...", "BUG: sleeping function called from invalid context")
+bad_pattern='Kernel panic|WARNING:|BUG:|Oops|general protection|possible circular locking|inconsistent lock state|sleeping function called from invalid context|lockdep|KASAN|UBSAN|kmemleak|hung_task|blocked for more than'
+# (A userspace program's fault is its own: "traps: ib_write_bw[123]
+# general protection fault ip:... in librdmacm.so..." is perftest crashing
+# in librdmacm on siw with 4 MiB messages, benchmarks.rst)
+benign_pattern='kmemleak: (Kernel memory leak detector initialized|Automatic memory scanning thread)|RCU lockdep checking is enabled|traps: [^ ]+\[[0-9]+\] general protection fault ip:[0-9a-f]+ sp:[0-9a-f]+ error:[0-9a-f]+ in '
+# kmemleak.sh judged the leaks the guest's scans found (kmemleak-status):
+# its "N new suspected memory leaks" lines are not the log's to judge
+[[ -f $out/kmemleak-status ]] && benign_pattern+='|kmemleak: [0-9]+ new suspected memory leaks'
 klog=$out/dmesg
 [[ -f $klog ]] || klog=$out/console.log
 bad_lines=$(tr -d '\r' <"$klog" 2>/dev/null | grep -E "$bad_pattern" | grep -Ev "$benign_pattern" || true)
@@ -405,6 +473,11 @@ if [[ -f $out/rmmod ]]; then
 	result "$r" "rmmod krdma at the end" "$note"
 else
 	result fail "rmmod krdma at the end" "not reached"
+fi
+if [[ -f $out/kmemleak-status ]]; then
+	read -r r note <"$out/kmemleak-status"
+	result "$r" "kmemleak: no leak from krdma" "$note"
+	[[ $r == ok ]] || sed 's/^/  | /' "$out/kmemleak-krdma" 2>/dev/null | head -n 80
 fi
 result "$lint_status" "static checks: W=1, sparse, checkpatch --strict"
 echo "$pass passed, $fail failed, $skip skipped"
