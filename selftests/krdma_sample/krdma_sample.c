@@ -970,6 +970,12 @@ static int user_serve_fn(void *arg)
 		snprintf(user_result, sizeof(user_result), "post recv: %d", ret);
 		goto out;
 	}
+	/*
+	 * The peer posts its RECV once its connect returned; iWARP has no
+	 * RNR retry, so a SEND that comes first ends the connection
+	 * (protocol.rst): give it the time krdma_stress gives
+	 */
+	msleep(100);
 	memcpy(msgmem, &tok, sizeof(tok));
 	ret = user_op(conn, KRDMA_OP_SEND, msg, 0, sizeof(tok), NULL);
 	if (ret)

@@ -344,6 +344,8 @@ struct krdma_port_query {
  * - EPROTO: the peer's handshake header is not one krdma speaks.
  * - EADDRNOTAVAIL: LISTEN or CONNECT from an address no RDMA device of
  *   this namespace has (or a port taken on another address).
+ * - ENFILE: LISTEN on an iWARP device whose driver could not create its
+ *   listening socket (siw: the system's file limit, or no memory for it).
  * - ECONNRESET: the peer disconnected (CONN_QUERY's error).
  * - EOPNOTSUPP: also READ or atomics on a connection whose peer takes
  *   no RDMA READ (initiator_depth 0 in CONN_QUERY).
