@@ -365,6 +365,37 @@ void krdma_buf_dereg(struct krdma_buf *buf)
 }
 EXPORT_SYMBOL_NS_GPL(krdma_buf_dereg, KRDMA);
 
+/*
+ * Fill @sgl with the pages of bytes [@offset, @offset + @length) of @buf,
+ * one entry per page, if they are at most @max. Return: the number of
+ * entries, 0 when more are needed (use krdma_buf_sgt()), -EINVAL for a
+ * range outside the buffer.
+ */
+int krdma_buf_sg_fill(struct krdma_buf *buf, u64 offset, u64 length,
+		      struct scatterlist *sgl, unsigned int max)
+{
+	u64 first_byte = buf->first_offset + offset;
+	unsigned long first = first_byte >> PAGE_SHIFT;
+	unsigned int i, n, off = offset_in_page(first_byte);
+	u64 left = length;
+
+	if (!length || offset > buf->length || length > buf->length - offset)
+		return -EINVAL;
+	n = krdma_buf_pages(buf, offset, length);
+	if (n > max)
+		return 0;
+
+	sg_init_table(sgl, n);
+	for (i = 0; i < n; i++) {
+		unsigned int len = min_t(u64, left, PAGE_SIZE - off);
+
+		sg_set_page(&sgl[i], buf->pages[first + i], len, off);
+		left -= len;
+		off = 0;
+	}
+	return n;
+}
+
 /**
  * krdma_buf_sgt - a scatter/gather table for a range of a buffer
  * @buf: the buffer

@@ -179,6 +179,8 @@ static inline void krdma_buf_get(struct krdma_buf *buf)
 
 int krdma_buf_sgt(struct krdma_buf *buf, u64 offset, u64 length,
 		  unsigned int max_segment, struct sg_table *sgt);
+int krdma_buf_sg_fill(struct krdma_buf *buf, u64 offset, u64 length,
+		      struct scatterlist *sgl, unsigned int max);
 
 /* Pages that bytes [@first, @first + @length) touch; @length not 0 */
 static inline u64 krdma_pages_spanned(u64 first, u64 length)
@@ -414,6 +416,8 @@ void krdma_xfer_free_zombies(struct krdma_conn *conn);
 void krdma_post_work(struct work_struct *work);
 int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr);
 int krdma_post_heartbeat(struct krdma_conn *conn);
+int krdma_post_queue(struct krdma_conn *conn, struct krdma_req *req);
+void krdma_xfer_push(struct krdma_conn *conn);
 
 /* chardev.c */
 int krdma_chardev_init(void);

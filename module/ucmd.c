@@ -670,8 +670,26 @@ static void krdma_uop_put_bufs(struct krdma_req *req)
 		krdma_buf_put(req->sge[i].buf);
 }
 
+/*
+ * The connection a SUBMIT queued operations on without posting them yet:
+ * they go out together (chains of WRs) when the SUBMIT moves on to
+ * another connection, is about to wait, or ends.
+ */
+struct krdma_submit_plug {
+	struct krdma_conn *conn;
+};
+
+static void krdma_submit_unplug(struct krdma_submit_plug *plug)
+{
+	if (!plug->conn)
+		return;
+	krdma_xfer_push(plug->conn);
+	krdma_conn_put(plug->conn);
+	plug->conn = NULL;
+}
+
 static int krdma_submit_one(struct krdma_file *kfile, const struct krdma_op *op,
-			    bool wait)
+			    bool wait, struct krdma_submit_plug *plug)
 {
 	struct krdma_local_sge bufs[KRDMA_OP_MAX_SGE];
 	struct krdma_conn *conn;
@@ -682,6 +700,8 @@ static int krdma_submit_one(struct krdma_file *kfile, const struct krdma_op *op,
 	conn = krdma_uobj_lookup(kfile, op->conn, KRDMA_UOBJ_CONN);
 	if (!conn)
 		return -ENOENT;
+	if (plug->conn != conn)
+		krdma_submit_unplug(plug);
 	uop = kzalloc(sizeof(*uop), GFP_KERNEL);
 	if (!uop) {
 		ret = -ENOMEM;
@@ -694,16 +714,24 @@ static int krdma_submit_one(struct krdma_file *kfile, const struct krdma_op *op,
 	ret = krdma_uop_fill(kfile, op, &uop->req);
 	if (ret)
 		goto err_free_uop;
-	ret = krdma_ucq_reserve(&kfile->ucq, wait);
+	ret = krdma_ucq_reserve(&kfile->ucq, false);
+	if (ret == -EAGAIN && wait) {
+		/* What is queued must be posted before we wait for room */
+		krdma_submit_unplug(plug);
+		ret = krdma_ucq_reserve(&kfile->ucq, true);
+	}
 	if (ret)
 		goto err_free_uop;
 	/* Once posted, the completion may come at any time, and frees uop */
 	nbufs = uop->req.num_sge;
 	memcpy(bufs, uop->req.sge, nbufs * sizeof(bufs[0]));
-	ret = krdma_post(conn, &uop->req);
+	ret = krdma_post_queue(conn, &uop->req);
 	if (ret) {
 		krdma_ucq_unreserve(&kfile->ucq);
 		kfree(uop);
+	} else if (!plug->conn) {
+		krdma_conn_get(conn);
+		plug->conn = conn;
 	}
 	while (nbufs--)
 		krdma_buf_put(bufs[nbufs].buf);
@@ -721,6 +749,7 @@ int krdma_cmd_submit(struct krdma_ucmd *ucmd)
 {
 	struct krdma_submit *cmd = ucmd->cmd;
 	struct krdma_op __user *uops = u64_to_user_ptr(cmd->ops);
+	struct krdma_submit_plug plug = {};
 	struct krdma_op op;
 	int ret = 0, ret2;
 	u32 i;
@@ -736,10 +765,11 @@ int krdma_cmd_submit(struct krdma_ucmd *ucmd)
 			break;
 		}
 		ret = krdma_submit_one(ucmd->kfile, &op,
-				       cmd->flags & KRDMA_SUBMIT_WAIT);
+				       cmd->flags & KRDMA_SUBMIT_WAIT, &plug);
 		if (ret)
 			break;
 	}
+	krdma_submit_unplug(&plug);
 	cmd->submitted = i;
 	ret2 = krdma_ucmd_respond(ucmd, sizeof(*cmd));
 	return ret ?: ret2;

@@ -23,6 +23,10 @@ struct krdma_sync {
 };
 
 #define KRDMA_CHUNK (256 * 1024)
+/* A chunk of at most this many pages needs no scatterlist allocation */
+#define KRDMA_INLINE_SG 4
+/* Chunks posted with one ib_post_send() at most */
+#define KRDMA_CHAIN_MAX 32
 
 enum krdma_chunk_state {
 	KRDMA_CHUNK_FREE,	/* on conn->free_chunks */
@@ -50,6 +54,8 @@ enum krdma_chunk_kind {
  * @wr: the send WR (SEND, atomic, WRITE_IMM tail)
  * @rwr: the receive WR
  * @sges: SGEs of @wr or @rwr
+ * @inline_sg: @sgt's entries when they are few (@sgt_inline)
+ * @sgt_inline: @sgt uses @inline_sg, not an allocated table
  * @entry: in conn->chunks while posted, conn->zombies once reaped,
  *         conn->free_chunks once free
  * @state: KRDMA_CHUNK_* state, under conn->sq_lock
@@ -75,8 +81,20 @@ struct krdma_chunk {
 	} wr;
 	struct ib_recv_wr rwr;
 	struct ib_sge sges[KRDMA_OP_MAX_SGE];
+	struct scatterlist inline_sg[KRDMA_INLINE_SG];
+	bool sgt_inline;
 	struct list_head entry;
 	enum krdma_chunk_state state;
+};
+
+/*
+ * Send-queue chunks prepared under post_mutex but not posted yet: posted
+ * as one chain of WRs (one ib_post_send, one doorbell) when the batch is
+ * pushed or the chain is full.
+ */
+struct krdma_chain {
+	u32 n;
+	struct krdma_chunk *chunk[KRDMA_CHAIN_MAX];
 };
 
 static bool krdma_op_reads_local(u32 opcode)
@@ -178,7 +196,35 @@ static void krdma_chunk_release(struct krdma_conn *conn,
 	if (chunk->mapped)
 		ib_dma_unmap_sgtable_attrs(ibdev, &chunk->sgt, chunk->dir, 0);
 	chunk->mapped = false;
-	sg_free_table(&chunk->sgt);
+	if (!chunk->sgt_inline)
+		sg_free_table(&chunk->sgt);
+	chunk->sgt_inline = false;
+	memset(&chunk->sgt, 0, sizeof(chunk->sgt));
+}
+
+/*
+ * @chunk->sgt for bytes [@offset, @offset + @length) of @buf: in the
+ * chunk itself when the range spans few pages (the common small
+ * operation allocates nothing), else an allocated table.
+ */
+static int krdma_chunk_sgt(struct krdma_conn *conn, struct krdma_chunk *chunk,
+			   struct krdma_buf *buf, u64 offset, u64 length)
+{
+	unsigned int max_seg = ib_dma_max_seg_size(conn->kdev->ibdev);
+	int n;
+
+	n = krdma_buf_sg_fill(buf, offset, length, chunk->inline_sg,
+			      KRDMA_INLINE_SG);
+	if (n < 0)
+		return n;
+	if (n) {
+		chunk->sgt.sgl = chunk->inline_sg;
+		chunk->sgt.orig_nents = n;
+		chunk->sgt.nents = n;
+		chunk->sgt_inline = true;
+		return 0;
+	}
+	return krdma_buf_sgt(buf, offset, length, max_seg, &chunk->sgt);
 }
 
 static void krdma_chunk_free(struct krdma_conn *conn, struct krdma_chunk *chunk)
@@ -329,8 +375,8 @@ static bool krdma_sq_reserve(struct krdma_conn *conn, u32 nr_wrs)
 }
 
 /*
- * The pages of every sge of @req, in one table. Each sge's own table has
- * its contiguous pages merged already.
+ * The pages of every sge of @req (more than one), in one table. Each
+ * sge's own table has its contiguous pages merged already.
  */
 static int krdma_req_sgt(struct krdma_conn *conn, struct krdma_req *req,
 			 struct sg_table *out)
@@ -341,10 +387,6 @@ static int krdma_req_sgt(struct krdma_conn *conn, struct krdma_req *req,
 	unsigned int total = 0;
 	u32 i, j;
 	int ret;
-
-	if (req->num_sge == 1)
-		return krdma_buf_sgt(req->sge[0].buf, req->sge[0].offset,
-				     req->sge[0].length, max_seg, out);
 
 	for (i = 0; i < req->num_sge; i++) {
 		ret = krdma_buf_sgt(req->sge[i].buf, req->sge[i].offset,
@@ -395,7 +437,11 @@ static int krdma_chunk_map(struct krdma_conn *conn, struct krdma_chunk *chunk,
 		return 1;
 	}
 
-	ret = krdma_req_sgt(conn, req, &chunk->sgt);
+	if (req->num_sge == 1)
+		ret = krdma_chunk_sgt(conn, chunk, req->sge[0].buf,
+				      req->sge[0].offset, req->sge[0].length);
+	else
+		ret = krdma_req_sgt(conn, req, &chunk->sgt);
 	if (ret)
 		return ret;
 	ret = ib_dma_map_sgtable_attrs(ibdev, &chunk->sgt, chunk->dir, 0);
@@ -425,10 +471,73 @@ static int krdma_post_failed(struct krdma_conn *conn, int ret)
 	return -EIO;
 }
 
-/* The next WRITE/READ chunk; -EAGAIN: no room now; 1: nothing left */
-static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req)
+/*
+ * Post the chunks of @chain as one list of WRs, in order. Each chunk's
+ * last WR is signaled with its own CQE (rdma_rw_ctx_wrs() without a
+ * chain_wr does that; with one it would leave the CQE to the chained WR),
+ * and linked to the next chunk's first. Each chunk is tracked already: if
+ * the post fails, the connection fails and its teardown completes every
+ * one of them.
+ */
+static int krdma_chain_post(struct krdma_conn *conn, struct krdma_chain *chain)
 {
-	unsigned int max_seg = ib_dma_max_seg_size(conn->kdev->ibdev);
+	struct ib_send_wr *head = NULL, **tail = &head, *wr;
+	struct krdma_chunk *chunk;
+	u32 i;
+	int ret;
+
+	lockdep_assert_held(&conn->post_mutex);
+
+	for (i = 0; i < chain->n; i++) {
+		chunk = chain->chunk[i];
+		if (chunk->kind == KRDMA_CHUNK_RW)
+			wr = rdma_rw_ctx_wrs(&chunk->rw, conn->qp,
+					     conn->port_num, &chunk->cqe, NULL);
+		else
+			wr = &chunk->wr.send;
+		*tail = wr;
+		while (wr->next)
+			wr = wr->next;
+		tail = &wr->next;
+	}
+	chain->n = 0;
+	if (!head)
+		return 0;
+	/*
+	 * With bottom halves off, work a software device defers to a
+	 * tasklet (rxe's requester) runs at local_bh_enable(), here, rather
+	 * than after a wakeup of ksoftirqd: the latency of a small operation
+	 * drops by half. post_send may be called in atomic context anyway.
+	 */
+	local_bh_disable();
+	ret = ib_post_send(conn->qp, head, NULL);
+	local_bh_enable();
+	if (ret)
+		return krdma_post_failed(conn, ret);
+	return 0;
+}
+
+/*
+ * Add @chunk, linked already, to @chain; a full chain is posted first.
+ * Return: 0, or -EIO when posting failed: the connection is failing, and
+ * @chunk stays tracked, unposted, for its teardown to complete.
+ */
+static int krdma_chain_add(struct krdma_conn *conn, struct krdma_chain *chain,
+			   struct krdma_chunk *chunk)
+{
+	int ret = 0;
+
+	if (chain->n == KRDMA_CHAIN_MAX)
+		ret = krdma_chain_post(conn, chain);
+	if (!ret)
+		chain->chunk[chain->n++] = chunk;
+	return ret;
+}
+
+/* The next WRITE/READ chunk; -EAGAIN: no room now; 1: nothing left */
+static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req,
+			       struct krdma_chain *chain)
+{
 	struct krdma_local_sge *sge = &req->sge[req->sge_idx];
 	struct krdma_chunk *chunk;
 	u64 len;
@@ -441,8 +550,8 @@ static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req)
 	chunk = krdma_chunk_alloc(conn, req, KRDMA_CHUNK_RW);
 	if (!chunk)
 		return -ENOMEM;
-	ret = krdma_buf_sgt(sge->buf, sge->offset + req->sge_off, len, max_seg,
-			    &chunk->sgt);
+	ret = krdma_chunk_sgt(conn, chunk, sge->buf, sge->offset + req->sge_off,
+			      len);
 	if (ret) {
 		krdma_chunk_free(conn, chunk);
 		return ret;
@@ -467,10 +576,9 @@ static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req)
 
 	atomic_inc(&req->inflight);
 	krdma_chunk_link(conn, chunk);
-	ret = rdma_rw_ctx_post(&chunk->rw, conn->qp, conn->port_num,
-			       &chunk->cqe, NULL);
+	ret = krdma_chain_add(conn, chain, chunk);
 	if (ret)
-		return krdma_post_failed(conn, ret);
+		return ret;
 
 	req->rdone += len;
 	req->sge_off += len;
@@ -482,10 +590,10 @@ static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req)
 }
 
 /* SEND, SEND_IMM, atomics and the zero-length WRITE_IMM tail */
-static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req)
+static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req,
+			       struct krdma_chain *chain)
 {
 	struct krdma_chunk *chunk;
-	struct ib_send_wr *head;
 	int nsge = 0, ret;
 
 	chunk = krdma_chunk_alloc(conn, req, KRDMA_CHUNK_WR);
@@ -500,7 +608,6 @@ static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req)
 		}
 	}
 
-	head = &chunk->wr.send;
 	chunk->wr.send.wr_cqe = &chunk->cqe;
 	chunk->wr.send.send_flags = IB_SEND_SIGNALED;
 	chunk->wr.send.sg_list = nsge ? chunk->sges : NULL;
@@ -537,10 +644,7 @@ static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req)
 	}
 	atomic_inc(&req->inflight);
 	krdma_chunk_link(conn, chunk);
-	ret = ib_post_send(conn->qp, head, NULL);
-	if (ret)
-		return krdma_post_failed(conn, ret);
-	return 0;
+	return krdma_chain_add(conn, chain, chunk);
 
 err_abort:
 	krdma_chunk_free(conn, chunk);
@@ -596,7 +700,8 @@ err_abort:
  * Post what can be posted of @req: 0 when all of it is posted (or it
  * failed, with req->status set), -EAGAIN when the send queue is full.
  */
-static int krdma_push_req(struct krdma_conn *conn, struct krdma_req *req)
+static int krdma_push_req(struct krdma_conn *conn, struct krdma_req *req,
+			  struct krdma_chain *chain)
 {
 	int ret;
 
@@ -604,11 +709,11 @@ static int krdma_push_req(struct krdma_conn *conn, struct krdma_req *req)
 	case KRDMA_OP_WRITE:
 	case KRDMA_OP_WRITE_IMM:
 	case KRDMA_OP_READ:
-		while (!(ret = krdma_post_rw_chunk(conn, req)))
+		while (!(ret = krdma_post_rw_chunk(conn, req, chain)))
 			;
 		if (ret == 1 && req->opcode == KRDMA_OP_WRITE_IMM &&
 		    !req->tail_posted) {
-			ret = krdma_post_wr_chunk(conn, req);
+			ret = krdma_post_wr_chunk(conn, req, chain);
 			if (!ret)
 				req->tail_posted = true;
 		} else if (ret == 1) {
@@ -616,7 +721,7 @@ static int krdma_push_req(struct krdma_conn *conn, struct krdma_req *req)
 		}
 		break;
 	default:
-		ret = krdma_post_wr_chunk(conn, req);
+		ret = krdma_post_wr_chunk(conn, req, chain);
 		break;
 	}
 
@@ -631,11 +736,16 @@ static int krdma_push_req(struct krdma_conn *conn, struct krdma_req *req)
 	return 0;
 }
 
-/* Post the pending operations, in order, while the send queue has room */
+/*
+ * Post the pending operations, in order, while the send queue has room,
+ * with one ib_post_send() per KRDMA_CHAIN_MAX chunks
+ */
 static void krdma_push(struct krdma_conn *conn)
 {
+	struct krdma_chain chain;
 	struct krdma_req *req;
 
+	chain.n = 0;
 	mutex_lock(&conn->post_mutex);
 	for (;;) {
 		spin_lock_bh(&conn->sq_lock);
@@ -646,7 +756,7 @@ static void krdma_push(struct krdma_conn *conn)
 			break;
 		if (conn->qp_dead)
 			krdma_req_fail(req, IB_WC_WR_FLUSH_ERR);
-		else if (krdma_push_req(conn, req) == -EAGAIN)
+		else if (krdma_push_req(conn, req, &chain) == -EAGAIN)
 			break;
 
 		spin_lock_bh(&conn->sq_lock);
@@ -654,11 +764,12 @@ static void krdma_push(struct krdma_conn *conn)
 		spin_unlock_bh(&conn->sq_lock);
 		krdma_req_dec(req);	/* the posting reference */
 	}
+	krdma_chain_post(conn, &chain);
 	mutex_unlock(&conn->post_mutex);
 }
 
 static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
-			   bool prepare);
+			   bool prepare, bool push);
 
 /*
  * Operations posted from softirq context wait on conn->deferred for the
@@ -686,7 +797,8 @@ static void krdma_post_deferred_run(struct krdma_conn *conn, bool flush)
 		 * which the teardown holds while it waits for this work. The
 		 * teardown itself (flush) only completes them.
 		 */
-		ret = flush ? -ENOTCONN : krdma_post_task(conn, req, false);
+		ret = flush ? -ENOTCONN : krdma_post_task(conn, req, false,
+							  true);
 		if (ret) {
 			wc.status = ret == -ENOTCONN ? IB_WC_WR_FLUSH_ERR :
 						       IB_WC_LOC_QP_OP_ERR;
@@ -1069,15 +1181,39 @@ int krdma_post(struct krdma_conn *conn, struct krdma_req *req)
 	if (!in_task())
 		ret = krdma_post_atomic(conn, req);
 	else
-		ret = krdma_post_task(conn, req, true);
+		ret = krdma_post_task(conn, req, true, true);
 	if (!ret)
 		krdma_stats_posted(conn, opcode);
 	return ret;
 }
 EXPORT_SYMBOL_NS_GPL(krdma_post, KRDMA);
 
+/*
+ * krdma_post() of one operation of a batch, in process context: queued in
+ * order, but posted only by krdma_xfer_push() (or whoever pushes the
+ * connection next), so that the batch goes out as chains of WRs. RECVs
+ * are posted at once, as always.
+ */
+int krdma_post_queue(struct krdma_conn *conn, struct krdma_req *req)
+{
+	u32 opcode = req->opcode;
+	int ret;
+
+	might_sleep();
+	ret = krdma_post_task(conn, req, true, false);
+	if (!ret)
+		krdma_stats_posted(conn, opcode);
+	return ret;
+}
+
+/* Post what krdma_post_queue() left on @conn */
+void krdma_xfer_push(struct krdma_conn *conn)
+{
+	krdma_push(conn);
+}
+
 static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
-			   bool prepare)
+			   bool prepare, bool push)
 {
 	u64 total;
 	u32 i;
@@ -1127,7 +1263,8 @@ static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
 	list_add_tail(&req->entry, &conn->pending);
 	spin_unlock_bh(&conn->sq_lock);
 	mutex_unlock(&conn->post_mutex);
-	krdma_push(conn);
+	if (push)
+		krdma_push(conn);
 	return 0;
 
 err_put:
