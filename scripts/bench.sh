@@ -9,7 +9,10 @@
 #                                    ib_write_lat, -R) with the same sizes,
 #                                    depth and iterations, one after the
 #                                    other, on rxe0 and on siw0; then TCP
-#                                    (iperf3) on the same veth. Raw results
+#                                    (iperf3) on the same veth; and
+#                                    connection setup, krdmactl bench -o
+#                                    conn against rdma_cm's own (cmtime,
+#                                    rdmacm-utils). Raw results
 #                                    into OUTDIR (default
 #                                    $KRDMA_RESULTS/bench).
 #   scripts/bench.sh --report DIR [DOCDIR]
@@ -23,7 +26,8 @@
 # 8M), BENCH_LAT_SIZES (64-64K), BENCH_DEPTH (64), BENCH_BATCH (16),
 # BENCH_ITERS (10000, most per size), BENCH_MIN_ITERS (20), BENCH_BYTES
 # (128M per size: iterations = bytes / size within the two), BENCH_DEVS
-# ("rxe0:198.18.0.1 siw0:198.18.1.1"), BENCH_TCP (1: run iperf3). Each
+# ("rxe0:198.18.0.1 siw0:198.18.1.1"), BENCH_TCP (1: run iperf3),
+# BENCH_CONNS (30: connections timed one after the other, each way). Each
 # also as KRDMA_BENCH_*, which the guest gets: make bench KRDMA_BENCH_DEPTH=16
 # Nothing here asserts timings; a run that fails is recorded as failed.
 set -u
@@ -68,7 +72,8 @@ for dev in meta["devices"]:
         except (OSError, ValueError):
             continue
         for r in j.get("results", []):
-            kr[(r["op"], r["size"])] = r
+            if r["op"] != "conn":  # below
+                kr[(r["op"], r["size"])] = r
     pt = {}
     p = os.path.join(d, "perftest-%s.txt" % dev)
     if os.path.exists(p):
@@ -107,6 +112,41 @@ for dev in meta["devices"]:
         row["ratio"] = a / b if a and b else None
         rows.append(row)
 
+# Connection setup: krdmactl bench -o conn, and cmtime (one connection a run)
+def med(v, q=0.5):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(q * len(v)))] if v else None
+
+conns = []
+for dev in meta["devices"]:
+    c = {"device": dev}
+    try:
+        j = json.load(open(os.path.join(d, "krdma-%s-conn-0.json" % dev)))
+        r = [x for x in j.get("results", []) if x["op"] == "conn"]
+        if r:
+            c["krdma_conns"] = r[0]["iters"]
+            c["krdma_connect_median_us"] = r[0]["lat_us"]["median"]
+            c["krdma_connect_p99_us"] = r[0]["lat_us"]["p99"]
+            c["krdma_close_median_us"] = r[0]["close_us"]["median"]
+    except (OSError, ValueError, KeyError):
+        pass
+    setup, down = [], []
+    p = os.path.join(d, "cmtime-%s.txt" % dev)
+    if os.path.exists(p):
+        for l in open(p):
+            f = l.split()
+            if len(f) == 2:
+                setup.append(float(f[0]))
+                down.append(float(f[1]))
+    if setup:
+        c["cmtime_conns"] = len(setup)
+        c["cmtime_connect_median_us"] = med(setup)
+        c["cmtime_connect_p99_us"] = med(setup, 0.99)
+        c["cmtime_close_median_us"] = med(down)
+    a, b = c.get("krdma_connect_median_us"), c.get("cmtime_connect_median_us")
+    c["ratio"] = a / b if a and b else None
+    conns.append(c)
+
 tcp = []
 p = os.path.join(d, "iperf3.txt")
 if os.path.exists(p):
@@ -116,7 +156,7 @@ if os.path.exists(p):
             tcp.append({"size": int(f[0]), "mb_per_s": float(f[1]),
                         "cpu_s_per_gb": float(f[2]) if f[2] != "-" else None})
 
-out = {"meta": meta, "rows": rows, "tcp": tcp}
+out = {"meta": meta, "rows": rows, "tcp": tcp, "connect": conns}
 json.dump(out, open(os.path.join(doc, "benchmarks-results.json"), "w"), indent=1)
 
 def sz(n):
@@ -177,6 +217,33 @@ if tcp:
     for t in tcp:
         L.append("   * - %s\n     - %s\n     - %s" % (sz(t["size"]), f(t["mb_per_s"]), f(t["cpu_s_per_gb"], 2)))
     L.append("")
+if any(c.get("ratio") or c.get("krdma_conns") for c in conns):
+    t = "Connection setup (one connection at a time)"
+    L.append(t)
+    L.append("~" * len(t))
+    L.append("")
+    L.append("krdma: ``KRDMA_IOC_CONNECT`` from the call to its return (address and "
+             "route resolution, QP, the CM exchange with krdma's header), and the "
+             "close of the connection's handle. rdma_cm: ``cmtime -c 1`` (rdmacm-utils), "
+             "the sum of its create id, resolve addr, resolve route, create qp and "
+             "connect steps, and of disconnect and destroy; one run per connection. "
+             "*ratio* is krdma / rdma_cm of the median setup time (above 1: krdma is "
+             "slower).")
+    L.append("")
+    L.append(".. list-table::")
+    L.append("   :header-rows: 1")
+    L.append("")
+    L.append("   * - " + "\n     - ".join(["device", "connections (krdma / cmtime)",
+             "krdma setup med / p99 us", "rdma_cm setup med / p99 us", "ratio",
+             "krdma close med us", "rdma_cm teardown med us"]))
+    for c in conns:
+        L.append("   * - " + "\n     - ".join([c["device"],
+                 "%s / %s" % (c.get("krdma_conns", 0), c.get("cmtime_conns", 0)),
+                 "%s / %s" % (f(c.get("krdma_connect_median_us"), 0), f(c.get("krdma_connect_p99_us"), 0)),
+                 "%s / %s" % (f(c.get("cmtime_connect_median_us"), 0), f(c.get("cmtime_connect_p99_us"), 0)),
+                 f(c.get("ratio"), 2), f(c.get("krdma_close_median_us"), 0),
+                 f(c.get("cmtime_close_median_us"), 0)]))
+    L.append("")
 open(os.path.join(doc, "benchmarks-results.rst"), "w").write("\n".join(L))
 
 # gnuplot data: one block per (device, op) series
@@ -219,6 +286,10 @@ if plots:
 print("bench: wrote %s/benchmarks-results.rst, benchmarks-results.json, benchmarks.png" % doc)
 for r in rows:
     print("%-5s %-5s %9d  ratio %s" % (r["device"], r["op"], r["size"], f(r["ratio"], 2)))
+for c in conns:
+    print("%-5s conn  setup median krdma %s us, rdma_cm %s us  ratio %s" % (
+        c["device"], f(c.get("krdma_connect_median_us"), 0),
+        f(c.get("cmtime_connect_median_us"), 0), f(c.get("ratio"), 2)))
 EOF
 	exit 0
 }
@@ -240,6 +311,7 @@ ITERS=${BENCH_ITERS:-${KRDMA_BENCH_ITERS:-10000}}
 MIN_ITERS=${BENCH_MIN_ITERS:-${KRDMA_BENCH_MIN_ITERS:-20}}
 BYTES=${BENCH_BYTES:-${KRDMA_BENCH_BYTES:-128M}}
 DEVS=${BENCH_DEVS:-${KRDMA_BENCH_DEVS:-rxe0:198.18.0.1 siw0:198.18.1.1}}
+CONNS=${BENCH_CONNS:-${KRDMA_BENCH_CONNS:-30}}
 KPORT=18516
 PPORT=18600
 
@@ -372,6 +444,44 @@ pt_row() { # op dev addr size iters
 	fi
 }
 
+# Connection setup, one connection at a time: krdma, then rdma_cm's own
+# (cmtime -c 1 per run: "step: total_ms max_ms min_us us_per_conn" lines)
+conn_run() { # dev addr
+	local dev=$1 addr=$2 i rc spid
+	timeout 300 "$K" bench -l -c "$CONNS" -p $KPORT >>"$out/krdma-$dev-server.log" 2>&1 &
+	spid=$!
+	sleep 0.5
+	timeout 300 "$K" bench "$addr" -p $KPORT -j -o conn -n "$CONNS" \
+		>"$out/krdma-$dev-conn-0.json" 2>>"$out/errors.log"
+	rc=$?
+	wait $spid
+	((rc == 0)) || return 1
+	command -v cmtime >/dev/null || return 1
+	: >"$out/cmtime-$dev.txt"
+	for ((i = 0; i < CONNS; i++)); do
+		timeout 30 cmtime -b "$addr" -p $PPORT -c 1 >"$out/cm-server.log" 2>&1 &
+		spid=$!
+		sleep 0.3
+		timeout 30 cmtime -s "$addr" -p $PPORT -c 1 >"$out/cm-client.log" 2>&1
+		rc=$?
+		kill $spid 2>/dev/null
+		wait $spid 2>/dev/null
+		{
+			echo "### cmtime $dev run $i rc $rc"
+			cat "$out/cm-client.log"
+		} >>"$out/cmtime-$dev.log"
+		((rc == 0)) || continue
+		# setup and teardown in us, from the steps' total ms
+		awk -F: '
+			{ step = $1; gsub(/^ +| +$/, "", step); split($2, v, " ") }
+			step ~ /^(create id|resolve addr|resolve route|create qp|connect)$/ { up += v[1]; n++ }
+			step ~ /^(disconnect|destroy)$/ { down += v[1] }
+			END { if (n == 5) printf "%.1f %.1f\n", up * 1000, down * 1000 }' \
+			"$out/cm-client.log" >>"$out/cmtime-$dev.txt"
+	done
+	[[ -s $out/cmtime-$dev.txt ]]
+}
+
 t_start=$(date +%s)
 status=0
 for dv in $DEVS; do
@@ -400,6 +510,10 @@ for dv in $DEVS; do
 	for s in $(sizes_of "$LAT_SIZES"); do
 		pt_row lat "$dev" "$addr" "$s" "$(iters_of "$s" lat)" || status=1
 	done
+	if ((CONNS > 0)); then
+		log "$dev: connection setup, krdma and cmtime, $CONNS each"
+		conn_run "$dev" "$addr" || status=1
+	fi
 done
 
 # TCP on the same veth: iperf3, one stream, 3 s per write size
@@ -422,6 +536,7 @@ print(sys.argv[2], "%.3f" % (e["bytes"] / e["seconds"] / 1e6), "%.6f" % (cpu / (
 EOF
 	done
 fi
-rm -f "$out/pt-client.log" "$out/pt-server.log" "$out/pt-time"
+rm -f "$out/pt-client.log" "$out/pt-server.log" "$out/pt-time" \
+	"$out/cm-client.log" "$out/cm-server.log"
 log "done in $(($(date +%s) - t_start)) s; results in $out (status $status)"
 exit $status

@@ -8,7 +8,9 @@
 # (2 sizes, few iterations, every operation) on rxe and on siw, JSON
 # checked with python3 (every row present, numbers finite and consistent:
 # p99 >= median, bandwidth = size x message rate), and the text output.
-# Timings are never asserted. Every command runs under `timeout`.
+# Also the connection-setup mode (-o conn): N connections, each counted
+# by the server, JSON well-formed. Timings are never asserted. Every
+# command runs under `timeout`.
 
 # shellcheck disable=SC2317 # functions run through check()
 set -u
@@ -48,12 +50,12 @@ check() {
 	fi
 }
 
-# bench_run ADDR ARGS...: server for one client, then the client
+# bench_run ADDR ARGS...: server for one client (CLIENTS), then the client
 bench_run() {
 	local addr=$1 rc
 
 	shift
-	timeout 60 "$K" bench -l -c 1 -p $PORT -S 64K >"$TMP/srv" 2>&1 &
+	timeout 60 "$K" bench -l -c "${CLIENTS:-1}" -p $PORT -S 64K >"$TMP/srv" 2>&1 &
 	server_pid=$!
 	sleep 0.3
 	timeout 60 "$K" bench "$addr" -p $PORT "$@" >"$TMP/out" 2>"$TMP/err"
@@ -95,8 +97,30 @@ text_ok() {
 		[[ $(grep -cE '^(write|read|send|lat) +[0-9]+ +[0-9]+ ' "$TMP/out") == 8 ]]
 }
 
+conn_ok() { # DEVICE CONNS
+	"$PYTHON" - "$TMP/out" "$1" "$2" <<'EOF' || return 1
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+assert d["ok"] is True and d["error"] is None, d.get("error")
+assert d["device"] == sys.argv[2], d["device"]
+rows = d["results"]
+assert [(r["op"], r["size"], r["iters"]) for r in rows] == [("conn", 0, int(sys.argv[3]))], rows
+l, c = rows[0]["lat_us"], rows[0]["close_us"]
+nums = list(l.values()) + list(c.values()) + [rows[0]["seconds"]]
+assert all(isinstance(x, (int, float)) and math.isfinite(x) and x > 0 for x in nums), rows
+assert l["median"] <= l["p99"] <= l["p99_9"] and c["median"] <= c["p99"], rows
+EOF
+	# the server saw each of them come and say bye
+	[[ $(grep -c '^client [0-9]*: done$' "$TMP/srv") == "$2" ]]
+}
+
+conn_alone() {
+	timeout 10 "$K" bench "$RXE_ADDR" -o conn,write >/dev/null 2>"$TMP/err"
+	[[ $? == 2 ]] && grep -q 'measured alone' "$TMP/err"
+}
+
 echo "TAP version 13"
-echo "1..7"
+echo "1..12"
 check "bench on rxe (JSON) runs" bench_run "$RXE_ADDR" -j "${ARGS[@]}"
 check "bench on rxe: JSON well-formed" json_ok rxe0
 check "bench on siw (JSON) runs" bench_run "$SIW_ADDR" -j "${ARGS[@]}"
@@ -108,5 +132,14 @@ usage() {
 	[[ $? == 2 ]] && timeout 10 "$K" bench --help | grep -q 'Usage: krdmactl bench'
 }
 check "bench bad usage exits 2, --help works" usage
+CLIENTS=5 check "bench -o conn on rxe: 5 connections, one at a time" \
+	bench_run "$RXE_ADDR" -j -o conn -n 5
+check "bench -o conn on rxe: JSON well-formed, the server served all 5" \
+	conn_ok rxe0 5
+CLIENTS=5 check "bench -o conn on siw: 5 connections, one at a time" \
+	bench_run "$SIW_ADDR" -j -o conn -n 5
+check "bench -o conn on siw: JSON well-formed, the server served all 5" \
+	conn_ok siw0 5
+check "bench -o conn with another op: exit 2, 'measured alone'" conn_alone
 echo "# $n tests, $failed failed"
 ((failed == 0))

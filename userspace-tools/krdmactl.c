@@ -23,7 +23,7 @@
 #include "libkrdma.h"
 #include "krdmactl.h"
 
-#define KRDMACTL_VERSION "0.1.0"
+#define KRDMACTL_VERSION "0.2.0"
 
 static const char *prog = "krdmactl";
 
@@ -290,6 +290,17 @@ int check_module_for(int fd, uint64_t features, const char *feature_name)
 	else if (ret)
 		errmsg_err(ret, "cannot query the krdma module");
 	return ret;
+}
+
+int open_krdma_for(uint64_t features, const char *feature_name)
+{
+	int fd = open_krdma();
+
+	if (fd >= 0 && check_module_for(fd, features, feature_name)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
 }
 
 enum opt_result parse_json_opts(int argc, char *argv[], bool *json)
@@ -1006,7 +1017,12 @@ static const struct {
 	  "  -c, --count COUNT    server: exit after COUNT clients\n"
 	  "  -S, --max-size SIZE  server: largest size it takes (default 8M)\n"
 	  "  -p, --port PORT      port (default 18516)\n"
-	  "  -o, --ops OPS        comma-separated: write,read,send,lat (default all)\n"
+	  "  -o, --ops OPS        comma-separated: write,read,send,lat (default\n"
+	  "                       all of them); or conn alone: ITERS connections\n"
+	  "                       one after the other, each timed from the\n"
+	  "                       connect call to its return (resolution, QP,\n"
+	  "                       CM exchange) and its close (the server must\n"
+	  "                       be started with -c ITERS)\n"
 	  "  -s, --sizes SIZES    \"64,4K,1M\", or \"MIN-MAX\": powers of 4 from\n"
 	  "                       MIN, and MAX (default 64-8M)\n"
 	  "  -d, --depth DEPTH    operations in flight (default 64, at most 128)\n"

@@ -43,6 +43,9 @@ int open_krdma(void);
  */
 int check_module_for(int fd, uint64_t features, const char *feature_name);
 
+/* open_krdma() and check_module_for(): the file, or -1 (and said why) */
+int open_krdma_for(uint64_t features, const char *feature_name);
+
 /* "Usage: krdmactl NAME ..." of subcommand @name */
 void print_usage_of(const char *name, FILE *f);
 /*

@@ -124,9 +124,11 @@ struct kb_msg {
 
 _Static_assert(sizeof(struct kb_msg) == 64, "64 bytes on the wire");
 
-enum kb_op { KB_OP_WRITE, KB_OP_READ, KB_OP_SEND, KB_OP_LAT, KB_NOPS };
+enum kb_op {
+	KB_OP_WRITE, KB_OP_READ, KB_OP_SEND, KB_OP_LAT, KB_OP_CONN, KB_NOPS
+};
 static const char *const kb_op_names[KB_NOPS] = {
-	"write", "read", "send", "lat",
+	"write", "read", "send", "lat", "conn",
 };
 
 struct kb_sess {
@@ -621,9 +623,16 @@ static int server_one(struct kb_sess *s, uint64_t max_size)
 	m.a = max_size;
 	ret = kb_send(s, &m);
 	if (!ret)
-		ret = kb_recv(s, KB_SETUP, &m, "SETUP");
+		ret = kb_recv(s, 0, &m, "SETUP");
 	if (ret)
 		return ret;
+	/* "bench -o conn": a client that only connects, and says bye */
+	if (m.type == KB_BYE)
+		return 0;
+	if (m.type != KB_SETUP) {
+		kb_fail(s, 0, "expected SETUP, got message type %u", m.type);
+		return -EPROTO;
+	}
 	if (!m.a || m.a > max_size) {
 		memset(&m, 0, sizeof(m));
 		m.type = KB_TOKEN;
@@ -739,12 +748,9 @@ static int server_run(const struct bench_opts *o)
 		errmsg("bench: '%s' is not an IPv4 or IPv6 address", o->addr);
 		return EXIT_USAGE;
 	}
-	s.fd = open_krdma();
+	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
 	if (s.fd < 0)
 		return 1;
-	ret = check_module_for(s.fd, KRDMA_FEATURE_CONN, "connection");
-	if (ret)
-		goto out;
 	kb_raise_memlock();
 	ret = kb_map(&s, 2 * KB_SLOTS * KB_SLOT, KRDMA_ACCESS_LOCAL_WRITE,
 		     &s.ctrl, &s.ctrl_len, &s.ctrl_h);
@@ -1070,6 +1076,215 @@ static void print_row_text(const struct kb_row *r, uint32_t depth,
 	fflush(stdout);
 }
 
+/* The JSON object's first members: what was measured, where, when */
+static void kb_json_head(struct json *j, const char *target, const char *dev,
+			 const char *transport)
+{
+	time_t now = time(NULL);
+	struct utsname un;
+	char date[64];
+
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	uname(&un);
+	json_begin_object(j, NULL);
+	json_str(j, "command", "bench");
+	json_str(j, "target", target);
+	json_str(j, "device", dev);
+	json_str(j, "transport", transport);
+	json_str(j, "date", date);
+	json_str(j, "kernel", un.release);
+	json_str(j, "machine", un.machine);
+}
+
+/*
+ * "bench -o conn": connection setup, one connection at a time
+ */
+
+/* Wait for the completion of @cookie; others (flushes of earlier ones) are dropped */
+static int kb_conn_wait(struct kb_sess *s, uint64_t cookie, const char *what)
+{
+	uint64_t deadline = kb_now() + s->timeout_ms * 1000000ULL;
+	struct krdma_completion wc[8];
+	int n, i;
+
+	while (!kb_stop && kb_now() < deadline) {
+		n = krdma_poll_wc(s->fd, wc, ARRAY_SIZE(wc), 100);
+		if (n == -EINTR)
+			continue;
+		if (n < 0) {
+			kb_fail(s, n, "cannot poll");
+			return n;
+		}
+		for (i = 0; i < n; i++) {
+			if (wc[i].cookie != cookie)
+				continue;
+			if (wc[i].status == KRDMA_WC_SUCCESS)
+				return 0;
+			kb_fail(s, 0, "%s failed: %s", what,
+				krdma_wc_status_str(wc[i].status));
+			return -EIO;
+		}
+	}
+	kb_fail(s, 0, "no %s within %u ms", what, s->timeout_ms);
+	return -ETIMEDOUT;
+}
+
+/*
+ * One connection: connect (timed: resolution, QP, the CM exchange), wait
+ * for the server's WELCOME so that it took this connection, say BYE, and
+ * close (timed).
+ */
+static int kb_conn_once(struct kb_sess *s, const struct krdma_addr *dst,
+			uint32_t *connect_ns, uint32_t *close_ns,
+			char *dev, size_t dev_len, const char **transport)
+{
+	uint64_t t0, t1;
+	uint32_t slot, tr;
+	struct kb_msg m;
+	int ret;
+
+	t0 = kb_now();
+	ret = kb_connect_raw(s->fd, dst, s->timeout_ms, 16, 8, &s->conn);
+	t1 = kb_now();
+	if (ret) {
+		kb_fail(s, ret, "cannot connect");
+		return ret;
+	}
+	*connect_ns = t1 - t0 > UINT32_MAX ? UINT32_MAX : t1 - t0;
+	if (dev[0] == '?')
+		*transport = kb_conn_device(s, dev, dev_len, &tr);
+	ret = kb_post_ctrl_recv(s, 0);
+	if (!ret)
+		ret = kb_conn_wait(s, KB_COOKIE(KB_K_CRECV, 0), "the WELCOME");
+	if (!ret) {
+		memcpy(&m, s->ctrl, sizeof(m));
+		if (m.magic != KB_MAGIC || m.type != KB_WELCOME) {
+			kb_fail(s, 0, "not a krdmactl bench server");
+			ret = -EPROTO;
+		}
+	}
+	if (!ret) {
+		slot = KB_SLOTS + s->send_slot % KB_SLOTS;
+		memset(&m, 0, sizeof(m));
+		m.type = KB_BYE;
+		ret = kb_send(s, &m);
+		if (!ret)
+			ret = kb_conn_wait(s, KB_COOKIE(KB_K_CSEND, slot), "the BYE");
+	}
+	t0 = kb_now();
+	krdma_destroy_handle(s->fd, s->conn);
+	t1 = kb_now();
+	s->conn = 0;
+	*close_ns = t1 - t0 > UINT32_MAX ? UINT32_MAX : t1 - t0;
+	return ret;
+}
+
+static int bench_conn(const struct bench_opts *o)
+{
+	const char *transport = "unknown";
+	char dev[KRDMA_NAME_MAX] = "?", target[80];
+	uint32_t *conn_ns = NULL, *close_ns = NULL;
+	uint64_t n = o->iters, done = 0, i, t0, sum = 0;
+	double secs = 0;
+	struct krdma_addr dst;
+	struct kb_sess s;
+	bool ok;
+	int ret;
+
+	memset(&s, 0, sizeof(s));
+	s.timeout_ms = o->timeout_ms;
+	if (krdma_parse_addr(o->host, o->port, &dst)) {
+		errmsg("bench: '%s' is not an IPv4 or IPv6 address", o->host);
+		return EXIT_USAGE;
+	}
+	krdma_addr_str(&dst, target, sizeof(target));
+	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
+	if (s.fd < 0)
+		return 1;
+	conn_ns = calloc(n, sizeof(*conn_ns));
+	close_ns = calloc(n, sizeof(*close_ns));
+	if (!conn_ns || !close_ns) {
+		kb_fail(&s, -ENOMEM, "out of memory");
+		ret = -ENOMEM;
+		goto report;
+	}
+	ret = kb_map(&s, 2 * KB_SLOTS * KB_SLOT, KRDMA_ACCESS_LOCAL_WRITE,
+		     &s.ctrl, &s.ctrl_len, &s.ctrl_h);
+	t0 = kb_now();
+	for (i = 0; !ret && !kb_stop && i < n; i++) {
+		ret = kb_conn_once(&s, &dst, &conn_ns[i], &close_ns[i], dev,
+				   sizeof(dev), &transport);
+		if (ret)
+			break;
+		sum += conn_ns[i];
+		done++;
+	}
+	secs = (kb_now() - t0) / 1e9;
+	if (ret) {
+		size_t len = strlen(s.err);
+
+		snprintf(s.err + len, sizeof(s.err) - len,
+			 " (connection %" PRIu64 " of %" PRIu64 ")", done + 1, n);
+	}
+	qsort(conn_ns, done, sizeof(*conn_ns), cmp_u32);
+	qsort(close_ns, done, sizeof(*close_ns), cmp_u32);
+
+report:
+	ok = !ret && !s.err[0] && done == n;
+	if (o->json) {
+		struct json j = { .f = stdout };
+
+		kb_json_head(&j, target, dev, transport);
+		json_begin_array(&j, "results");
+		if (done) {
+			json_begin_object(&j, NULL);
+			json_str(&j, "op", "conn");
+			json_u64(&j, "size", 0);
+			json_u64(&j, "iters", done);
+			json_bool(&j, "skipped", false);
+			json_double(&j, "seconds", secs, 6);
+			json_begin_object(&j, "lat_us");
+			json_double(&j, "avg", sum / 1e3 / done, 3);
+			json_double(&j, "median", kb_pct(conn_ns, done, 0.5) / 1e3, 3);
+			json_double(&j, "p99", kb_pct(conn_ns, done, 0.99) / 1e3, 3);
+			json_double(&j, "p99_9", kb_pct(conn_ns, done, 0.999) / 1e3, 3);
+			json_end_object(&j);
+			json_begin_object(&j, "close_us");
+			json_double(&j, "median", kb_pct(close_ns, done, 0.5) / 1e3, 3);
+			json_double(&j, "p99", kb_pct(close_ns, done, 0.99) / 1e3, 3);
+			json_end_object(&j);
+			json_end_object(&j);
+		}
+		json_end_array(&j);
+		json_bool(&j, "ok", ok);
+		if (s.err[0])
+			json_str(&j, "error", s.err);
+		else
+			json_null(&j, "error");
+		json_end_object(&j);
+	} else if (done) {
+		printf("KRDMA BENCH %s via %s (%s): %" PRIu64 " connections, one at a time\n",
+		       target, dev, transport, done);
+		printf("%-5s %8s %12s %12s %12s %12s %12s\n", "op", "conns",
+		       "connect_med", "connect_p99", "connect_max", "close_med",
+		       "close_p99");
+		printf("%-5s %8" PRIu64 " %10.1fus %10.1fus %10.1fus %10.1fus %10.1fus\n",
+		       "conn", done, kb_pct(conn_ns, done, 0.5) / 1e3,
+		       kb_pct(conn_ns, done, 0.99) / 1e3, conn_ns[done - 1] / 1e3,
+		       kb_pct(close_ns, done, 0.5) / 1e3,
+		       kb_pct(close_ns, done, 0.99) / 1e3);
+	}
+	fflush(stdout);
+	if (s.err[0])
+		errmsg("bench: %s", s.err);
+	close(s.fd);
+	if (s.ctrl)
+		munmap(s.ctrl, s.ctrl_len);
+	free(conn_ns);
+	free(close_ns);
+	return finish_stdout(ok ? 0 : 1);
+}
+
 static int bench_client(const struct bench_opts *o)
 {
 	struct krdma_addr dst;
@@ -1078,8 +1293,7 @@ static int bench_client(const struct bench_opts *o)
 	unsigned int nrows = 0, i, op;
 	uint64_t max_size = 0, max_iters = 0;
 	const char *transport = "unknown";
-	char dev[KRDMA_NAME_MAX] = "?", target[80], date[64];
-	struct utsname un;
+	char dev[KRDMA_NAME_MAX] = "?", target[80];
 	uint32_t tr;
 	struct kb_msg m;
 	bool ok;
@@ -1098,13 +1312,9 @@ static int bench_client(const struct bench_opts *o)
 		if (kb_iters(o, o->sizes[i], KB_OP_WRITE) > max_iters)
 			max_iters = kb_iters(o, o->sizes[i], KB_OP_WRITE);
 	}
-	s.fd = open_krdma();
+	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
 	if (s.fd < 0)
 		return 1;
-	if (check_module_for(s.fd, KRDMA_FEATURE_CONN, "connection")) {
-		close(s.fd);
-		return 1;
-	}
 	kb_raise_memlock();
 	{
 		struct sigaction sa;
@@ -1207,18 +1417,8 @@ report:
 	ok = !ret && !s.err[0];
 	if (o->json) {
 		struct json j = { .f = stdout };
-		time_t now = time(NULL);
 
-		strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-		uname(&un);
-		json_begin_object(&j, NULL);
-		json_str(&j, "command", "bench");
-		json_str(&j, "target", target);
-		json_str(&j, "device", dev);
-		json_str(&j, "transport", transport);
-		json_str(&j, "date", date);
-		json_str(&j, "kernel", un.release);
-		json_str(&j, "machine", un.machine);
+		kb_json_head(&j, target, dev, transport);
 		json_u64(&j, "depth", o->depth);
 		json_u64(&j, "batch", o->batch);
 		json_begin_array(&j, "results");
@@ -1388,7 +1588,7 @@ int bench_main(int argc, char *argv[])
 		.bytes = 256ULL << 20,
 		.timeout_ms = 10000,
 		.max_size = 8ULL << 20,
-		.ops = { true, true, true, true },
+		.ops = { true, true, true, true },	/* not conn */
 	};
 	uint64_t v;
 	int c;
@@ -1487,6 +1687,15 @@ int bench_main(int argc, char *argv[])
 		errmsg("bench: unexpected argument '%s'", argv[optind]);
 		print_usage_of(argv[0], stderr);
 		return EXIT_USAGE;
+	}
+	if (o.ops[KB_OP_CONN]) {
+		for (c = 0; c < KB_OP_CONN; c++) {
+			if (o.ops[c]) {
+				errmsg("bench: -o conn is measured alone");
+				return EXIT_USAGE;
+			}
+		}
+		return bench_conn(&o);
 	}
 	return bench_client(&o);
 bad:

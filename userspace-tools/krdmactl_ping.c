@@ -829,12 +829,9 @@ static int serve_run(const struct serve_opts *o)
 		errmsg("serve: '%s' is not an IPv4 or IPv6 address", o->addr);
 		return EXIT_USAGE;
 	}
-	s.fd = open_krdma();
+	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
 	if (s.fd < 0)
 		return 1;
-	ret = check_module_for(s.fd, KRDMA_FEATURE_CONN, "connection");
-	if (ret)
-		goto out;
 	raise_memlock();
 	ret = kp_map(&s, 2 * KP_SLOT, KRDMA_ACCESS_LOCAL_WRITE, &s.slots,
 		     &slots_len, &s.slots_h, "the message buffer");
@@ -1382,13 +1379,9 @@ static int ping_run(const struct ping_opts *o)
 	krdma_addr_str(&dst, res.target, sizeof(res.target));
 	s.wait_ms = o->timeout_ms;
 	s.next_cookie = 1;
-	s.fd = open_krdma();
+	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
 	if (s.fd < 0)
 		return 1;
-	if (check_module_for(s.fd, KRDMA_FEATURE_CONN, "connection")) {
-		close(s.fd);
-		return 1;
-	}
 	raise_memlock();
 	kp_catch_signals();
 	seed = kp_word(now_ns(), getpid());
