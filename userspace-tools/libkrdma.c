@@ -447,8 +447,9 @@ const char *krdma_strerror_hint(int err)
 	case ENXIO:
 		return KRDMA_DEV_PATH " exists but no driver is behind it: is krdma.ko loaded? try: sudo modprobe krdma (or insmod krdma.ko)";
 	case EACCES:
+		return "permission denied: opening " KRDMA_DEV_PATH " needs root or its group (the udev rule: group rdma, mode 0660); listening below port 1024 needs CAP_NET_BIND_SERVICE; a grant cannot give more than the buffer's access, and a RECV or READ needs a buffer registered with LOCAL_WRITE";
 	case EPERM:
-		return "no permission to use " KRDMA_DEV_PATH ": run as root (sudo), or give your user access to it (a udev rule setting its group and mode)";
+		return "not permitted: opening " KRDMA_DEV_PATH " needs root or its group (the udev rule: group rdma, mode 0660); an operation or grant named a buffer registered by another process (after fork(), or a passed file): register the buffer in this process";
 	case ENODEV:
 		return "the RDMA device is gone (removed with rdma link delete?); list the devices with: krdmactl dev";
 	case ENOTTY:
