@@ -4,7 +4,13 @@
 # tools and the selftests, plus the guest test bed.
 #
 #   make                 module + tools, for KDIR (default: running kernel)
-#   make check           every test, in a QEMU guest per kernel (see README.md)
+#   make check           every test, in a QEMU guest per kernel, then two
+#                        guests (see README.md)
+#   make check-two       only the two guests joined by a QEMU socket link:
+#                        transfers both ways on rxe and siw, one guest killed
+#                        mid-transfer
+#   make check-debug     every test on a KASAN/lockdep/kmemleak/fail-nth kernel
+#                        (built once from linux-source-6.1, ~30 min; slow)
 #   make demo            the main job, in a QEMU guest
 #   make guest-run CMD=  run CMD in the guest with soft devices and krdma up
 #   make bench           krdmactl bench vs perftest vs TCP, in a QEMU guest;
@@ -27,7 +33,7 @@ $(info krdma: no headers for the running kernel $(KVER); building for $(notdir $
 endif
 endif
 
-.PHONY: all modules tools selftests check demo guest-run bench lint clean help \
+.PHONY: all modules tools selftests check check-debug check-two demo guest-run bench lint clean help \
 	install uninstall install-modules install-tools
 
 all: modules tools
@@ -51,6 +57,21 @@ selftests: modules tools
 # KRDMA_KERNELS=6.1 (or 6.12) for one, GUEST_KVER=<release> for any
 check:
 	selftests/qemu/check-kernels.sh
+
+# The debug kernel of scripts/build-debug-kernel.sh (cached in
+# ~/.cache/krdma/debug-kernel);
+# rxe is ~20x slower there: long timeouts, and KRDMA_DEBUG_KERNEL=1 lets a
+# test pick smaller sizes. Results: Documentation/testing.rst
+check-debug:
+	tree=$$(scripts/build-debug-kernel.sh) && \
+	KRDMA_KERNEL_TREE=$$tree KRDMA_DEBUG_KERNEL=1 KRDMA_NO_LINT=1 \
+	KRDMA_TEST_TIMEOUT=$${KRDMA_TEST_TIMEOUT:-3600} \
+	KRDMA_QEMU_TIMEOUT=$${KRDMA_QEMU_TIMEOUT:-21600} \
+	selftests/qemu/run.sh check
+
+# Two guests (selftests/qemu/two-guests.sh, Documentation/testing.rst)
+check-two:
+	selftests/qemu/two-guests.sh
 
 demo:
 	selftests/qemu/run.sh demo
@@ -120,4 +141,4 @@ uninstall:
 	$(if $(DESTDIR),,-udevadm control --reload 2>/dev/null)
 
 help:
-	@sed -n '3,14p' Makefile
+	@sed -n '3,/^$$/{/^$$/!p}' Makefile

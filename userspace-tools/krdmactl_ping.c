@@ -53,8 +53,9 @@
  * But a server that waits in accept() learns of an iWARP connection as
  * soon as it sent its MPA reply, before the client even received it, so
  * on iWARP the server waits KP_IWARP_GRACE_MS before the WELCOME; and a
- * client that loses its connection before the WELCOME all the same
- * connects again, up to KP_CONNECT_TRIES times, and counts it.
+ * client that loses its connection before the WELCOME all the same (or
+ * while connecting: reset by the peer's TERMINATE) connects again, up to
+ * KP_CONNECT_TRIES times, and counts it.
  *
  * The server serves one client at a time (others wait in the listen
  * backlog), and waits at most KP_IDLE_MS for each message of a client.
@@ -87,7 +88,7 @@
 #define KP_IDLE_MS		60000
 #define KP_LINGER_MS		5000
 #define KP_CONNECT_TRIES	3
-#define KP_IWARP_GRACE_MS	20
+#define KP_IWARP_GRACE_MS	50
 #define KP_SLOT			256	/* bytes of a message slot */
 #define KP_STASH		16
 
@@ -1114,6 +1115,18 @@ static int ping_connect(struct kp_sess *s, const struct ping_opts *o,
 		s->first_cookie = s->next_cookie;
 		s->nstash = 0;
 		ret = krdma_connect_to(s->fd, &dst, o->timeout_ms, &s->conn);
+		/*
+		 * On iWARP the WELCOME can overtake our first RECV even
+		 * before the connect returned: the connection is reset under
+		 * it. A refusal (nobody listens) is ECONNREFUSED, not this.
+		 */
+		if (ret == -ECONNRESET && tries < KP_CONNECT_TRIES && !kp_stop) {
+			if (!o->json)
+				fprintf(stderr, "krdmactl: %s: connection reset while connecting; connecting again\n",
+					o->cmd);
+			res->retries++;
+			continue;
+		}
 		if (ret) {
 			kp_fail(s, ret, kp_hint(ret), "cannot connect to %s",
 				res->target);

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # make check: the whole test list once per guest kernel (one boot each),
-# then one total. Each kernel's run is selftests/qemu/run.sh check; its
+# then two guests joined by a link (two-guests.sh), then one total. Each kernel's run is selftests/qemu/run.sh check; its
 # summary is kept, the counts are added up, and the last line is
 # "N passed, N failed, N skipped" over all kernels. Exits non-zero if any
 # kernel's run failed.
@@ -13,6 +13,8 @@
 #                          bookworm-backports, see scripts/install-deps.sh)
 #   KRDMA_KERNELS="6.1 6.12"  series (or full releases) to run, in order
 #   GUEST_KVER=<release>   only that kernel (as run.sh alone)
+#   KRDMA_TWO_GUESTS=1     then the two-guest test (two-guests.sh) on the
+#                          newest of them; 0: not
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -73,6 +75,25 @@ for k in "${kernels[@]}"; do
 	summary+=("$k: $line ($((SECONDS - t0)) s)")
 done
 
+# Two machines (two-guests.sh): once, on the newest kernel of the list
+if [[ ${KRDMA_TWO_GUESTS:-1} == 1 ]]; then
+	t0=$SECONDS
+	log=$(mktemp)
+	GUEST_KVER=${kernels[-1]} "$here/two-guests.sh" 2>&1 | tee "$log"
+	st=${PIPESTATUS[0]}
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n1)
+	rm -f "$log"
+	if [[ -z $line ]]; then
+		summary+=("two guests (${kernels[-1]}): no result line (exit $st)")
+		fail=$((fail + 1))
+		rc=1
+	else
+		read -r p _ f _ <<<"${line//,/}"
+		pass=$((pass + p)) fail=$((fail + f))
+		((st == 0 && f == 0)) || rc=1
+		summary+=("two guests (${kernels[-1]}): $line ($((SECONDS - t0)) s)")
+	fi
+fi
 echo
 echo "== krdma check, every kernel ($((SECONDS - start)) s) =="
 printf '%s\n' "${summary[@]}"
