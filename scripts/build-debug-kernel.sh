@@ -10,9 +10,6 @@
 #   $KRDMA_DEBUG_KERNEL_CACHE/linux-<source version>-<hash>/
 # (default ~/.cache/krdma/debug-kernel; <hash>: of the fragment and the
 # patches) and reused while those stay the same: a second call is instant.
-# When they change, the new tree starts as a copy of the last one, its
-# patches taken back and the new ones applied: kbuild rebuilds only what
-# changed.
 # Not under the repository: kbuild's `make M=<repo> clean` (run.sh,
 # lint.sh) deletes every *.o and *.ko below <repo>. Prints the path of the
 # tree on stdout (and nothing else there); selftests/qemu/run.sh boots it
@@ -82,44 +79,15 @@ fi
 
 log=$cache/$name.log
 start=$SECONDS
-# A complete tree of the same source with other patches or another
-# fragment: start from a copy of it, its patches taken back, so that
-# kbuild rebuilds only what changed (minutes, not half an hour)
-seed=
 if [[ ! -f $tree/.krdma-extracted ]]; then
-	for old in "$cache"/linux-"$version"-*/; do
-		old=${old%/}
-		[[ $old != "$tree" && -f $old/.krdma-complete && -d $old/.krdma-patches ]] &&
-			[[ $(cat "$old/.krdma-complete") == "$pkg $version "* ]] && seed=$old
-	done
-fi
-if [[ ! -f $tree/.krdma-extracted && -n $seed ]]; then
-	rm -rf "$tree" "$tree.tmp"
-	msg "copying $seed (its patches taken back) into $tree"
-	cp -a "$seed" "$tree.tmp"
-	rm -f "$tree.tmp/.krdma-complete"
-	mapfile -t applied < <(find "$tree.tmp/.krdma-patches" -name '*.patch' | sort -r)
-	for p in "${applied[@]}"; do
-		patch -d "$tree.tmp" -p1 -R --batch -s <"$p" || die "cannot take $p back in $tree.tmp"
-	done
-	rm -rf "$tree.tmp/.krdma-patches" "$tree.tmp/.krdma-extracted"
-	cmp -s "$seed/.krdma-fragment" "$fragment" || rm -f "$tree.tmp/.krdma-configured"
-	mv "$tree.tmp" "$tree"
-fi
-if [[ ! -f $tree/.krdma-extracted ]]; then
-	if [[ -z $seed ]]; then
-		rm -rf "$tree"
-		mkdir -p "$tree"
-		msg "extracting $tarball into $tree"
-		tar -xf "$tarball" -C "$tree" --strip-components=1
-	fi
-	mkdir -p "$tree/.krdma-patches"
+	rm -rf "$tree"
+	mkdir -p "$tree"
+	msg "extracting $tarball into $tree"
+	tar -xf "$tarball" -C "$tree" --strip-components=1
 	for p in "${patches[@]}"; do
 		msg "applying ${p#"$repo"/}"
 		patch -d "$tree" -p1 --batch --forward -s <"$p" || die "$p does not apply to $pkg $version"
-		cp "$p" "$tree/.krdma-patches/"
 	done
-	cp "$fragment" "$tree/.krdma-fragment"
 	touch "$tree/.krdma-extracted"
 fi
 
