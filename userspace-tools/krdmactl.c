@@ -528,7 +528,7 @@ static void list_known_devices(int fd)
 	if (any)
 		fputc('\n', stderr);
 	else
-		errmsg("krdma tracks no RDMA device; add a soft one with e.g.: sudo rdma link add rxe0 type rxe netdev eth0");
+		errmsg("krdma tracks no RDMA device; create a soft one: sudo krdmactl up [NETDEV] (or: sudo rdma link add rxe0 type rxe netdev eth0)");
 	free(idx);
 }
 
@@ -848,7 +848,7 @@ static int dev_main(int argc, char *argv[])
 		json_end_array(&j);
 		json_end_object(&j);
 	} else if (!ndevs) {
-		printf("No RDMA devices. Add a soft one with e.g.: sudo rdma link add rxe0 type rxe netdev eth0\n");
+		printf("No RDMA devices. Create a soft one: sudo krdmactl up [NETDEV] (or: sudo rdma link add rxe0 type rxe netdev eth0)\n");
 	} else {
 		for (i = 0; i < ndevs; i++) {
 			if (i)
