@@ -1245,13 +1245,13 @@ report:
 			json_double(&j, "seconds", secs, 6);
 			json_begin_object(&j, "lat_us");
 			json_double(&j, "avg", sum / 1e3 / done, 3);
-			json_double(&j, "median", kb_pct(conn_ns, done, 0.5) / 1e3, 3);
-			json_double(&j, "p99", kb_pct(conn_ns, done, 0.99) / 1e3, 3);
-			json_double(&j, "p99_9", kb_pct(conn_ns, done, 0.999) / 1e3, 3);
+			json_double(&j, "median", kb_pct(conn_ns, done, 0.5), 3);
+			json_double(&j, "p99", kb_pct(conn_ns, done, 0.99), 3);
+			json_double(&j, "p99_9", kb_pct(conn_ns, done, 0.999), 3);
 			json_end_object(&j);
 			json_begin_object(&j, "close_us");
-			json_double(&j, "median", kb_pct(close_ns, done, 0.5) / 1e3, 3);
-			json_double(&j, "p99", kb_pct(close_ns, done, 0.99) / 1e3, 3);
+			json_double(&j, "median", kb_pct(close_ns, done, 0.5), 3);
+			json_double(&j, "p99", kb_pct(close_ns, done, 0.99), 3);
 			json_end_object(&j);
 			json_end_object(&j);
 		}
@@ -1269,10 +1269,10 @@ report:
 		       "connect_med", "connect_p99", "connect_max", "close_med",
 		       "close_p99");
 		printf("%-5s %8" PRIu64 " %10.1fus %10.1fus %10.1fus %10.1fus %10.1fus\n",
-		       "conn", done, kb_pct(conn_ns, done, 0.5) / 1e3,
-		       kb_pct(conn_ns, done, 0.99) / 1e3, conn_ns[done - 1] / 1e3,
-		       kb_pct(close_ns, done, 0.5) / 1e3,
-		       kb_pct(close_ns, done, 0.99) / 1e3);
+		       "conn", done, kb_pct(conn_ns, done, 0.5),
+		       kb_pct(conn_ns, done, 0.99), conn_ns[done - 1] / 1e3,
+		       kb_pct(close_ns, done, 0.5),
+		       kb_pct(close_ns, done, 0.99));
 	}
 	fflush(stdout);
 	if (s.err[0])
