@@ -513,6 +513,7 @@ struct load {
 	uint64_t seed[MAX_DEPTH];
 	uint64_t next_seed;
 	bool failing;		/* an error was seen: submit nothing more */
+	bool probing;		/* a load_probe() WRITE is outstanding */
 	uint64_t verified, mismatches, errors, submit_errors, flushed;
 	uint32_t first_status;
 	int first_submit_err;
@@ -563,6 +564,28 @@ static void load_step(struct load *ld, unsigned int i, enum slot_phase phase)
 	ld->outstanding++;
 }
 
+/*
+ * Nothing completed for a second: WRITE 8 bytes of slot 0's own pattern
+ * over themselves (the READ back sees the same bytes either way). On
+ * iWARP a peer that vanished is noticed only by TCP retransmitting data
+ * that goes unacknowledged: with every slot waiting for a READ response
+ * there is none, and the connection would wait forever.
+ */
+#define LOAD_PROBE	(1ULL << 32)
+#define LOAD_PROBE_MS	1000
+
+static void load_probe(struct load *ld)
+{
+	struct krdma_op op;
+
+	kt_op(&op, KRDMA_OP_WRITE, ld->conn, ld->src_h, 0, 8, &ld->tok, 0,
+	      LOAD_PROBE);
+	if (!submit1(ld->fd, &op)) {
+		ld->outstanding++;
+		ld->probing = true;
+	}
+}
+
 static void load_done(struct load *ld, const struct krdma_completion *wc,
 		      bool *flowing)
 {
@@ -570,6 +593,18 @@ static void load_done(struct load *ld, const struct krdma_completion *wc,
 
 	ld->outstanding--;
 	ld->last_done_at = epoch_ms();
+	if (wc->cookie == LOAD_PROBE) {
+		ld->probing = false;
+		if (wc->status) {
+			if (!ld->errors)
+				ld->first_status = wc->status;
+			ld->errors++;
+			if (wc->status == KRDMA_WC_WR_FLUSH_ERR)
+				ld->flushed++;
+			load_error(ld);
+		}
+		return;
+	}
 	if (wc->status) {
 		if (!ld->errors)
 			ld->first_status = wc->status;
@@ -606,7 +641,7 @@ static int cmd_load(int argc, char **argv)
 	bool recv_token = false, flowing = false;
 	struct krdma_completion wc[64];
 	struct krdma_addr a;
-	int64_t deadline, drain_deadline = 0, state_wait;
+	int64_t deadline, drain_deadline = 0, state_wait, quiet_since;
 	long base, peak, end;
 	int opt, ret, n, err;
 	uint8_t *msg;
@@ -674,6 +709,7 @@ static int cmd_load(int argc, char **argv)
 		die(0, "a window of %" PRIu64 " bytes is too small", (uint64_t)ld.tok.length);
 
 	deadline = mono_ms() + secs * 1000LL;
+	quiet_since = mono_ms();
 	for (i = 0; i < ld.depth; i++)
 		load_step(&ld, i, SLOT_WRITE);
 	while (ld.outstanding) {
@@ -694,6 +730,11 @@ static int cmd_load(int argc, char **argv)
 			die(n, "poll");
 		for (i = 0; i < (unsigned int)n; i++)
 			load_done(&ld, &wc[i], &flowing);
+		if (n > 0)
+			quiet_since = mono_ms();
+		else if (!ld.failing && !ld.probing &&
+			 mono_ms() - quiet_since >= LOAD_PROBE_MS)
+			load_probe(&ld);
 	}
 	/*
 	 * The state has no event to wait for: a failed connection is torn
