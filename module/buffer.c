@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * krdma: registered buffers. A user buffer is pinned long-term and charged
- * to its owner's RLIMIT_MEMLOCK, the way ib_umem_get() does it, but it is
- * not mapped for any device here: each operation maps the pages it moves
- * for the device of its connection, so one buffer serves every connection.
+ * krdma: registered buffers. A user buffer is pinned long-term, once, at
+ * registration: every operation and every grant uses these pages and never
+ * pins again. The pinned pages are charged to the user who registered them
+ * (user_struct->locked_vm against RLIMIT_MEMLOCK, as io_uring does), not
+ * to a process: the charge lives exactly as long as the pins, whatever
+ * happens to the process (exec, exit, a file passed on). The pages are not
+ * mapped for any device here: each operation maps the pages it moves for
+ * the device of its connection, so one buffer serves every connection.
  *
  * Copyright (c) 2026 The krdma authors
  */
@@ -11,6 +15,7 @@
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/user.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
@@ -27,12 +32,43 @@
 /* Pin in batches, so that a large buffer lets others run */
 #define KRDMA_PIN_BATCH 512
 
+/*
+ * Charge @npages pinned pages to @user against the caller's
+ * RLIMIT_MEMLOCK; CAP_IPC_LOCK passes it (and is then not charged).
+ * Return: true when charged, false when not needed, -ENOMEM past the limit.
+ */
+static int krdma_user_pin_charge(struct user_struct *user,
+				 unsigned long npages)
+{
+	unsigned long limit, cur, next;
+
+	if (capable(CAP_IPC_LOCK))
+		return false;
+	limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	cur = atomic_long_read(&user->locked_vm);
+	do {
+		if (check_add_overflow(cur, npages, &next) || next > limit)
+			return -ENOMEM;
+	} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, next));
+	return true;
+}
+
+static void krdma_user_pin_uncharge(struct user_struct *user,
+				    unsigned long npages)
+{
+	atomic_long_sub(npages, &user->locked_vm);
+}
+
+/* Release the pins, then their charge: never one without the other */
 static void krdma_buf_unpin(struct krdma_buf *buf)
 {
 	if (buf->access & KRDMA_ACCESS_WRITABLE)
 		unpin_user_pages_dirty_lock(buf->pages, buf->npages, true);
 	else
 		unpin_user_pages(buf->pages, buf->npages);
+	if (buf->charged)
+		krdma_user_pin_uncharge(buf->user, buf->npages);
+	free_uid(buf->user);
 	atomic64_sub(buf->npages, &buf->mm->pinned_vm);
 	mmdrop(buf->mm);
 }
@@ -69,14 +105,16 @@ void krdma_buf_put(struct krdma_buf *buf)
 		kref_put(&buf->ref, krdma_buf_release);
 }
 
-static struct krdma_buf *krdma_buf_alloc(unsigned long npages)
+/* @gfp: GFP_KERNEL_ACCOUNT for what userspace asks for */
+static struct krdma_buf *krdma_buf_alloc(unsigned long npages, gfp_t gfp)
 {
 	struct krdma_buf *buf;
 
-	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+	buf = kzalloc(sizeof(*buf), gfp);
 	if (!buf)
 		return NULL;
-	buf->pages = kvmalloc_array(npages, sizeof(*buf->pages), GFP_KERNEL);
+	buf->pages = kvmalloc_array(npages, sizeof(*buf->pages),
+				    gfp | __GFP_NOWARN);
 	if (!buf->pages) {
 		kfree(buf);
 		return NULL;
@@ -114,50 +152,59 @@ static struct krdma_buf *krdma_buf_publish(struct krdma_buf *buf,
  * @access: KRDMA_ACCESS_* the buffer will allow
  * @user: the user the buffer is charged to (krdma_user_charge())
  *
+ * Every limit is checked before anything is allocated. The pages must be
+ * readable, and writable if @access lets anything write them: PROT_NONE
+ * memory, or read-only memory for a writable buffer, is -EFAULT (no
+ * FOLL_FORCE). No lock of krdma is held while the pages are faulted in,
+ * so memory that never answers (FUSE, userfaultfd) blocks this caller
+ * alone, until a fatal signal.
+ *
  * Context: process context of the owning process; sleeps.
  * Return: the buffer, or ERR_PTR(): -EINVAL for a zero length or unknown
  * access bit, -EOVERFLOW when the range wraps, -EFAULT when it is not the
- * caller's memory, -ENOMEM when it would pass RLIMIT_MEMLOCK (without
- * CAP_IPC_LOCK) or memory ran out, -EINTR on a fatal signal.
+ * caller's memory or lacks the access, -ENOMEM when it would pass
+ * RLIMIT_MEMLOCK (without CAP_IPC_LOCK) or memory ran out, -EINTR on a
+ * fatal signal.
  */
 struct krdma_buf *krdma_buf_reg_user(u64 uaddr, u64 length, u32 access,
 				     const struct krdma_user *user)
 {
-	unsigned int gup_flags = FOLL_WRITE | FOLL_LONGTERM;
-	unsigned long npages, pinned = 0, lock_limit, start;
+	unsigned int gup_flags = FOLL_LONGTERM;
 	struct mm_struct *mm = current->mm;
+	unsigned long npages, pinned = 0, start;
+	struct user_struct *owner;
 	struct krdma_buf *buf;
-	u64 new_pinned;
-	int ret;
+	int charged, ret;
 
 	if (!length || access & ~KRDMA_ACCESS_ALL)
 		return ERR_PTR(-EINVAL);
-	if (uaddr + length < uaddr || uaddr + length > TASK_SIZE)
-		return ERR_PTR(uaddr + length < uaddr ? -EOVERFLOW : -EFAULT);
-	if (!mm || !access_ok(u64_to_user_ptr(uaddr), length))
+	if (uaddr + length < uaddr)
+		return ERR_PTR(-EOVERFLOW);
+	if (!mm || uaddr + length > TASK_SIZE ||
+	    !access_ok(u64_to_user_ptr(uaddr), length))
 		return ERR_PTR(-EFAULT);
 
 	start = uaddr & PAGE_MASK;
 	npages = krdma_pages_spanned(uaddr, length);
-	buf = krdma_buf_alloc(npages);
-	if (!buf)
-		return ERR_PTR(-ENOMEM);
+	owner = get_uid(current_user());
+	charged = krdma_user_pin_charge(owner, npages);
+	if (charged < 0) {
+		ret = charged;
+		goto err_put_owner;
+	}
+
+	buf = krdma_buf_alloc(npages, GFP_KERNEL_ACCOUNT);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto err_uncharge;
+	}
 	buf->first_offset = offset_in_page(uaddr);
 	buf->length = length;
 	buf->uaddr = uaddr;
 	buf->access = access;
 
-	lock_limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
-	new_pinned = atomic64_add_return(npages, &mm->pinned_vm);
-	if (new_pinned > lock_limit && !capable(CAP_IPC_LOCK)) {
-		ret = -ENOMEM;
-		goto err_unaccount;
-	}
-
-	/* As ib_umem_get(): read-only buffers may be pinned from RO maps */
-	if (!(access & KRDMA_ACCESS_WRITABLE))
-		gup_flags |= FOLL_FORCE;
-
+	if (access & KRDMA_ACCESS_WRITABLE)
+		gup_flags |= FOLL_WRITE;
 	while (pinned < npages) {
 		if (fatal_signal_pending(current)) {
 			ret = -EINTR;
@@ -175,16 +222,23 @@ struct krdma_buf *krdma_buf_reg_user(u64 uaddr, u64 length, u32 access,
 		cond_resched();
 	}
 
+	/* VmPin of the process, for ps and /proc; the limit is the user's */
+	atomic64_add(npages, &mm->pinned_vm);
 	mmgrab(mm);
 	buf->mm = mm;
+	buf->user = owner;
+	buf->charged = charged;
 	return krdma_buf_publish(buf, _RET_IP_, user);
 
 err_unpin:
 	unpin_user_pages(buf->pages, pinned);
-err_unaccount:
-	atomic64_sub(npages, &mm->pinned_vm);
 	kvfree(buf->pages);
 	kfree(buf);
+err_uncharge:
+	if (charged)
+		krdma_user_pin_uncharge(owner, npages);
+err_put_owner:
+	free_uid(owner);
 	return ERR_PTR(ret);
 }
 
@@ -220,7 +274,7 @@ struct krdma_buf *krdma_buf_reg_pages(struct page **pages,
 		if (!pages[i])
 			return ERR_PTR(-EINVAL);
 
-	buf = krdma_buf_alloc(npages);
+	buf = krdma_buf_alloc(npages, GFP_KERNEL);
 	if (!buf)
 		return ERR_PTR(-ENOMEM);
 	memcpy(buf->pages, pages, npages * sizeof(*pages));
@@ -266,7 +320,7 @@ struct krdma_buf *krdma_buf_reg_sgt(struct sg_table *sgt, u32 access)
 		length += sg->length;
 	}
 
-	buf = krdma_buf_alloc(npages);
+	buf = krdma_buf_alloc(npages, GFP_KERNEL);
 	if (!buf)
 		return ERR_PTR(-ENOMEM);
 	for_each_sgtable_sg(sgt, sg, i) {
@@ -312,7 +366,7 @@ struct krdma_buf *krdma_buf_reg_kernel(void *addr, size_t length, u32 access)
 		return ERR_PTR(-EINVAL);
 
 	npages = krdma_pages_spanned((unsigned long)addr, length);
-	buf = krdma_buf_alloc(npages);
+	buf = krdma_buf_alloc(npages, GFP_KERNEL);
 	if (!buf)
 		return ERR_PTR(-ENOMEM);
 	for (i = 0; i < npages; i++) {

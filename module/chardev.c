@@ -239,6 +239,9 @@ static long krdma_fops_ioctl(struct file *filp, unsigned int cmd,
 		return ret;
 	if (ucmd.user_size < op->min_size)
 		return -EINVAL;
+	/* As clone3() and openat2(): no struct grows past a page */
+	if (ucmd.user_size > PAGE_SIZE)
+		return -E2BIG;
 	ret = copy_struct_from_user(ucmd.cmd, op->size, ucmd.ubuffer,
 				    ucmd.user_size);
 	if (ret)

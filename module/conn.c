@@ -80,6 +80,8 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
 	INIT_LIST_HEAD(&conn->dev_entry);
 	INIT_LIST_HEAD(&conn->listen_entry);
 	INIT_LIST_HEAD(&conn->grants);
+	init_rwsem(&conn->reg_sem);
+	INIT_LIST_HEAD(&conn->reg_zombies);
 	INIT_LIST_HEAD(&conn->pending);
 	INIT_LIST_HEAD(&conn->chunks);
 	INIT_LIST_HEAD(&conn->zombies);
@@ -274,6 +276,7 @@ static int krdma_conn_create_qp(struct krdma_conn *conn)
 	atomic_set(&conn->rq_free, conn->rq_total);
 	conn->max_send_sge = attr.cap.max_send_sge;
 	conn->max_recv_sge = attr.cap.max_recv_sge;
+	conn->max_grant_pages = kdev->max_mr_pages;
 	return 0;
 
 err_free_cq:
@@ -326,7 +329,10 @@ static void krdma_conn_set_state(struct krdma_conn *conn,
  * has completed, completes the operations never posted with a flush
  * status, revokes the grants, and destroys the QP, CQ, PD and cm_id. The
  * connection stays valid (in state ERROR or CLOSED) until its last put.
- * Idempotent.
+ * Idempotent. Every wait in it is bounded: the drain (5 s per queue), the
+ * reaper (0.5 s), registrations in flight (10 s); operations the device
+ * did not complete are completed, and their pages released, only after
+ * the QP is destroyed.
  *
  * Context: process context, not from the connection's own CM handler.
  */
@@ -361,17 +367,22 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	spin_unlock_bh(&conn->sq_lock);
 	mutex_unlock(&conn->post_mutex);
 
+	/* Bounded: a QP that cannot drain is taken over by the reaper */
 	if (conn->qp) {
 		rdma_disconnect(conn->cm_id);
-		ib_drain_qp(conn->qp);
-		krdma_xfer_reap(conn);
+		krdma_conn_drain(conn);
 	}
 	cancel_work_sync(&conn->post_work);
 	krdma_xfer_flush_pending(conn);
-	mutex_lock(&conn->lock);
-	krdma_conn_revoke_grants(conn);
-	mutex_unlock(&conn->lock);
 
+	/*
+	 * Registrations in flight end here: the drain flushed their REG_MR,
+	 * or they give up within their timeout. Then nothing uses the PD.
+	 */
+	down_write(&conn->reg_sem);
+	if (conn->qp)
+		krdma_xfer_reap(conn);
+	krdma_conn_revoke_grants(conn);
 	if (conn->qp) {
 		rdma_destroy_qp(conn->cm_id);
 		conn->qp = NULL;
@@ -380,11 +391,14 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 		ib_free_cq(conn->cq);
 		conn->cq = NULL;
 	}
-	krdma_xfer_free_zombies(conn);
+	/* The device is done with the QP: what it may have held can go */
+	krdma_conn_bury_windows(conn);
 	if (conn->pd) {
 		ib_dealloc_pd(conn->pd);
 		conn->pd = NULL;
 	}
+	up_write(&conn->reg_sem);
+	krdma_xfer_free_zombies(conn);
 	kdev = conn->kdev;
 	if (kdev) {
 		mutex_lock(&kdev->conns_lock);
@@ -486,6 +500,9 @@ void krdma_conn_info(struct krdma_conn *conn, struct krdma_conn_info *info)
 	info->dev_index = conn->dev_index;
 	info->port_num = conn->port_num;
 	info->initiator_depth = conn->initiator_depth;
+	info->max_grant_pages = conn->max_grant_pages;
+	info->max_send_sge = conn->max_send_sge;
+	info->max_recv_sge = conn->max_recv_sge;
 	mutex_unlock(&conn->lock);
 }
 EXPORT_SYMBOL_NS_GPL(krdma_conn_info, KRDMA);
@@ -845,17 +862,36 @@ static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	switch (ev->event) {
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
 		return krdma_listener_request(l, id, ev);
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		/* Let rdma_cm destroy the id; the owner finds it closed */
+	case RDMA_CM_EVENT_DEVICE_REMOVAL: {
+		bool mine;
+
+		/*
+		 * Let rdma_cm destroy the id, unless krdma_listener_close()
+		 * took it first: it is in rdma_destroy_id(), which waits for
+		 * this handler, and destroys it itself.
+		 */
 		spin_lock(&l->lock);
 		l->closed = true;
-		l->cm_id = NULL;
+		mine = l->cm_id == id;
+		if (mine)
+			l->cm_id = NULL;
 		wake_up_all(&l->wait);
 		spin_unlock(&l->lock);
-		return 1;
+		return mine;
+	}
 	default:
 		return 0;
 	}
+}
+
+/**
+ * krdma_listen_backlog - the backlog a listener asked for @backlog gets
+ * @backlog: as passed to krdma_listen(); 0 for the default
+ */
+u32 krdma_listen_backlog(u32 backlog)
+{
+	return backlog ? min_t(u32, backlog, KRDMA_MAX_DEPTH) :
+			 KRDMA_DEFAULT_BACKLOG;
 }
 
 /**
@@ -886,8 +922,7 @@ struct krdma_listener *krdma_listen(struct net *net, struct sockaddr *addr,
 	INIT_LIST_HEAD(&l->queue);
 	init_waitqueue_head(&l->wait);
 	l->net = get_net(net);
-	l->backlog = backlog ? min_t(u32, backlog, KRDMA_MAX_DEPTH) :
-			       KRDMA_DEFAULT_BACKLOG;
+	l->backlog = krdma_listen_backlog(backlog);
 	if (params)
 		l->params = *params;
 	l->params.sq_depth = krdma_depth(params ? params->sq_depth : 0);
@@ -1003,6 +1038,36 @@ int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
 	return ret;
 }
 EXPORT_SYMBOL_NS_GPL(krdma_accept, KRDMA);
+
+/**
+ * krdma_listener_unaccept - give a connection back to its accept queue
+ * @l: the listener it came from
+ * @conn: the connection krdma_accept() returned; its reference goes back
+ *        to the queue
+ *
+ * For a caller that could not hand the connection on (its ACCEPT could
+ * not be written back): the next krdma_accept() gets it, and the peer
+ * never learns. A listener closed meanwhile closes it instead.
+ *
+ * Context: process context; sleeps.
+ */
+void krdma_listener_unaccept(struct krdma_listener *l, struct krdma_conn *conn)
+{
+	bool queued;
+
+	WRITE_ONCE(conn->handed_out, false);
+	spin_lock(&l->lock);
+	queued = !l->closed;
+	if (queued) {
+		conn->accepted = false;
+		list_add(&conn->listen_entry, &l->queue);
+		l->queued++;
+		wake_up_all(&l->wait);
+	}
+	spin_unlock(&l->lock);
+	if (!queued)
+		krdma_conn_close(conn);
+}
 
 /**
  * krdma_listener_close - stop listening and drop the owner's reference

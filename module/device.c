@@ -5,6 +5,7 @@
  * Copyright (c) 2026 The krdma authors
  */
 #include <linux/netdevice.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/xarray.h>
@@ -164,34 +165,40 @@ void krdma_device_fill_query(struct krdma_device *kdev,
 }
 
 /*
- * The network device under a port. RoCE ports name it in their GID table.
- * Other drivers (iWARP) bind it with ib_device_set_netdev(), whose getter
- * is not exported on every kernel; ask the reverse map instead, which can
- * only tell the device, so this is limited to single-port devices.
+ * The network device under a port, if it lives in @net: a port's netdev
+ * in another namespace is not the caller's to name (its name and index
+ * mean nothing there). RoCE ports name it in their GID table. Other
+ * drivers (iWARP) bind it with ib_device_set_netdev(), whose getter is not
+ * exported on every kernel; ask the reverse map instead, which can only
+ * tell the device, so this is limited to single-port devices.
+ *
+ * Return: the netdev, referenced (dev_put() it), or NULL.
  */
 static struct net_device *krdma_port_netdev(struct ib_device *ibdev, u32 port,
 					    struct net *net)
 {
 	const struct ib_gid_attr *gid_attr;
-	struct net_device *ndev = NULL;
+	struct net_device *ndev, *found = NULL;
 	struct ib_device *owner;
 
 	gid_attr = rdma_get_gid_attr(ibdev, port, 0);
 	if (!IS_ERR(gid_attr)) {
 		rcu_read_lock();
 		ndev = rdma_read_gid_attr_ndev_rcu(gid_attr);
-		if (IS_ERR(ndev))
-			ndev = NULL;
-		dev_hold(ndev);
+		if (!IS_ERR_OR_NULL(ndev) && net_eq(dev_net(ndev), net)) {
+			dev_hold(ndev);
+			found = ndev;
+		}
 		rcu_read_unlock();
 		rdma_put_gid_attr(gid_attr);
-		if (ndev)
-			return ndev;
+		if (found || !IS_ERR_OR_NULL(ndev))
+			return found;
 	}
 
-	if (rdma_end_port(ibdev) != 1 || !net)
+	if (rdma_end_port(ibdev) != 1)
 		return NULL;
 
+	/* The cursor of for_each_netdev_rcu() is no netdev after the loop */
 	rcu_read_lock();
 	for_each_netdev_rcu(net, ndev) {
 		owner = ib_device_get_by_netdev(ndev, RDMA_DRIVER_UNKNOWN);
@@ -200,11 +207,12 @@ static struct net_device *krdma_port_netdev(struct ib_device *ibdev, u32 port,
 		ib_device_put(owner);
 		if (owner == ibdev) {
 			dev_hold(ndev);
+			found = ndev;
 			break;
 		}
 	}
 	rcu_read_unlock();
-	return ndev;
+	return found;
 }
 
 /**
@@ -284,6 +292,34 @@ int krdma_device_read_gid(struct krdma_device *kdev, u32 port, u32 index,
 	return 0;
 }
 
+/* The largest window krdma tries to map in one registration: 1 GiB */
+#define KRDMA_MR_PROBE_PAGES (SZ_1G >> PAGE_SHIFT)
+
+/*
+ * How many pages one fast registration of @ibdev maps. The attribute is a
+ * floor: software devices (rxe) take any count they are asked for, and a
+ * grant should be as large as the device allows. Ask the device once.
+ */
+static u32 krdma_probe_mr_pages(struct ib_device *ibdev)
+{
+	u32 floor = ibdev->attrs.max_fast_reg_page_list_len;
+	struct ib_pd *pd;
+	struct ib_mr *mr;
+
+	if (floor >= KRDMA_MR_PROBE_PAGES)
+		return floor;
+	pd = ib_alloc_pd(ibdev, 0);
+	if (IS_ERR(pd))
+		return floor;
+	mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, KRDMA_MR_PROBE_PAGES);
+	if (!IS_ERR(mr)) {
+		ib_dereg_mr(mr);
+		floor = KRDMA_MR_PROBE_PAGES;
+	}
+	ib_dealloc_pd(pd);
+	return floor;
+}
+
 static int krdma_add_one(struct ib_device *ibdev)
 {
 	struct krdma_device *kdev;
@@ -299,6 +335,7 @@ static int krdma_add_one(struct ib_device *ibdev)
 	init_completion(&kdev->released);
 	mutex_init(&kdev->conns_lock);
 	INIT_LIST_HEAD(&kdev->conns);
+	kdev->max_mr_pages = krdma_probe_mr_pages(ibdev);
 
 	ret = xa_insert(&krdma_devices, kdev->index, kdev, GFP_KERNEL);
 	if (ret)

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * krdma: grants, the remote side of a buffer. A grant registers a window
- * of a buffer in one connection's protection domain with a subset of the
- * remote access rights: its rkey works on that connection's QP and no
- * other, and stops working when the registration is dropped (revoke,
- * buffer deregistered, connection torn down).
+ * of a buffer's pinned pages in one connection's protection domain, with a
+ * fast-registration MR (IB_WR_REG_MR), and a subset of the remote access
+ * rights: its rkey works on that connection's QP and no other, and stops
+ * working when the registration is dropped (revoke, buffer deregistered,
+ * connection torn down). Registration never pins: the buffer did, once.
  *
  * Copyright (c) 2026 The krdma authors
  */
@@ -13,39 +14,102 @@
 
 #include "krdma.h"
 
-static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
-						struct krdma_buf *buf,
-						u64 offset, u64 length,
-						u32 access, bool local);
+/* How long a registration may take on the device before we give up */
+#define KRDMA_REG_TIMEOUT (10 * HZ)
+
+#define KRDMA_ACCESS_REMOTE (KRDMA_ACCESS_REMOTE_READ | \
+			     KRDMA_ACCESS_REMOTE_WRITE | \
+			     KRDMA_ACCESS_REMOTE_ATOMIC)
 
 /*
- * Register a window of a kernel buffer with a fast-registration MR: map
- * its pages, and post the registration on the connection's QP. The
- * window's address is its offset from the start of the buffer's first
- * page, never a kernel address. At most max_fast_reg_page_list_len pages.
+ * The verbs access of a window: what was granted, and local write only
+ * when the buffer's pages were pinned writable. A read-only buffer makes
+ * an MR the device may only read.
  */
-static int krdma_window_reg_kernel(struct krdma_conn *conn,
-				   struct krdma_window *win, int ib_access,
-				   struct ib_mr **out)
+static int krdma_ib_access(const struct krdma_buf *buf, u32 access)
+{
+	int ib_access = 0;
+
+	if (buf->access & KRDMA_ACCESS_LOCAL_WRITE ||
+	    access & (KRDMA_ACCESS_REMOTE_WRITE | KRDMA_ACCESS_REMOTE_ATOMIC))
+		ib_access |= IB_ACCESS_LOCAL_WRITE;
+	if (access & KRDMA_ACCESS_REMOTE_READ)
+		ib_access |= IB_ACCESS_REMOTE_READ;
+	if (access & KRDMA_ACCESS_REMOTE_WRITE)
+		ib_access |= IB_ACCESS_REMOTE_WRITE;
+	if (access & KRDMA_ACCESS_REMOTE_ATOMIC)
+		ib_access |= IB_ACCESS_REMOTE_ATOMIC;
+	return ib_access;
+}
+
+/*
+ * Release what a window holds on the device: the MR, the DMA mapping and
+ * the scatterlist. Never with conn->lock held (these are device calls);
+ * the caller holds conn->reg_sem, so that the PD and the device are there.
+ */
+static void krdma_window_unmap(struct krdma_conn *conn,
+			       struct krdma_window *win, struct ib_mr *mr)
+{
+	if (mr)
+		ib_dereg_mr(mr);
+	if (win->mapped)
+		ib_dma_unmap_sgtable_attrs(conn->kdev->ibdev, &win->sgt,
+					   win->dir, 0);
+	win->mapped = false;
+	sg_free_table(&win->sgt);
+}
+
+/*
+ * The one exception to "one pin per buffer": siw maps at most 256 pages
+ * (SIW_MAX_SGE_PBL) in a fast registration, so a larger window of a user
+ * buffer on siw is registered as before, with ib_reg_user_mr(), which
+ * pins the range again (siw charges it to RLIMIT_MEMLOCK) and maps what
+ * is mapped at the buffer's address now. The pages were pinned by the
+ * buffer, so this faults nothing in unless the process remapped the
+ * range; no lock that another user needs is held. siw needs no udata.
+ * Until a token can span several registrations (Documentation/design.rst),
+ * this keeps siw's large windows working.
+ */
+static bool krdma_window_needs_user_mr(struct krdma_conn *conn,
+				       struct krdma_window *win, u64 npages)
+{
+	return npages > krdma_conn_max_grant_pages(conn) && win->buf->mm &&
+	       conn->kdev->ibdev->ops.driver_id == RDMA_DRIVER_SIW;
+}
+
+/*
+ * Map a window of the buffer's own pinned pages for the connection's
+ * device, in one fast-registration MR: nothing is pinned again and no
+ * user memory is touched, so this cannot block on userspace. *@reg is set
+ * when the MR still needs its IB_WR_REG_MR.
+ */
+static int krdma_window_map(struct krdma_conn *conn, struct krdma_window *win,
+			    int ib_access, struct ib_mr **out, bool *reg)
 {
 	struct ib_device *ibdev = conn->kdev->ibdev;
 	struct krdma_buf *buf = win->buf;
-	u64 first = buf->first_offset + win->offset;
-	struct ib_reg_wr reg = {};
 	struct ib_mr *mr;
-	u32 npages;
+	u64 npages;
 	int n, ret;
 
-	lockdep_assert_held(&conn->lock);
-
 	npages = krdma_buf_pages(buf, win->offset, win->length);
-	if (npages > ibdev->attrs.max_fast_reg_page_list_len)
+	if (krdma_window_needs_user_mr(conn, win, npages)) {
+		mr = ib_reg_user_mr(conn->pd, buf->uaddr + win->offset,
+				    win->length, buf->uaddr + win->offset,
+				    ib_access);
+		if (IS_ERR(mr))
+			return PTR_ERR(mr);
+		*out = mr;
+		*reg = false;
+		return 0;
+	}
+	if (npages > krdma_conn_max_grant_pages(conn))
 		return -E2BIG;
 	ret = krdma_buf_sgt(buf, win->offset, win->length,
 			    ib_dma_max_seg_size(ibdev), &win->sgt);
 	if (ret)
 		return ret;
-	ret = ib_dma_map_sgtable_attrs(ibdev, &win->sgt, DMA_BIDIRECTIONAL, 0);
+	ret = ib_dma_map_sgtable_attrs(ibdev, &win->sgt, win->dir, 0);
 	if (ret)
 		goto err_free_sgt;
 	win->mapped = true;
@@ -57,47 +121,181 @@ static int krdma_window_reg_kernel(struct krdma_conn *conn,
 	}
 	n = ib_map_mr_sg(mr, win->sgt.sgl, win->sgt.nents, NULL, PAGE_SIZE);
 	if (n != win->sgt.nents) {
-		ret = n < 0 ? n : -EINVAL;
+		ret = n < 0 ? n : -E2BIG;
 		goto err_dereg_mr;
 	}
-	/* Same offset in the page as the DMA address: only the base moves */
-	mr->iova = first;
+	/*
+	 * The window's address is its offset from the start of the buffer's
+	 * first page (same offset in the page as the DMA address: only the
+	 * base moves), never a kernel or user address.
+	 */
+	mr->iova = buf->first_offset + win->offset;
 	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
-	reg.wr.opcode = IB_WR_REG_MR;
-	reg.mr = mr;
-	reg.key = mr->rkey;
-	reg.access = ib_access;
-	ret = krdma_post_local_wr(conn, &reg.wr);
-	if (ret)
-		goto err_dereg_mr;
 	*out = mr;
+	*reg = true;
 	return 0;
 
 err_dereg_mr:
 	ib_dereg_mr(mr);
 err_unmap:
-	ib_dma_unmap_sgtable_attrs(ibdev, &win->sgt, DMA_BIDIRECTIONAL, 0);
+	ib_dma_unmap_sgtable_attrs(ibdev, &win->sgt, win->dir, 0);
 	win->mapped = false;
 err_free_sgt:
 	sg_free_table(&win->sgt);
 	return ret;
 }
 
-#define KRDMA_ACCESS_REMOTE (KRDMA_ACCESS_REMOTE_READ | \
-			     KRDMA_ACCESS_REMOTE_WRITE | \
-			     KRDMA_ACCESS_REMOTE_ATOMIC)
-
-static int krdma_ib_access(u32 access)
+/*
+ * A registration whose REG_MR did not complete (timeout, fatal signal):
+ * the device may still use the MR and the pages, so nothing is released
+ * now. The window waits on conn->reg_zombies, holding its buffer, until
+ * the teardown has destroyed the QP.
+ */
+static void krdma_window_bury(struct krdma_conn *conn, struct krdma_window *win,
+			      struct ib_mr *mr)
 {
-	int ib_access = 0;
+	win->mr = mr;
+	win->conn = conn;
+	krdma_conn_get(conn);
+	krdma_buf_get(win->buf);
+	mutex_lock(&conn->lock);
+	list_add_tail(&win->conn_entry, &conn->reg_zombies);
+	mutex_unlock(&conn->lock);
+}
 
-	if (access & KRDMA_ACCESS_REMOTE_READ)
-		ib_access |= IB_ACCESS_REMOTE_READ;
-	if (access & KRDMA_ACCESS_REMOTE_WRITE)
-		ib_access |= IB_ACCESS_REMOTE_WRITE | IB_ACCESS_LOCAL_WRITE;
-	if (access & KRDMA_ACCESS_REMOTE_ATOMIC)
-		ib_access |= IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_LOCAL_WRITE;
-	return ib_access;
+/**
+ * krdma_conn_bury_windows - release the windows whose registration hung
+ * @conn: a connection whose QP is destroyed, conn->reg_sem held for write
+ */
+void krdma_conn_bury_windows(struct krdma_conn *conn)
+{
+	struct krdma_window *win, *tmp;
+	LIST_HEAD(dead);
+
+	lockdep_assert_held_write(&conn->reg_sem);
+
+	mutex_lock(&conn->lock);
+	list_splice_init(&conn->reg_zombies, &dead);
+	mutex_unlock(&conn->lock);
+	list_for_each_entry_safe(win, tmp, &dead, conn_entry) {
+		list_del_init(&win->conn_entry);
+		krdma_window_unmap(conn, win, win->mr);
+		win->mr = NULL;
+		krdma_grant_put(win);
+	}
+}
+
+/* Register a window of @buf in @conn's PD; lists it on both */
+static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
+						struct krdma_buf *buf,
+						u64 offset, u64 length,
+						u32 access, bool local)
+{
+	struct krdma_window *win;
+	struct ib_reg_wr reg = {};
+	struct ib_mr *mr;
+	bool needs_reg;
+	int ret;
+
+	if (offset > buf->length || length > buf->length - offset)
+		return ERR_PTR(-EINVAL);
+	if (access & ~buf->access)
+		return ERR_PTR(-EACCES);
+	if (buf->mm && buf->mm != current->mm)
+		return ERR_PTR(-EPERM);
+
+	win = kzalloc(sizeof(*win), GFP_KERNEL_ACCOUNT);
+	if (!win)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&win->ref);
+	INIT_LIST_HEAD(&win->conn_entry);
+	INIT_LIST_HEAD(&win->buf_entry);
+	win->buf = buf;
+	win->offset = offset;
+	win->length = length;
+	win->access = access;
+	win->local = local;
+	win->dir = buf->access & (KRDMA_ACCESS_LOCAL_WRITE |
+				  KRDMA_ACCESS_REMOTE_WRITE |
+				  KRDMA_ACCESS_REMOTE_ATOMIC) ?
+		   DMA_BIDIRECTIONAL : DMA_TO_DEVICE;
+
+	/*
+	 * reg_sem (read) keeps the PD, the QP and the device while this
+	 * registers; conn->lock is taken only for short checks and list
+	 * changes, never across the device or the wait below, so the CM
+	 * handler and other users of the connection never wait for us.
+	 */
+	if (down_read_killable(&conn->reg_sem)) {
+		ret = -EINTR;
+		goto err_free_win;
+	}
+	mutex_lock(&conn->lock);
+	if (conn->tearing || conn->state != KRDMA_CS_CONNECTED)
+		ret = -ENOTCONN;
+	else if (access & KRDMA_ACCESS_REMOTE_ATOMIC &&
+		 conn->kdev->ibdev->attrs.atomic_cap == IB_ATOMIC_NONE)
+		ret = -EOPNOTSUPP;
+	else
+		ret = 0;
+	mutex_unlock(&conn->lock);
+	if (ret)
+		goto err_up;
+
+	ret = krdma_window_map(conn, win, krdma_ib_access(buf, access), &mr,
+			       &needs_reg);
+	if (ret)
+		goto err_up;
+	reg.wr.opcode = IB_WR_REG_MR;
+	reg.mr = mr;
+	reg.key = mr->rkey;
+	reg.access = krdma_ib_access(buf, access);
+	ret = needs_reg ? krdma_post_local_wr(conn, &reg.wr,
+					      KRDMA_REG_TIMEOUT) : 0;
+	if (ret == -ETIMEDOUT || ret == -EINTR) {
+		/* Still queued on the device: keep it all until the QP goes */
+		krdma_window_bury(conn, win, mr);
+		if (ret == -ETIMEDOUT)
+			krdma_conn_qp_failed(conn, -ETIMEDOUT);
+		up_read(&conn->reg_sem);
+		return ERR_PTR(ret);
+	}
+	/* Flushed: the connection failed under us */
+	if (ret == -EIO)
+		ret = -ENOTCONN;
+	if (ret)
+		goto err_unmap;
+
+	win->token.addr = mr->iova;
+	win->token.length = length;
+	win->token.rkey = mr->rkey;
+	win->token.access = access;
+
+	mutex_lock(&buf->lock);
+	if (buf->dead) {
+		mutex_unlock(&buf->lock);
+		ret = -ENOENT;
+		goto err_unmap;
+	}
+	mutex_lock(&conn->lock);
+	win->mr = mr;
+	win->conn = conn;
+	krdma_conn_get(conn);
+	krdma_buf_get(buf);
+	list_add_tail(&win->conn_entry, &conn->grants);
+	list_add_tail(&win->buf_entry, &buf->grants);
+	mutex_unlock(&conn->lock);
+	mutex_unlock(&buf->lock);
+	up_read(&conn->reg_sem);
+	return win;
+
+err_unmap:
+	krdma_window_unmap(conn, win, mr);
+err_up:
+	up_read(&conn->reg_sem);
+err_free_win:
+	kfree(win);
+	return ERR_PTR(ret);
 }
 
 /**
@@ -108,16 +306,23 @@ static int krdma_ib_access(u32 access)
  * @length: length of the window, not 0
  * @access: KRDMA_ACCESS_REMOTE_* rights, at least one
  *
- * The token for the peer is (grant->mr->iova, @length, grant->mr->rkey).
- * The window's address is its user virtual address, as with verbs: some
- * drivers (siw) ignore any other I/O virtual address given to them.
+ * The window maps the pages the buffer pinned when it was registered: it
+ * pins nothing and charges nothing again, and what it exposes does not
+ * change if the process unmaps or remaps that memory later. Rights follow
+ * the buffer: a read-only buffer can be granted KRDMA_ACCESS_REMOTE_READ
+ * only. The token for the peer is krdma_grant_token(); its address is the
+ * window's offset from the start of the buffer's first page.
  *
- * Context: process context of the buffer's owner (user buffers); sleeps.
+ * Context: process context of the buffer's owner (user buffers); sleeps,
+ * for at most 10 s, until the device has registered the window; a fatal
+ * signal ends the wait.
  * Return: the grant, or ERR_PTR(): -EINVAL (bad window or rights),
  * -EACCES (more rights than the buffer allows), -EOPNOTSUPP (atomics
  * without device support), -EPERM (another process's buffer), -ENOENT
- * (buffer deregistered), -ENOTCONN, -E2BIG (a kernel buffer's window
- * larger than one fast registration maps), or the driver's error.
+ * (buffer deregistered), -ENOTCONN, -E2BIG (more pages than one
+ * registration of the device maps: krdma_conn_info() says how many),
+ * -ETIMEDOUT (the device did not register it; the connection fails),
+ * -EINTR, -ENOMEM, or the driver's error.
  */
 struct krdma_window *krdma_grant_create(struct krdma_conn *conn,
 					struct krdma_buf *buf, u64 offset,
@@ -129,103 +334,6 @@ struct krdma_window *krdma_grant_create(struct krdma_conn *conn,
 }
 EXPORT_SYMBOL_NS_GPL(krdma_grant_create, KRDMA);
 
-/* Register a window of @buf in @conn's PD; lists it on both */
-static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
-						struct krdma_buf *buf,
-						u64 offset, u64 length,
-						u32 access, bool local)
-{
-	struct krdma_window *grant;
-	struct ib_mr *mr;
-	int ret;
-
-	if (offset > buf->length || length > buf->length - offset)
-		return ERR_PTR(-EINVAL);
-	if (access & ~buf->access)
-		return ERR_PTR(-EACCES);
-	if (buf->mm && buf->mm != current->mm)
-		return ERR_PTR(-EPERM);
-
-	grant = kzalloc(sizeof(*grant), GFP_KERNEL);
-	if (!grant)
-		return ERR_PTR(-ENOMEM);
-	kref_init(&grant->ref);
-	INIT_LIST_HEAD(&grant->conn_entry);
-	INIT_LIST_HEAD(&grant->buf_entry);
-	grant->offset = offset;
-	grant->length = length;
-	grant->access = access;
-	grant->local = local;
-
-	mutex_lock(&buf->lock);
-	if (buf->dead) {
-		ret = -ENOENT;
-		goto err_unlock_buf;
-	}
-	mutex_lock(&conn->lock);
-	if (conn->tearing || conn->state != KRDMA_CS_CONNECTED) {
-		ret = -ENOTCONN;
-		goto err_unlock_conn;
-	}
-	if (access & KRDMA_ACCESS_REMOTE_ATOMIC &&
-	    conn->kdev->ibdev->attrs.atomic_cap == IB_ATOMIC_NONE) {
-		ret = -EOPNOTSUPP;
-		goto err_unlock_conn;
-	}
-
-	if (buf->mm) {
-		mr = ib_reg_user_mr(conn->pd, buf->uaddr + offset, length,
-				    buf->uaddr + offset,
-				    krdma_ib_access(access) |
-				    IB_ACCESS_LOCAL_WRITE);
-		ret = PTR_ERR_OR_ZERO(mr);
-	} else {
-		grant->buf = buf;
-		ret = krdma_window_reg_kernel(conn, grant,
-					      krdma_ib_access(access) |
-					      IB_ACCESS_LOCAL_WRITE, &mr);
-	}
-	if (ret)
-		goto err_unlock_conn;
-	grant->mr = mr;
-	grant->conn = conn;
-	krdma_conn_get(conn);
-	grant->buf = buf;
-	krdma_buf_get(buf);
-	list_add_tail(&grant->conn_entry, &conn->grants);
-	list_add_tail(&grant->buf_entry, &buf->grants);
-	mutex_unlock(&conn->lock);
-	mutex_unlock(&buf->lock);
-	return grant;
-
-err_unlock_conn:
-	mutex_unlock(&conn->lock);
-err_unlock_buf:
-	mutex_unlock(&buf->lock);
-	kfree(grant);
-	return ERR_PTR(ret);
-}
-
-/* Drop the registration; caller holds conn->lock */
-static void krdma_grant_drop_mr(struct krdma_window *grant)
-{
-	struct krdma_conn *conn = grant->conn;
-
-	lockdep_assert_held(&conn->lock);
-
-	if (grant->mr) {
-		ib_dereg_mr(grant->mr);
-		WRITE_ONCE(grant->mr, NULL);
-	}
-	if (grant->mapped) {
-		ib_dma_unmap_sgtable_attrs(conn->kdev->ibdev, &grant->sgt,
-					   DMA_BIDIRECTIONAL, 0);
-		grant->mapped = false;
-	}
-	sg_free_table(&grant->sgt);
-	list_del_init(&grant->conn_entry);
-}
-
 /**
  * krdma_grant_revoke - make a grant's token stop working
  * @grant: the grant; may be revoked already
@@ -234,9 +342,19 @@ static void krdma_grant_drop_mr(struct krdma_window *grant)
  */
 void krdma_grant_revoke(struct krdma_window *grant)
 {
-	mutex_lock(&grant->conn->lock);
-	krdma_grant_drop_mr(grant);
-	mutex_unlock(&grant->conn->lock);
+	struct krdma_conn *conn = grant->conn;
+	struct ib_mr *mr;
+
+	/* Teardown frees the PD under reg_sem (write): not while we dereg */
+	down_read(&conn->reg_sem);
+	mutex_lock(&conn->lock);
+	mr = grant->mr;
+	WRITE_ONCE(grant->mr, NULL);
+	list_del_init(&grant->conn_entry);
+	mutex_unlock(&conn->lock);
+	if (mr)
+		krdma_window_unmap(conn, grant, mr);
+	up_read(&conn->reg_sem);
 
 	mutex_lock(&grant->buf->lock);
 	list_del_init(&grant->buf_entry);
@@ -245,19 +363,33 @@ void krdma_grant_revoke(struct krdma_window *grant)
 
 /**
  * krdma_conn_revoke_grants - drop every registration of a connection
- * @conn: the connection, its lock held
+ * @conn: the connection, conn->reg_sem held for write
  *
- * Called on teardown, before the protection domain goes. The grants stay
- * on their buffers' lists until revoked or put by their owners.
+ * Called on teardown, after the QP is drained and before the protection
+ * domain goes. The grants stay on their buffers' lists until revoked or
+ * put by their owners.
  */
 void krdma_conn_revoke_grants(struct krdma_conn *conn)
 {
 	struct krdma_window *grant, *tmp;
+	LIST_HEAD(revoked);
 
-	lockdep_assert_held(&conn->lock);
+	lockdep_assert_held_write(&conn->reg_sem);
 
-	list_for_each_entry_safe(grant, tmp, &conn->grants, conn_entry)
-		krdma_grant_drop_mr(grant);
+	mutex_lock(&conn->lock);
+	list_splice_init(&conn->grants, &revoked);
+	mutex_unlock(&conn->lock);
+	list_for_each_entry_safe(grant, tmp, &revoked, conn_entry) {
+		struct ib_mr *mr;
+
+		mutex_lock(&conn->lock);
+		mr = grant->mr;
+		WRITE_ONCE(grant->mr, NULL);
+		list_del_init(&grant->conn_entry);
+		mutex_unlock(&conn->lock);
+		if (mr)
+			krdma_window_unmap(conn, grant, mr);
+	}
 }
 
 /**
@@ -267,15 +399,10 @@ void krdma_conn_revoke_grants(struct krdma_conn *conn)
  */
 void krdma_grant_token(struct krdma_window *grant, struct krdma_token *token)
 {
-	struct ib_mr *mr = READ_ONCE(grant->mr);
-
-	memset(token, 0, sizeof(*token));
-	if (!mr)
-		return;
-	token->addr = mr->iova;
-	token->length = grant->length;
-	token->rkey = mr->rkey;
-	token->access = grant->access;
+	if (READ_ONCE(grant->mr))
+		*token = grant->token;
+	else
+		memset(token, 0, sizeof(*token));
 }
 EXPORT_SYMBOL_NS_GPL(krdma_grant_token, KRDMA);
 

@@ -11,6 +11,7 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/rwsem.h>
 #include <linux/sched.h>
 #include <linux/scatterlist.h>
 #include <linux/socket.h>
@@ -34,6 +35,7 @@ struct krdma_port_query;
 struct krdma_gid_entry;
 struct krdma_user;
 struct net;
+struct user_struct;
 struct seq_file;
 
 /**
@@ -46,6 +48,8 @@ struct seq_file;
  * @conns_lock: protects @conns and @removing
  * @conns: every connection whose QP lives on this device
  * @removing: set by krdma_remove_one(); no connection may join @conns
+ * @max_mr_pages: pages one fast registration maps (probed at add: at
+ *                least max_fast_reg_page_list_len): the largest grant
  *
  * Created by the ib_client .add callback, published in the krdma_devices
  * xarray once fully built, unpublished first thing in .remove. Lookups take
@@ -60,6 +64,7 @@ struct krdma_device {
 	struct mutex conns_lock; /* @conns, @removing */
 	struct list_head conns;
 	bool removing;
+	u32 max_mr_pages;
 };
 
 /**
@@ -143,7 +148,10 @@ int krdma_device_read_gid(struct krdma_device *kdev, u32 port, u32 index,
  * @length: length in bytes
  * @uaddr: user address of the first byte (user buffers), else 0
  * @access: KRDMA_ACCESS_* the buffer allows
- * @mm: the mm charged for the pinned pages (user buffers), else NULL
+ * @mm: the mm whose pages these are, for VmPin (user buffers), else NULL
+ * @user: the user charged for the pinned pages (user buffers)
+ * @charged: @npages are charged to @user->locked_vm (not with
+ *           CAP_IPC_LOCK); released with the pins
  * @lock: protects @grants and @dead
  * @grants: the grants of windows of this buffer
  * @dead: deregistered: no new grant
@@ -160,6 +168,8 @@ struct krdma_buf {
 	u64 uaddr;
 	u32 access;
 	struct mm_struct *mm;
+	struct user_struct *user;
+	bool charged;
 	struct mutex lock; /* @grants, @dead */
 	struct list_head grants;
 	bool dead;
@@ -228,6 +238,16 @@ struct krdma_listener {
 	wait_queue_head_t wait;
 };
 
+/**
+ * struct krdma_drain - a marker work request that drains one queue
+ * @cqe: its completion handler
+ * @done: completed when the marker's completion arrives
+ */
+struct krdma_drain {
+	struct ib_cqe cqe;
+	struct completion done;
+};
+
 /* krdma_conn.state, same numbers as KRDMA_CONN_* of the uapi */
 enum krdma_conn_state {
 	KRDMA_CS_CONNECTING = 1,
@@ -273,6 +293,7 @@ enum krdma_conn_state {
  * @params: queue depths as created
  * @max_send_sge: SGEs one send WR may carry
  * @max_recv_sge: SGEs one receive WR may carry
+ * @max_grant_pages: pages one window may map (the device's max_mr_pages)
  * @wait: woken on every state change
  * @listener: passive connections: the listener (referenced)
  * @listen_entry: in @listener->queue while waiting to be accepted
@@ -285,6 +306,14 @@ enum krdma_conn_state {
  * @initiator_depth: READs/atomics we may have in flight, as agreed
  * @responder_resources: READs/atomics of the peer we serve, as agreed
  * @grants: grants made on this connection, under @lock
+ * @reg_sem: held for read while a window is registered or revoked (the
+ *           PD, QP and device stay), for write by the teardown while it
+ *           releases them; never held across user memory
+ * @reg_zombies: windows whose registration did not complete (timeout,
+ *               fatal signal), released once the QP is destroyed; under
+ *               @lock
+ * @sdrain: completion of the teardown's send-queue drain marker
+ * @rdrain: completion of the teardown's receive-queue drain marker
  * @sq_lock: protects @sq_free, @pending and @chunks
  * @chunks: posted chunks not completed yet
  * @zombies: chunks completed by teardown whose CQE may still come
@@ -330,6 +359,7 @@ struct krdma_conn {
 	struct krdma_conn_params params;
 	u32 max_send_sge;
 	u32 max_recv_sge;
+	u32 max_grant_pages;
 	wait_queue_head_t wait;
 	struct krdma_listener *listener;
 	struct list_head listen_entry;
@@ -342,6 +372,10 @@ struct krdma_conn {
 	u32 initiator_depth;
 	u32 responder_resources;
 	struct list_head grants;
+	struct rw_semaphore reg_sem;
+	struct list_head reg_zombies;
+	struct krdma_drain sdrain;
+	struct krdma_drain rdrain;
 	spinlock_t sq_lock; /* @sq_free, @pending, @chunks */
 	u32 sq_total;
 	u32 sq_free;
@@ -359,6 +393,8 @@ struct krdma_conn {
 };
 
 /* conn.c */
+u32 krdma_listen_backlog(u32 backlog);
+void krdma_listener_unaccept(struct krdma_listener *l, struct krdma_conn *conn);
 void krdma_listener_put(struct krdma_listener *l);
 bool krdma_listener_enqueue(struct krdma_listener *l, struct krdma_conn *conn);
 void krdma_conn_teardown(struct krdma_conn *conn, int error);
@@ -375,14 +411,19 @@ static inline void krdma_conn_get(struct krdma_conn *conn)
  * @ref: the owner's handle
  * @conn: the connection (referenced)
  * @buf: the buffer (referenced)
- * @mr: the memory registration in @conn's PD; NULL once revoked
+ * @mr: the fast-registration MR in @conn's PD; NULL once revoked (under
+ *      @conn->lock)
  * @conn_entry: in @conn->grants
  * @buf_entry: in @buf->grants
  * @offset: start of the window in @buf
  * @length: length of the window
  * @access: KRDMA_ACCESS_REMOTE_* granted; 0 for a local window
- * @sgt: kernel buffers: the window's pages, DMA-mapped for the MR
+ * @sgt: the window's pages (the buffer's pinned ones), DMA-mapped for
+ *       the MR
  * @mapped: @sgt is DMA-mapped
+ * @dir: the direction it is mapped in: to the device only for a buffer
+ *       nothing may write
+ * @token: what the peer is given; fixed when the registration completed
  * @local: a local window: the whole buffer, local access only, made by
  *         krdma for SENDs and RECVs too large for the SGEs; cached on the
  *         buffer, which owns it
@@ -399,6 +440,8 @@ struct krdma_window {
 	u32 access;
 	struct sg_table sgt;
 	bool mapped;
+	enum dma_data_direction dir;
+	struct krdma_token token;
 	bool local;
 };
 
@@ -406,6 +449,7 @@ struct krdma_window {
 void krdma_grant_revoke(struct krdma_window *grant);
 void krdma_grant_put(struct krdma_window *grant);
 void krdma_conn_revoke_grants(struct krdma_conn *conn);
+void krdma_conn_bury_windows(struct krdma_conn *conn);
 struct krdma_window *krdma_local_window_get(struct krdma_conn *conn,
 					    struct krdma_buf *buf);
 
@@ -414,7 +458,10 @@ void krdma_xfer_flush_pending(struct krdma_conn *conn);
 void krdma_xfer_reap(struct krdma_conn *conn);
 void krdma_xfer_free_zombies(struct krdma_conn *conn);
 void krdma_post_work(struct work_struct *work);
-int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr);
+int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr,
+			long timeout);
+void krdma_conn_drain(struct krdma_conn *conn);
+u32 krdma_conn_max_grant_pages(struct krdma_conn *conn);
 int krdma_post_heartbeat(struct krdma_conn *conn);
 int krdma_post_queue(struct krdma_conn *conn, struct krdma_req *req);
 void krdma_xfer_push(struct krdma_conn *conn);
@@ -433,8 +480,22 @@ enum krdma_user_res {
 struct krdma_user *krdma_user_get(kuid_t uid);
 void krdma_user_put(struct krdma_user *user);
 u32 krdma_user_uid(const struct krdma_user *user);
-int krdma_user_charge(struct krdma_user *user, enum krdma_user_res res);
-void krdma_user_uncharge(struct krdma_user *user, enum krdma_user_res res);
+int krdma_user_charge_n(struct krdma_user *user, enum krdma_user_res res,
+			u32 n);
+void krdma_user_uncharge_n(struct krdma_user *user, enum krdma_user_res res,
+			   u32 n);
+static inline int krdma_user_charge(struct krdma_user *user,
+				    enum krdma_user_res res)
+{
+	return krdma_user_charge_n(user, res, 1);
+}
+
+static inline void krdma_user_uncharge(struct krdma_user *user,
+				       enum krdma_user_res res)
+{
+	krdma_user_uncharge_n(user, res, 1);
+}
+
 void krdma_users_show(struct seq_file *m);
 void krdma_users_show_stats(struct seq_file *m);
 

@@ -143,6 +143,17 @@ static void krdma_session_connect(struct krdma_session *s)
 	if (s->state == KRDMA_SESSION_RECONNECTING)
 		s->stats.reconnects++;
 	s->conn = conn;
+	/*
+	 * A failure between krdma_connect() and here was not ours to hear
+	 * (s->conn was another): its event came too early, or not at all.
+	 * From here on the event finds s->conn: look once, under the lock.
+	 */
+	if (READ_ONCE(conn->state) != KRDMA_CS_CONNECTED) {
+		mutex_unlock(&s->lock);
+		krdma_session_conn_event(conn, READ_ONCE(conn->error) ?:
+					 -ECONNRESET, s);
+		return;
+	}
 	s->state = KRDMA_SESSION_CONNECTED;
 	s->backoff_ms = s->params.backoff_min_ms;
 	if (s->params.heartbeat_ms)

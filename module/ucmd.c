@@ -92,21 +92,44 @@ static void *krdma_uobj_lookup(struct krdma_file *kfile, u32 handle,
 	return obj;
 }
 
-/* Publish a fully built object; the handle takes over the reference */
-static int krdma_uobj_publish(struct krdma_file *kfile,
-			      enum krdma_uobj_type type, void *obj, u32 *handle)
+/*
+ * A handle becomes visible only once the caller has been told about it.
+ * krdma_uobj_respond() reserves the handle (a reserved slot of the xarray,
+ * which lookups and DESTROY do not see), writes the command's struct back
+ * with it, and only then stores the object in the slot. When the struct
+ * cannot be written back (EFAULT) the slot is freed and the caller undoes
+ * the object it made: nothing is left that the caller cannot name.
+ */
+static int krdma_uobj_respond(struct krdma_ucmd *ucmd, size_t size,
+			      enum krdma_uobj_type type, void *obj,
+			      u32 *handle)
 {
+	struct krdma_file *kfile = ucmd->kfile;
 	struct krdma_uobj *uobj;
+	void *old;
 	int ret;
 
-	uobj = kmalloc(sizeof(*uobj), GFP_KERNEL);
+	uobj = kmalloc(sizeof(*uobj), GFP_KERNEL_ACCOUNT);
 	if (!uobj)
 		return -ENOMEM;
 	uobj->type = type;
 	uobj->obj = obj;
-	ret = xa_alloc(&kfile->objects, handle, uobj, xa_limit_32b, GFP_KERNEL);
+	ret = xa_alloc(&kfile->objects, handle, XA_ZERO_ENTRY, xa_limit_32b,
+		       GFP_KERNEL_ACCOUNT);
 	if (ret)
-		kfree(uobj);
+		goto err_free_uobj;
+	ret = krdma_ucmd_respond(ucmd, size);
+	if (ret)
+		goto err_erase_handle;
+	/* The slot exists: storing into it allocates nothing */
+	old = xa_store(&kfile->objects, *handle, uobj, GFP_KERNEL);
+	WARN_ON_ONCE(old && !xa_is_zero(old));
+	return 0;
+
+err_erase_handle:
+	xa_erase(&kfile->objects, *handle);
+err_free_uobj:
+	kfree(uobj);
 	return ret;
 }
 
@@ -157,7 +180,7 @@ int krdma_ufile_init(struct krdma_file *kfile)
 	init_waitqueue_head(&ucq->wait);
 	mutex_init(&ucq->poll_mutex);
 	ucq->size = rounddown_pow_of_two(size);
-	ucq->ring = kvcalloc(ucq->size, sizeof(*ucq->ring), GFP_KERNEL);
+	ucq->ring = kvcalloc(ucq->size, sizeof(*ucq->ring), GFP_KERNEL_ACCOUNT);
 	return ucq->ring ? 0 : -ENOMEM;
 }
 
@@ -218,7 +241,12 @@ int krdma_cmd_destroy(struct krdma_ucmd *ucmd)
 	 */
 	if (!cmd->handle)
 		return -ENOENT;
-	uobj = xa_erase(&ucmd->kfile->objects, cmd->handle);
+	/* A reserved slot (an object being made) is not an object yet */
+	xa_lock(&ucmd->kfile->objects);
+	uobj = xa_load(&ucmd->kfile->objects, cmd->handle);
+	if (uobj)
+		__xa_erase(&ucmd->kfile->objects, cmd->handle);
+	xa_unlock(&ucmd->kfile->objects);
 	if (!uobj)
 		return -ENOENT;
 	krdma_uobj_close(ucmd->kfile, uobj);
@@ -314,11 +342,11 @@ int krdma_cmd_listen(struct krdma_ucmd *ucmd)
 	if (ret)
 		goto err_close;
 	krdma_addr_out(&ss, &cmd->addr);
-	ret = krdma_uobj_publish(ucmd->kfile, KRDMA_UOBJ_LISTENER, l,
+	ret = krdma_uobj_respond(ucmd, sizeof(*cmd), KRDMA_UOBJ_LISTENER, l,
 				 &cmd->handle);
 	if (ret)
 		goto err_close;
-	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	return 0;
 
 err_close:
 	krdma_listener_close(l);
@@ -347,15 +375,16 @@ int krdma_cmd_accept(struct krdma_ucmd *ucmd)
 	if (ret)
 		goto err_uncharge;
 	krdma_conn_set_owner(conn, 0, ucmd->kfile->user);
-	ret = krdma_uobj_publish(ucmd->kfile, KRDMA_UOBJ_CONN, conn,
+	ret = krdma_uobj_respond(ucmd, sizeof(*cmd), KRDMA_UOBJ_CONN, conn,
 				 &cmd->handle);
 	if (ret)
-		goto err_close;
+		goto err_unaccept;
 	krdma_listener_put(l);
-	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	return 0;
 
-err_close:
-	krdma_conn_close(conn);
+err_unaccept:
+	/* Not told about it: the next ACCEPT gets it */
+	krdma_listener_unaccept(l, conn);
 err_uncharge:
 	krdma_user_uncharge(ucmd->kfile->user, KRDMA_USER_CONNS);
 out_put_listener:
@@ -396,11 +425,11 @@ int krdma_cmd_connect(struct krdma_ucmd *ucmd)
 		goto err_uncharge;
 	}
 	krdma_conn_set_owner(conn, 0, ucmd->kfile->user);
-	ret = krdma_uobj_publish(ucmd->kfile, KRDMA_UOBJ_CONN, conn,
+	ret = krdma_uobj_respond(ucmd, sizeof(*cmd), KRDMA_UOBJ_CONN, conn,
 				 &cmd->handle);
 	if (ret)
 		goto err_close;
-	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	return 0;
 
 err_close:
 	krdma_conn_close(conn);
@@ -473,10 +502,11 @@ int krdma_cmd_buf_reg(struct krdma_ucmd *ucmd)
 		ret = PTR_ERR(buf);
 		goto err_uncharge;
 	}
-	ret = krdma_uobj_publish(ucmd->kfile, KRDMA_UOBJ_BUF, buf, &cmd->handle);
+	ret = krdma_uobj_respond(ucmd, sizeof(*cmd), KRDMA_UOBJ_BUF, buf,
+				 &cmd->handle);
 	if (ret)
 		goto err_dereg;
-	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	return 0;
 
 err_dereg:
 	krdma_buf_dereg(buf);
@@ -512,19 +542,14 @@ int krdma_cmd_grant(struct krdma_ucmd *ucmd)
 		ret = PTR_ERR(win);
 		goto out_put_buf;
 	}
-	memset(&cmd->token, 0, sizeof(cmd->token));
-	cmd->token.addr = win->mr->iova;
-	cmd->token.length = win->length;
-	cmd->token.rkey = win->mr->rkey;
-	cmd->token.access = win->access;
-	ret = krdma_uobj_publish(ucmd->kfile, KRDMA_UOBJ_GRANT, win,
+	/* The token was fixed when the grant was made: no look at win->mr */
+	cmd->token = win->token;
+	ret = krdma_uobj_respond(ucmd, sizeof(*cmd), KRDMA_UOBJ_GRANT, win,
 				 &cmd->handle);
 	if (ret) {
 		krdma_grant_revoke(win);
 		krdma_grant_put(win);
-		goto out_put_buf;
 	}
-	ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
 
 out_put_buf:
 	krdma_buf_put(buf);
@@ -702,7 +727,7 @@ static int krdma_submit_one(struct krdma_file *kfile, const struct krdma_op *op,
 		return -ENOENT;
 	if (plug->conn != conn)
 		krdma_submit_unplug(plug);
-	uop = kzalloc(sizeof(*uop), GFP_KERNEL);
+	uop = kzalloc(sizeof(*uop), GFP_KERNEL_ACCOUNT);
 	if (!uop) {
 		ret = -ENOMEM;
 		goto out_put_conn;
@@ -758,6 +783,15 @@ int krdma_cmd_submit(struct krdma_ucmd *ucmd)
 		return -EINVAL;
 	if (!cmd->count || cmd->count > KRDMA_SUBMIT_MAX)
 		return -EINVAL;
+	/*
+	 * Tell the caller nothing was submitted before submitting anything:
+	 * a struct that cannot be written back fails here, with no
+	 * operation started (see the errno contract of KRDMA_IOC_SUBMIT).
+	 */
+	cmd->submitted = 0;
+	ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	if (ret)
+		return ret;
 
 	for (i = 0; i < cmd->count; i++) {
 		if (copy_from_user(&op, &uops[i], sizeof(op))) {
@@ -775,11 +809,17 @@ int krdma_cmd_submit(struct krdma_ucmd *ucmd)
 	return ret ?: ret2;
 }
 
-/* Copy up to @max completions to @out and take them: how many, or -EFAULT */
-static int krdma_ucq_take(struct krdma_ucq *ucq,
-			  struct krdma_completion __user *out, u32 max)
+/*
+ * Copy up to cmd->max completions to the caller and write back the
+ * command's struct; only when both succeeded are they taken from the
+ * queue. Return: how many were taken, or -EFAULT with none taken.
+ */
+static int krdma_ucq_take(struct krdma_ucmd *ucmd, struct krdma_ucq *ucq)
 {
+	struct krdma_poll *cmd = ucmd->cmd;
+	struct krdma_completion __user *out = u64_to_user_ptr(cmd->completions);
 	u32 head, avail, n, first;
+	int ret = 0;
 
 	mutex_lock(&ucq->poll_mutex);
 	spin_lock_irq(&ucq->lock);
@@ -788,29 +828,34 @@ static int krdma_ucq_take(struct krdma_ucq *ucq,
 	spin_unlock_irq(&ucq->lock);
 
 	/* Entries between head and tail are not written again until taken */
-	n = min(max, avail);
+	n = min(cmd->max, avail);
 	first = min(n, ucq->size - (head & (ucq->size - 1)));
 	if (copy_to_user(out, &ucq->ring[head & (ucq->size - 1)],
 			 first * sizeof(*out)) ||
 	    copy_to_user(out + first, ucq->ring, (n - first) * sizeof(*out))) {
-		mutex_unlock(&ucq->poll_mutex);
-		return -EFAULT;
+		ret = -EFAULT;
+		goto out_unlock;
 	}
+	cmd->count = n;
+	ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	if (ret)
+		goto out_unlock;
 
 	spin_lock_irq(&ucq->lock);
 	WRITE_ONCE(ucq->head, head + n);
 	ucq->reserved -= n;
 	spin_unlock_irq(&ucq->lock);
+	ret = n;
+out_unlock:
 	mutex_unlock(&ucq->poll_mutex);
-	if (n)
+	if (ret > 0)
 		wake_up_interruptible(&ucq->wait);
-	return n;
+	return ret;
 }
 
 int krdma_cmd_poll(struct krdma_ucmd *ucmd)
 {
 	struct krdma_poll *cmd = ucmd->cmd;
-	struct krdma_completion __user *out = u64_to_user_ptr(cmd->completions);
 	struct krdma_ucq *ucq = &ucmd->kfile->ucq;
 	long left;
 	int n;
@@ -821,11 +866,11 @@ int krdma_cmd_poll(struct krdma_ucmd *ucmd)
 	/*
 	 * Another poller of the file (a thread, or a process it is shared
 	 * with) may take the completion that woke us: wait again, so that
-	 * count 0 means the timeout passed.
+	 * count 0 means the timeout passed. On EFAULT nothing is taken.
 	 */
 	left = cmd->timeout_ms ? krdma_timeout(cmd->timeout_ms) : 0;
 	for (;;) {
-		n = krdma_ucq_take(ucq, out, cmd->max);
+		n = krdma_ucq_take(ucmd, ucq);
 		if (n || !left)
 			break;
 		left = wait_event_interruptible_timeout(ucq->wait,
@@ -834,9 +879,5 @@ int krdma_cmd_poll(struct krdma_ucmd *ucmd)
 		if (left < 0)
 			return -EINTR;
 	}
-	if (n < 0)
-		return n;
-
-	cmd->count = n;
-	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	return n < 0 ? n : 0;
 }

@@ -147,38 +147,43 @@ u32 krdma_user_uid(const struct krdma_user *user)
 }
 
 /**
- * krdma_user_charge - count one more object against a user's limit
+ * krdma_user_charge_n - count objects against a user's limit
  * @user: the user
  * @res: what kind of object
+ * @n: how many
  *
- * Context: process context of the caller the object is made for: its
+ * Context: process context of the caller the objects are made for: its
  * CAP_SYS_RESOURCE passes the limit.
- * Return: 0, or -EMFILE when the user holds as many as the limit allows.
+ * Return: 0, or -EMFILE when the user would hold more than the limit
+ * allows.
  */
-int krdma_user_charge(struct krdma_user *user, enum krdma_user_res res)
+int krdma_user_charge_n(struct krdma_user *user, enum krdma_user_res res,
+			u32 n)
 {
 	unsigned int limit = READ_ONCE(*krdma_user_res_info[res].limit);
-	unsigned int held = atomic_inc_return(&user->held[res]);
+	unsigned int held = atomic_add_return(n, &user->held[res]);
 
 	if (held <= limit || capable(CAP_SYS_RESOURCE))
 		return 0;
-	atomic_dec(&user->held[res]);
+	atomic_sub(n, &user->held[res]);
 	atomic64_inc(&krdma_user_refused[res]);
-	pr_info_ratelimited("uid %u holds %u %s through /dev/krdma, the most %s allows; raise it: krdmactl set %s=N\n",
-			    user->uid, held - 1, krdma_user_res_info[res].what,
-			    krdma_user_res_info[res].param,
+	pr_info_ratelimited("uid %u holds %u %s through /dev/krdma and asks for %u more, past %s; raise it: krdmactl set %s=N\n",
+			    user->uid, held - n, krdma_user_res_info[res].what,
+			    n, krdma_user_res_info[res].param,
 			    krdma_user_res_info[res].param);
 	return -EMFILE;
 }
 
 /**
- * krdma_user_uncharge - an object counted by krdma_user_charge() is gone
+ * krdma_user_uncharge_n - objects counted by krdma_user_charge_n() are gone
  * @user: the user
  * @res: what kind of object
+ * @n: how many
  */
-void krdma_user_uncharge(struct krdma_user *user, enum krdma_user_res res)
+void krdma_user_uncharge_n(struct krdma_user *user, enum krdma_user_res res,
+			   u32 n)
 {
-	WARN_ON_ONCE(atomic_dec_return(&user->held[res]) < 0);
+	WARN_ON_ONCE(atomic_sub_return(n, &user->held[res]) < 0);
 }
 
 /**

@@ -430,8 +430,9 @@ static int krdma_chunk_map(struct krdma_conn *conn, struct krdma_chunk *chunk,
 		mr = READ_ONCE(req->lwin->mr);
 		if (!mr)
 			return -ENOENT;	/* the buffer was deregistered */
-		chunk->sges[0].addr = req->sge[0].buf->uaddr +
-				      req->sge[0].offset;
+		/* The window's address of the range: iova + offset in it */
+		chunk->sges[0].addr = mr->iova + req->sge[0].offset -
+				      req->lwin->offset;
 		chunk->sges[0].length = req->sge[0].length;
 		chunk->sges[0].lkey = mr->lkey;
 		return 1;
@@ -550,6 +551,8 @@ static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req,
 	chunk = krdma_chunk_alloc(conn, req, KRDMA_CHUNK_RW);
 	if (!chunk)
 		return -ENOMEM;
+	/* Not an RW chunk until its context is made: nothing to destroy */
+	chunk->kind = KRDMA_CHUNK_WR;
 	ret = krdma_chunk_sgt(conn, chunk, sge->buf, sge->offset + req->sge_off,
 			      len);
 	if (ret) {
@@ -564,6 +567,7 @@ static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req,
 		krdma_chunk_free(conn, chunk);
 		return nr;
 	}
+	chunk->kind = KRDMA_CHUNK_RW;
 	chunk->nr_wrs = nr;
 	if (nr > conn->sq_total) {
 		krdma_chunk_free(conn, chunk);
@@ -856,23 +860,26 @@ static bool krdma_chunks_idle(struct krdma_conn *conn)
 #define KRDMA_REAP_TIMEOUT (HZ / 2)
 
 /**
- * krdma_xfer_reap - make sure every posted chunk has completed
- * @conn: a connection whose QP was just drained
+ * krdma_xfer_reap - take over every posted chunk that has not completed
+ * @conn: a connection whose QP was just drained, conn->reg_sem held for
+ *        write
  *
- * After ib_drain_qp() every WR should have completed. A driver that lost
- * some (siw can, when the peer went away with large transfers in flight)
- * would leave operations hanging and pages pinned: wait a little for
- * them, then complete them here as flushed. Their memory stays on
- * conn->zombies until the CQ is gone, in case a late CQE names them.
+ * After the drain every WR should have completed. A driver that lost some
+ * (siw can, when the peer went away with large transfers in flight), or
+ * a drain that timed out, would leave operations hanging: wait a little
+ * for them, then take them over. Their RDMA contexts are destroyed now,
+ * while the QP exists, but their operations keep their buffers (the
+ * pages stay pinned) until krdma_xfer_free_zombies(), after the QP is
+ * destroyed: the device may still be moving those pages.
  *
  * Context: process context; sleeps.
  */
 void krdma_xfer_reap(struct krdma_conn *conn)
 {
-	struct ib_wc wc = { .status = IB_WC_WR_FLUSH_ERR };
-	struct krdma_chunk *chunk, *tmp;
-	LIST_HEAD(reaped);
+	struct krdma_chunk *chunk;
 	unsigned int n = 0;
+
+	lockdep_assert_held_write(&conn->reg_sem);
 
 	wait_event_timeout(conn->wait, krdma_chunks_idle(conn),
 			   KRDMA_REAP_TIMEOUT);
@@ -882,34 +889,120 @@ void krdma_xfer_reap(struct krdma_conn *conn)
 		chunk->state = KRDMA_CHUNK_REAPED;
 		n++;
 	}
-	list_splice_init(&conn->chunks, &reaped);
+	list_splice_tail_init(&conn->chunks, &conn->zombies);
 	spin_unlock_bh(&conn->sq_lock);
 	if (!n)
 		return;
 
 	dev_info_ratelimited(&conn->kdev->ibdev->dev,
-			     "krdma: %u work requests not flushed by the device after a drain; completing them\n",
+			     "krdma: %u work requests not flushed by the device after a drain; completing them once the QP is destroyed\n",
 			     n);
-	list_for_each_entry_safe(chunk, tmp, &reaped, entry) {
-		list_move_tail(&chunk->entry, &conn->zombies);
-		krdma_chunk_complete(conn, chunk, &wc);
+	list_for_each_entry(chunk, &conn->zombies, entry) {
+		if (chunk->kind != KRDMA_CHUNK_RW)
+			continue;
+		rdma_rw_ctx_destroy(&chunk->rw, conn->qp, conn->port_num,
+				    chunk->sgt.sgl, chunk->sgt.orig_nents,
+				    chunk->dir);
+		chunk->kind = KRDMA_CHUNK_WR;
 	}
 }
 
 /**
- * krdma_xfer_free_zombies - free every chunk of a connection
- * @conn: a connection whose CQ is destroyed: no CQE can name them now
+ * krdma_xfer_free_zombies - complete the chunks teardown took over, free
+ *                           every chunk of a connection
+ * @conn: a connection whose QP and CQ are destroyed: no CQE can name the
+ *        chunks and the device no longer touches their pages
  */
 void krdma_xfer_free_zombies(struct krdma_conn *conn)
 {
+	struct ib_wc wc = { .status = IB_WC_WR_FLUSH_ERR };
 	struct krdma_chunk *chunk, *tmp;
 
-	list_for_each_entry_safe(chunk, tmp, &conn->zombies, entry)
+	list_for_each_entry_safe(chunk, tmp, &conn->zombies, entry) {
+		/* Completes its operation: the pages may go now */
+		krdma_chunk_complete(conn, chunk, &wc);
 		kfree(chunk);
+	}
 	INIT_LIST_HEAD(&conn->zombies);
 	list_for_each_entry_safe(chunk, tmp, &conn->free_chunks, entry)
 		kfree(chunk);
 	INIT_LIST_HEAD(&conn->free_chunks);
+}
+
+/* How long the teardown waits for a drain marker's completion */
+#define KRDMA_DRAIN_TIMEOUT (5 * HZ)
+
+static void krdma_drain_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krdma_drain *drain = container_of(wc->wr_cqe,
+						 struct krdma_drain, cqe);
+
+	complete(&drain->done);
+}
+
+/**
+ * krdma_conn_drain - flush a connection's QP, waiting a bounded time
+ * @conn: the connection, being torn down (nothing is posted any more)
+ *
+ * As ib_drain_qp(): the QP goes to the error state and one marker WR on
+ * each queue (the slot the QP was created with for it) completes after
+ * every WR posted before it. Unlike ib_drain_qp(), the wait is bounded: a
+ * QP that cannot produce the marker's completion (one refused, or a
+ * device that lost it) delays the teardown by at most
+ * KRDMA_DRAIN_TIMEOUT per queue. What did not complete is taken over by
+ * krdma_xfer_reap(), and nothing the device may touch is released before
+ * the QP is destroyed. The markers live in @conn, which outlives its CQ.
+ *
+ * Context: process context; sleeps.
+ */
+void krdma_conn_drain(struct krdma_conn *conn)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct ib_rdma_wr swr = {
+		.wr = {
+			.opcode = IB_WR_RDMA_WRITE,
+			.send_flags = IB_SEND_SIGNALED,
+			.wr_cqe = &conn->sdrain.cqe,
+		},
+	};
+	struct ib_recv_wr rwr = { .wr_cqe = &conn->rdrain.cqe };
+	bool sq, rq;
+	int ret;
+
+	conn->sdrain.cqe.done = krdma_drain_done;
+	conn->rdrain.cqe.done = krdma_drain_done;
+	init_completion(&conn->sdrain.done);
+	init_completion(&conn->rdrain.done);
+
+	ret = ib_modify_qp(conn->qp, &attr, IB_QP_STATE);
+	if (ret) {
+		dev_info_ratelimited(&conn->kdev->ibdev->dev,
+				     "krdma: QP %u cannot go to the error state (%d); not draining it\n",
+				     conn->qp->qp_num, ret);
+		return;
+	}
+	sq = !ib_post_send(conn->qp, &swr.wr, NULL);
+	rq = !ib_post_recv(conn->qp, &rwr, NULL);
+	if ((sq && !wait_for_completion_timeout(&conn->sdrain.done,
+						KRDMA_DRAIN_TIMEOUT)) ||
+	    (rq && !wait_for_completion_timeout(&conn->rdrain.done,
+						KRDMA_DRAIN_TIMEOUT)))
+		dev_info_ratelimited(&conn->kdev->ibdev->dev,
+				     "krdma: QP %u not drained within %u ms; its work requests are completed once it is destroyed\n",
+				     conn->qp->qp_num,
+				     jiffies_to_msecs(KRDMA_DRAIN_TIMEOUT));
+}
+
+/**
+ * krdma_conn_max_grant_pages - the most pages one window may map
+ * @conn: a connection with a device
+ *
+ * One fast registration maps what the device was seen to take when krdma
+ * found it (krdma_device.max_mr_pages).
+ */
+u32 krdma_conn_max_grant_pages(struct krdma_conn *conn)
+{
+	return conn->max_grant_pages;
 }
 
 /**
@@ -1050,7 +1143,8 @@ static int krdma_post_prepare(struct krdma_conn *conn, struct krdma_req *req)
 
 	win = krdma_local_window_get(conn, req->sge[0].buf);
 	if (IS_ERR(win))
-		return PTR_ERR(win);
+		/* A buffer larger than one registration: too big a message */
+		return PTR_ERR(win) == -E2BIG ? -EMSGSIZE : PTR_ERR(win);
 	req->lwin = win;
 	return 0;
 }
@@ -1085,14 +1179,22 @@ static void krdma_local_wr_done(struct ib_cq *cq, struct ib_wc *wc)
  * krdma_post_local_wr - post one local work request and wait for it
  * @conn: the connection
  * @wr: the work request (a REG_MR); its wr_cqe and flags are krdma's
+ * @timeout: jiffies to wait for its completion
  *
- * Context: process context; sleeps. May be called with conn->lock held.
- * Return: 0, -ENOTCONN, -EAGAIN (send queue full), -ETIMEDOUT, -EIO
- * (the work request failed) or the driver's error.
+ * On -ETIMEDOUT and -EINTR the work request may still be queued on the
+ * device: whatever it names (an MR, pages) must be kept until the QP is
+ * destroyed. Its completion finds only krdma's own record, which it frees.
+ *
+ * Context: process context; sleeps, killably. Hold no lock that a CM
+ * handler or the teardown takes.
+ * Return: 0, -ENOTCONN, -EAGAIN (send queue full), -ETIMEDOUT, -EINTR (a
+ * fatal signal), -EIO (the work request failed) or the driver's error.
  */
-int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr)
+int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr,
+			long timeout)
 {
 	struct krdma_local_wr *lw;
+	long left;
 	int ret;
 
 	lw = kzalloc(sizeof(*lw), GFP_KERNEL);
@@ -1123,7 +1225,10 @@ int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr)
 		return ret;
 	}
 
-	if (!wait_for_completion_timeout(&lw->done, 10 * HZ))
+	left = wait_for_completion_killable_timeout(&lw->done, timeout);
+	if (left < 0)
+		ret = -EINTR;
+	else if (!left)
 		ret = -ETIMEDOUT;
 	else if (lw->status != IB_WC_SUCCESS)
 		ret = -EIO;
@@ -1131,6 +1236,9 @@ int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr)
 		kfree(lw);
 	return ret;
 }
+
+/* How long a peer may take to answer a heartbeat */
+#define KRDMA_HEARTBEAT_TIMEOUT (10 * HZ)
 
 /**
  * krdma_post_heartbeat - check that the peer is there
@@ -1148,7 +1256,7 @@ int krdma_post_heartbeat(struct krdma_conn *conn)
 		.wr.opcode = IB_WR_RDMA_WRITE,
 	};
 
-	return krdma_post_local_wr(conn, &wr.wr);
+	return krdma_post_local_wr(conn, &wr.wr, KRDMA_HEARTBEAT_TIMEOUT);
 }
 
 /**

@@ -745,8 +745,8 @@ static void *m_listen_huge(struct ctx *c, const struct row *r, void *arg)
 	RA("size +64, byte 17 past the struct not 0", _i, m_tail, 0,	\
 	   64, 17, E2BIG),						\
 	RA("size +64, last byte not 0", _i, m_tail, 0, 64, 63, E2BIG),	\
-	R("size 0xffffffff, the mapping ends after the struct", _i,	\
-	  m_size_huge, 0, 0, EFAULT),					\
+	R("size 0xffffffff: past a page, refused unread", _i,	\
+	  m_size_huge, 0, 0, E2BIG),					\
 	R("unknown flag bit 31", _i, m_flags, 0, 1u << 31, EINVAL),	\
 	R("argument NULL", _i, m_arg, 0, P_NULL, EFAULT),		\
 	R("argument a kernel address", _i, m_arg, 0, P_KERNEL, EFAULT),	\

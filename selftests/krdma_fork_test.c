@@ -766,12 +766,12 @@ TEST_F(fork, buffer_outlives_the_registering_process)
 /*
  * A buffer is the pages that were mapped when it was registered: after
  * munmap() (and a new mapping at the same address) operations still move
- * those pages, which the process no longer sees; a GRANT of the unmapped
- * range fails.
+ * those pages, which the process no longer sees; a GRANT maps them too.
  */
 TEST_F(fork, unmapped_buffer_keeps_its_pages)
 {
 	struct krdma_completion wc;
+	uint32_t grant;
 	struct kt_mem pbuf = {};
 	struct krdma_op op;
 	uint8_t *again;
@@ -786,9 +786,10 @@ TEST_F(fork, unmapped_buffer_keeps_its_pages)
 	EXPECT_EQ(0, write_to(self->cfd, self->cconn, pbuf.h, PG, &self->tok,
 			      0, 70));
 	EXPECT_EQ(-1, kt_check_pattern(self->win.p, PG, 70));
-	EXPECT_EQ(-EFAULT, krdma_grant_window(self->cfd, self->cconn, pbuf.h, 0,
-					      PG, KRDMA_ACCESS_REMOTE_READ,
-					      NULL, NULL));
+	/* A grant maps the pinned pages too: it never pins the range again */
+	ASSERT_EQ(0, krdma_grant_window(self->cfd, self->cconn, pbuf.h, 0, PG,
+					KRDMA_ACCESS_REMOTE_READ, &grant, NULL));
+	EXPECT_EQ(0, krdma_destroy_handle(self->cfd, grant));
 
 	/* A new mapping there is other memory: a READ does not reach it */
 	again = mmap(pbuf.p, PG, PROT_READ | PROT_WRITE,

@@ -151,6 +151,13 @@ struct krdma_req {
  * @dev_index: the RDMA device (ib_device.index)
  * @port_num: its port
  * @initiator_depth: RDMA READs and atomics this side may have in flight
+ * @max_grant_pages: the most pages one grant (one token) may span on this
+ *                   connection's device; a larger window is -E2BIG.
+ *                   Bytes: this times PAGE_SIZE, less the window's offset
+ *                   in its first page
+ * @max_send_sge: SGEs one SEND, WRITE or READ may carry without a local
+ *                window
+ * @max_recv_sge: SGEs one RECV may carry without a local window
  */
 struct krdma_conn_info {
 	u32 state;
@@ -160,6 +167,9 @@ struct krdma_conn_info {
 	u32 dev_index;
 	u32 port_num;
 	u32 initiator_depth;
+	u32 max_grant_pages;
+	u32 max_send_sge;
+	u32 max_recv_sge;
 };
 
 struct krdma_session;

@@ -43,8 +43,14 @@
  *   reserved field or unknown flag is non-zero; a field has an invalid
  *   value.
  * - E2BIG: ``size`` is larger than the struct the kernel knows and the
- *   bytes beyond it are not zero.
+ *   bytes beyond it are not zero, or ``size`` is larger than 4096 (no
+ *   struct of this ABI will ever be larger than a page; as clone3()).
  * - EFAULT: the struct, or memory a field points to, cannot be accessed.
+ *   A command that makes an object (LISTEN, ACCEPT, CONNECT, BUF_REG,
+ *   GRANT) and cannot write its struct back undoes what it did: no
+ *   handle exists, nothing stays pinned or charged, a listener's port is
+ *   free again, an accepted connection goes back to the accept queue and
+ *   a connection made by CONNECT is closed. SUBMIT and POLL: see there.
  * - ENODEV: the RDMA device named by ``dev_index`` does not exist (or has
  *   been removed, e.g. by ``rdma link delete``).
  * - EOPNOTSUPP: the value is valid but not supported by this device.
@@ -404,7 +410,8 @@ struct krdma_destroy {
  * @addr: Input: address to listen on (all-zero address: every address of
  *        the family); port 0 picks a free port. Output: the bound address
  *        and port.
- * @backlog: Input: connections that may wait to be accepted (0: 16)
+ * @backlog: Input: connections that may wait to be accepted (0: 16, at
+ *           most 4096)
  * @handle: Output: the listener
  * @sq_depth: Input: send queue depth of accepted connections (0: default)
  * @rq_depth: Input: receive queue depth of accepted connections (0:
@@ -572,10 +579,23 @@ struct krdma_conn_query {
  *          it, and the remote rights that grants of it may give
  * @handle: Output: the buffer
  *
- * Pins the pages (they stay in memory at the same physical address until
- * the buffer is destroyed and no operation uses them) and charges them to
- * the caller's RLIMIT_MEMLOCK, unless it has CAP_IPC_LOCK. A buffer is not
- * tied to a device or connection.
+ * Pins the pages, once (they stay in memory at the same physical address
+ * until the buffer is destroyed and no operation or grant uses them), and
+ * charges them to the calling user's RLIMIT_MEMLOCK, unless it has
+ * CAP_IPC_LOCK. The charge belongs to the user (uid), not the process: it
+ * is released when the pages are, whatever the process does meanwhile
+ * (exec, exit, passing the file on), and all processes of one user share
+ * one limit, as with io_uring. A buffer is not tied to a device or
+ * connection. Grants and operations use these pages: unmapping or
+ * remapping the memory later does not change what they see.
+ *
+ * Errors: EINVAL (@length 0, unknown access bit), EOVERFLOW (@addr +
+ * @length wraps), EFAULT (not the caller's memory, PROT_NONE memory, or
+ * memory that is not writable when @access lets anything write it:
+ * LOCAL_WRITE, REMOTE_WRITE or REMOTE_ATOMIC), ENOMEM (past
+ * RLIMIT_MEMLOCK, checked before anything is allocated, or out of memory),
+ * EMFILE (the user holds max_bufs_per_user buffers), EINTR (a fatal
+ * signal while the pages were faulted in).
  */
 struct krdma_buf_reg {
 	__u32 size;
@@ -624,10 +644,20 @@ struct krdma_token {
  * @handle: Output: the grant, for KRDMA_IOC_DESTROY (revoke)
  * @token: Output: the token to send to the peer
  *
- * Errors: EINVAL when @offset + @length is past the end of the buffer,
- * EOVERFLOW when it wraps, EACCES when @access asks for more than the
- * buffer allows, EOPNOTSUPP for remote atomics on a device without
- * atomics, EPERM for a buffer another process registered.
+ * The window maps the buffer's pinned pages with the device's fast
+ * registration: nothing is pinned or charged again. A read-only buffer
+ * (registered with REMOTE_READ only) can be granted REMOTE_READ.
+ *
+ * Errors, checked in this order: EINVAL when @offset + @length is past
+ * the end of the buffer, EOVERFLOW when it wraps, EACCES when @access
+ * asks for more than the buffer allows (so REMOTE_WRITE on a read-only
+ * buffer is EACCES, whatever the device), EPERM for a buffer another
+ * process registered, ENOTCONN when the connection is not connected,
+ * EOPNOTSUPP for remote atomics on a device without atomics, E2BIG when
+ * the window spans more pages than one registration of the device maps
+ * (at least the device's max_fast_reg_page_list_len of DEV_QUERY; 262144
+ * on rxe), ETIMEDOUT when the device did not register it within 10 s (the
+ * connection then fails), EINTR on a fatal signal.
  */
 struct krdma_grant {
 	__u32 size;
@@ -727,6 +757,12 @@ struct krdma_op {
  * with its errno, @submitted telling how many went before it. A full
  * completion queue makes the call fail with EAGAIN (or wait with
  * KRDMA_SUBMIT_WAIT): krdma never loses a completion.
+ *
+ * The struct is written back (@submitted = 0) before any operation is
+ * looked at: when it cannot be written, the call fails with EFAULT and
+ * nothing was submitted. Only a caller that unmaps or write-protects the
+ * struct from another thread during the call can see EFAULT after
+ * operations were accepted; they complete as usual.
  */
 struct krdma_submit {
 	__u32 size;
@@ -805,7 +841,9 @@ struct krdma_completion {
  *
  * Takes up to @max completions from the file's completion queue, oldest
  * first. Returns with @count 0 on timeout. The file is readable for
- * poll()/epoll when the queue is not empty.
+ * poll()/epoll when the queue is not empty. Completions are taken only
+ * once both @completions and this struct were written: on EFAULT (either
+ * not writable) nothing is taken, and the next POLL returns them.
  */
 struct krdma_poll {
 	__u32 size;
