@@ -203,17 +203,28 @@ struct krdma_buf *krdma_buf_reg_user(u64 uaddr, u64 length, u32 access,
 	buf->uaddr = uaddr;
 	buf->access = access;
 
-	if (access & KRDMA_ACCESS_WRITABLE)
-		gup_flags |= FOLL_WRITE;
+	/*
+	 * Pin for writing wherever the mapping allows it, even for a buffer
+	 * nothing but the process writes: a read-only pin of memory the
+	 * process has not written yet would pin the shared zero page (or a
+	 * page its next write copies away from), and the device would never
+	 * see what the process writes later. Only memory the process cannot
+	 * write is pinned read-only, and only for a buffer that nothing may
+	 * write through krdma.
+	 */
 	while (pinned < npages) {
+		unsigned long addr = start + pinned * PAGE_SIZE;
+		int nr = min_t(unsigned long, npages - pinned, KRDMA_PIN_BATCH);
+
 		if (fatal_signal_pending(current)) {
 			ret = -EINTR;
 			goto err_unpin;
 		}
-		ret = pin_user_pages_fast(start + pinned * PAGE_SIZE,
-					  min_t(unsigned long, npages - pinned,
-						KRDMA_PIN_BATCH),
-					  gup_flags, buf->pages + pinned);
+		ret = pin_user_pages_fast(addr, nr, gup_flags | FOLL_WRITE,
+					  buf->pages + pinned);
+		if (ret == -EFAULT && !(access & KRDMA_ACCESS_WRITABLE))
+			ret = pin_user_pages_fast(addr, nr, gup_flags,
+						  buf->pages + pinned);
 		if (ret <= 0) {
 			ret = ret ?: -EFAULT;
 			goto err_unpin;

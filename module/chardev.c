@@ -122,7 +122,8 @@ static int krdma_cmd_port_query(struct krdma_ucmd *ucmd)
 		goto out_put_device;
 
 	for (i = 0; i < cmd->gid_tbl_len; i++) {
-		if (krdma_device_read_gid(kdev, cmd->port_num, i, &entry))
+		if (krdma_device_read_gid(kdev, cmd->port_num, i,
+					  ucmd->kfile->net, &entry))
 			continue;
 		if (count < capacity &&
 		    copy_to_user(&ugids[count], &entry, sizeof(entry))) {

@@ -264,13 +264,15 @@ int krdma_device_fill_port(struct krdma_device *kdev, u32 port,
  * @kdev: the device, referenced by the caller
  * @port: a valid port number
  * @index: index in the GID table
+ * @net: namespace of the caller: the entry's netdev is named only if it
+ *       lives there
  * @out: the entry
  *
  * Return: 0 for a valid entry, a negative errno for an empty or invalid
  * one.
  */
 int krdma_device_read_gid(struct krdma_device *kdev, u32 port, u32 index,
-			  struct krdma_gid_entry *out)
+			  struct net *net, struct krdma_gid_entry *out)
 {
 	const struct ib_gid_attr *attr;
 	struct net_device *ndev;
@@ -285,7 +287,8 @@ int krdma_device_read_gid(struct krdma_device *kdev, u32 port, u32 index,
 	out->type = attr->gid_type;
 	rcu_read_lock();
 	ndev = rdma_read_gid_attr_ndev_rcu(attr);
-	if (!IS_ERR(ndev))
+	/* An ifindex means something only in the netdev's own namespace */
+	if (!IS_ERR_OR_NULL(ndev) && net_eq(dev_net(ndev), net))
 		out->netdev_ifindex = ndev->ifindex;
 	rcu_read_unlock();
 	rdma_put_gid_attr(attr);

@@ -64,17 +64,55 @@ static void krdma_window_unmap(struct krdma_conn *conn,
  * (SIW_MAX_SGE_PBL) in a fast registration, so a larger window of a user
  * buffer on siw is registered as before, with ib_reg_user_mr(), which
  * pins the range again (siw charges it to RLIMIT_MEMLOCK) and maps what
- * is mapped at the buffer's address now. The pages were pinned by the
- * buffer, so this faults nothing in unless the process remapped the
- * range; no lock that another user needs is held. siw needs no udata.
- * Until a token can span several registrations (Documentation/design.rst),
- * this keeps siw's large windows working.
+ * is mapped at the buffer's address now. siw needs no udata. Until a
+ * token can span several registrations (Documentation/design.rst), this
+ * keeps siw's large windows working; krdma_window_still_mapped() makes
+ * sure it maps the buffer's own pages and faults nothing in.
  */
 static bool krdma_window_needs_user_mr(struct krdma_conn *conn,
 				       struct krdma_window *win, u64 npages)
 {
 	return npages > krdma_conn_max_grant_pages(conn) && win->buf->mm &&
 	       conn->kdev->ibdev->ops.driver_id == RDMA_DRIVER_SIW;
+}
+
+/* Pages compared at a time by krdma_window_still_mapped() */
+#define KRDMA_MAPPED_BATCH 64
+
+/*
+ * Whether the window's range of the process still maps the pages the
+ * buffer pinned, with the access it needs, without faulting anything in
+ * (GUP-fast only: no mmap_lock, no page fault, so memory that never
+ * answers cannot block us). A range that was unmapped, remapped, made
+ * PROT_NONE or not present is refused rather than registered. A thread
+ * of the same process that remaps the range right after this check can
+ * still make the driver's own pin fault: that blocks this caller's
+ * registration (and so its connection's teardown) only.
+ */
+static bool krdma_window_still_mapped(struct krdma_window *win, bool write)
+{
+	struct krdma_buf *buf = win->buf;
+	u64 first = (buf->first_offset + win->offset) >> PAGE_SHIFT;
+	u64 npages = krdma_buf_pages(buf, win->offset, win->length);
+	unsigned long start = (buf->uaddr & PAGE_MASK) + first * PAGE_SIZE;
+	struct page *pages[KRDMA_MAPPED_BATCH];
+	u64 done = 0;
+	bool same = true;
+
+	while (same && done < npages) {
+		int want = min_t(u64, npages - done, KRDMA_MAPPED_BATCH);
+		int got, i;
+
+		got = get_user_pages_fast_only(start + done * PAGE_SIZE, want,
+					       write ? FOLL_WRITE : 0, pages);
+		same = got == want;
+		for (i = 0; i < max(got, 0); i++) {
+			same &= pages[i] == buf->pages[first + done + i];
+			put_page(pages[i]);
+		}
+		done += want;
+	}
+	return same;
 }
 
 /*
@@ -94,6 +132,9 @@ static int krdma_window_map(struct krdma_conn *conn, struct krdma_window *win,
 
 	npages = krdma_buf_pages(buf, win->offset, win->length);
 	if (krdma_window_needs_user_mr(conn, win, npages)) {
+		if (!krdma_window_still_mapped(win, ib_access &
+					       IB_ACCESS_LOCAL_WRITE))
+			return -EFAULT;
 		mr = ib_reg_user_mr(conn->pd, buf->uaddr + win->offset,
 				    win->length, buf->uaddr + win->offset,
 				    ib_access);
@@ -253,10 +294,14 @@ static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
 	ret = needs_reg ? krdma_post_local_wr(conn, &reg.wr,
 					      KRDMA_REG_TIMEOUT) : 0;
 	if (ret == -ETIMEDOUT || ret == -EINTR) {
-		/* Still queued on the device: keep it all until the QP goes */
+		/*
+		 * Still queued on the device: keep it all until the QP goes,
+		 * and fail the connection, so that the MR never becomes valid
+		 * for the peer behind its owner's back
+		 */
 		krdma_window_bury(conn, win, mr);
-		if (ret == -ETIMEDOUT)
-			krdma_conn_qp_failed(conn, -ETIMEDOUT);
+		krdma_conn_qp_failed(conn, ret == -ETIMEDOUT ? -ETIMEDOUT :
+					   -ECONNABORTED);
 		up_read(&conn->reg_sem);
 		return ERR_PTR(ret);
 	}

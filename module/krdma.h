@@ -132,7 +132,7 @@ void krdma_device_fill_query(struct krdma_device *kdev,
 int krdma_device_fill_port(struct krdma_device *kdev, u32 port,
 			   struct net *net, struct krdma_port_query *out);
 int krdma_device_read_gid(struct krdma_device *kdev, u32 port, u32 index,
-			  struct krdma_gid_entry *out);
+			  struct net *net, struct krdma_gid_entry *out);
 
 /*
  * Buffers: memory krdma may move data from and to. Not tied to a device:

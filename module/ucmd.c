@@ -458,7 +458,7 @@ int krdma_cmd_conn_query(struct krdma_ucmd *ucmd)
 	struct krdma_conn_query *cmd = ucmd->cmd;
 	struct krdma_conn *conn;
 
-	if (cmd->flags || cmd->__reserved)
+	if (cmd->flags || cmd->__reserved || cmd->__reserved2)
 		return -EINVAL;
 	conn = krdma_uobj_lookup(ucmd->kfile, cmd->handle, KRDMA_UOBJ_CONN);
 	if (!conn)
@@ -480,6 +480,9 @@ int krdma_cmd_conn_query(struct krdma_ucmd *ucmd)
 	cmd->peer_features = conn->peer_features;
 	cmd->initiator_depth = conn->initiator_depth;
 	cmd->responder_resources = conn->responder_resources;
+	cmd->max_grant_pages = conn->max_grant_pages;
+	cmd->max_send_sge = conn->max_send_sge;
+	cmd->max_recv_sge = conn->max_recv_sge;
 	mutex_unlock(&conn->lock);
 	krdma_conn_put(conn);
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));

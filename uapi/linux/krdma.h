@@ -331,7 +331,8 @@ struct krdma_port_query {
  * - ENOTCONN: the connection is not (or no longer) connected.
  * - ETIMEDOUT: a connect, accept or wait timed out.
  * - EAGAIN: non-blocking accept with nothing to accept; submit with no
- *   room left in the completion queue.
+ *   room left in the completion queue, or (a large SEND or RECV that
+ *   needs a local window) no room in the send queue to register it.
  * - ECONNREFUSED: nobody listens there, or the peer rejected us.
  * - EHOSTUNREACH, ENETUNREACH: no RDMA route to the address.
  * - EADDRINUSE: the address and port are taken.
@@ -341,7 +342,9 @@ struct krdma_port_query {
  *   ``ulimit -l``) without CAP_IPC_LOCK.
  * - EMSGSIZE: a SEND or RECV larger than the connection can carry in one
  *   message: it may span at most as many pages as the queue has SGEs
- *   (see KRDMA_IOC_DEV_QUERY), or, as a single range, 256 pages.
+ *   (CONN_QUERY's max_send_sge, max_recv_sge), or, as a single range of
+ *   a buffer, go through a local window of the whole buffer, which must
+ *   fit in one registration (max_grant_pages; larger on siw).
  * - ENOBUFS: a RECV with the receive queue full.
  * - EPERM: an operation or grant that names a buffer registered by
  *   another process (its memory is that process's: a child after fork(),
@@ -538,6 +541,14 @@ struct krdma_disconnect {
  * @responder_resources: Output: RDMA READs and atomics of the peer this
  *                       side serves at once
  * @__reserved: Must be 0
+ * @max_grant_pages: Output: the most pages one GRANT (one token) may span
+ *                   on this connection's device (E2BIG past it); the
+ *                   window's bytes plus its offset in its first page
+ *                   must fit in this many pages. 0 from a module older
+ *                   than this field (``size`` tells).
+ * @max_send_sge: Output: pages one SEND may span without a local window
+ * @max_recv_sge: Output: pages one RECV may span without a local window
+ * @__reserved2: Must be 0
  */
 struct krdma_conn_query {
 	__u32 size;
@@ -558,6 +569,10 @@ struct krdma_conn_query {
 	__u32 initiator_depth;
 	__u32 responder_resources;
 	__u32 __reserved;
+	__u32 max_grant_pages;
+	__u32 max_send_sge;
+	__u32 max_recv_sge;
+	__u32 __reserved2;
 };
 
 #define KRDMA_IOC_CONN_QUERY _IO(KRDMA_TYPE, KRDMA_CMD_CONN_QUERY)
@@ -645,19 +660,31 @@ struct krdma_token {
  * @token: Output: the token to send to the peer
  *
  * The window maps the buffer's pinned pages with the device's fast
- * registration: nothing is pinned or charged again. A read-only buffer
- * (registered with REMOTE_READ only) can be granted REMOTE_READ.
+ * registration: nothing is pinned or charged again, and what it exposes
+ * does not change if the process unmaps or remaps the memory. A read-only
+ * buffer (registered with REMOTE_READ only) can be granted REMOTE_READ.
+ * One exception, until a token can span several registrations: on siw,
+ * a window of more than 256 pages is registered by the driver's own
+ * pinning (it is charged to RLIMIT_MEMLOCK again, and the token's address
+ * is the user address); it is refused (EFAULT) unless the range still
+ * maps the buffer's pages.
  *
- * Errors, checked in this order: EINVAL when @offset + @length is past
- * the end of the buffer, EOVERFLOW when it wraps, EACCES when @access
- * asks for more than the buffer allows (so REMOTE_WRITE on a read-only
- * buffer is EACCES, whatever the device), EPERM for a buffer another
- * process registered, ENOTCONN when the connection is not connected,
- * EOPNOTSUPP for remote atomics on a device without atomics, E2BIG when
- * the window spans more pages than one registration of the device maps
- * (at least the device's max_fast_reg_page_list_len of DEV_QUERY; 262144
- * on rxe), ETIMEDOUT when the device did not register it within 10 s (the
- * connection then fails), EINTR on a fatal signal.
+ * Errors: EOVERFLOW when @offset + @length wraps; ENOENT for an unknown
+ * handle, or a buffer destroyed meanwhile; EINVAL when the window is
+ * past the end of the buffer or @access is 0 or not REMOTE_* bits; then
+ * EACCES when @access asks for more than the buffer allows (so
+ * REMOTE_WRITE on a read-only buffer is EACCES, whatever the device:
+ * EACCES wins over EOPNOTSUPP), EPERM for a buffer another process
+ * registered; then ENOTCONN when the connection is not (or no longer)
+ * connected, EOPNOTSUPP for remote atomics on a device without atomics,
+ * E2BIG when the window spans more pages than one registration of the
+ * device maps (CONN_QUERY's max_grant_pages: 262144 on rxe, 256 on siw
+ * for kernel memory), EFAULT on siw for a window past 256 pages whose
+ * range no longer maps the buffer's pages (unmapped, remapped,
+ * PROT_NONE), EAGAIN when the send queue has no room for the
+ * registration, ETIMEDOUT when the device did not register it within
+ * 10 s, EINTR on a fatal signal (after ETIMEDOUT and EINTR the connection
+ * fails: the registration may still be queued), ENOMEM.
  */
 struct krdma_grant {
 	__u32 size;
