@@ -204,26 +204,43 @@ static void krdma_window_bury(struct krdma_conn *conn, struct krdma_window *win,
 	mutex_unlock(&conn->lock);
 }
 
+/*
+ * Take every window off @list (conn->grants or conn->reg_zombies) and
+ * release what it holds on the device; @put: drop the list's reference
+ * too (zombies). conn->lock is held only to take each one off.
+ */
+static void krdma_conn_release_windows(struct krdma_conn *conn,
+				       struct list_head *list, bool put)
+{
+	struct krdma_window *win, *tmp;
+	LIST_HEAD(taken);
+
+	lockdep_assert_held_write(&conn->reg_sem);
+
+	mutex_lock(&conn->lock);
+	list_splice_init(list, &taken);
+	mutex_unlock(&conn->lock);
+	list_for_each_entry_safe(win, tmp, &taken, conn_entry) {
+		struct ib_mr *mr;
+
+		mutex_lock(&conn->lock);
+		mr = win->mr;
+		WRITE_ONCE(win->mr, NULL);
+		list_del_init(&win->conn_entry);
+		mutex_unlock(&conn->lock);
+		krdma_window_unmap(conn, win, mr);
+		if (put)
+			krdma_grant_put(win);
+	}
+}
+
 /**
  * krdma_conn_bury_windows - release the windows whose registration hung
  * @conn: a connection whose QP is destroyed, conn->reg_sem held for write
  */
 void krdma_conn_bury_windows(struct krdma_conn *conn)
 {
-	struct krdma_window *win, *tmp;
-	LIST_HEAD(dead);
-
-	lockdep_assert_held_write(&conn->reg_sem);
-
-	mutex_lock(&conn->lock);
-	list_splice_init(&conn->reg_zombies, &dead);
-	mutex_unlock(&conn->lock);
-	list_for_each_entry_safe(win, tmp, &dead, conn_entry) {
-		list_del_init(&win->conn_entry);
-		krdma_window_unmap(conn, win, win->mr);
-		win->mr = NULL;
-		krdma_grant_put(win);
-	}
+	krdma_conn_release_windows(conn, &conn->reg_zombies, true);
 }
 
 /* Register a window of @buf in @conn's PD; lists it on both */
@@ -416,25 +433,7 @@ void krdma_grant_revoke(struct krdma_window *grant)
  */
 void krdma_conn_revoke_grants(struct krdma_conn *conn)
 {
-	struct krdma_window *grant, *tmp;
-	LIST_HEAD(revoked);
-
-	lockdep_assert_held_write(&conn->reg_sem);
-
-	mutex_lock(&conn->lock);
-	list_splice_init(&conn->grants, &revoked);
-	mutex_unlock(&conn->lock);
-	list_for_each_entry_safe(grant, tmp, &revoked, conn_entry) {
-		struct ib_mr *mr;
-
-		mutex_lock(&conn->lock);
-		mr = grant->mr;
-		WRITE_ONCE(grant->mr, NULL);
-		list_del_init(&grant->conn_entry);
-		mutex_unlock(&conn->lock);
-		if (mr)
-			krdma_window_unmap(conn, grant, mr);
-	}
+	krdma_conn_release_windows(conn, &conn->grants, false);
 }
 
 /**

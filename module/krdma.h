@@ -474,6 +474,7 @@ void krdma_chardev_uninit(void);
 enum krdma_user_res {
 	KRDMA_USER_CONNS,
 	KRDMA_USER_BUFS,
+	KRDMA_USER_BACKLOG,	/* connections listeners may queue */
 	KRDMA_USER_NR_RES,
 };
 

@@ -140,9 +140,14 @@ err_free_uobj:
 static void krdma_uobj_close(struct krdma_file *kfile, struct krdma_uobj *uobj)
 {
 	switch (uobj->type) {
-	case KRDMA_UOBJ_LISTENER:
-		krdma_listener_close(uobj->obj);
+	case KRDMA_UOBJ_LISTENER: {
+		struct krdma_listener *l = uobj->obj;
+		u32 backlog = l->backlog;
+
+		krdma_listener_close(l);
+		krdma_user_uncharge_n(kfile->user, KRDMA_USER_BACKLOG, backlog);
 		break;
+	}
 	case KRDMA_UOBJ_CONN:
 		krdma_conn_close(uobj->obj);
 		krdma_user_uncharge(kfile->user, KRDMA_USER_CONNS);
@@ -326,6 +331,7 @@ int krdma_cmd_listen(struct krdma_ucmd *ucmd)
 	};
 	struct krdma_listener *l;
 	struct sockaddr_storage ss;
+	u32 backlog;
 	int ret;
 
 	if (cmd->flags)
@@ -334,10 +340,22 @@ int krdma_cmd_listen(struct krdma_ucmd *ucmd)
 	if (ret)
 		return ret;
 
-	l = krdma_listen(ucmd->kfile->net, (struct sockaddr *)&ss,
-			 cmd->backlog, &params);
-	if (IS_ERR(l))
-		return PTR_ERR(l);
+	/*
+	 * A listener makes a QP for every connection of its backlog before
+	 * anyone accepts them: the backlogs of a user's listeners are
+	 * bounded, apart from the connections it holds.
+	 */
+	backlog = krdma_listen_backlog(cmd->backlog);
+	ret = krdma_user_charge_n(ucmd->kfile->user, KRDMA_USER_BACKLOG,
+				  backlog);
+	if (ret)
+		return ret;
+	l = krdma_listen(ucmd->kfile->net, (struct sockaddr *)&ss, backlog,
+			 &params);
+	if (IS_ERR(l)) {
+		ret = PTR_ERR(l);
+		goto err_uncharge;
+	}
 	ret = krdma_listener_addr(l, &ss);
 	if (ret)
 		goto err_close;
@@ -350,6 +368,8 @@ int krdma_cmd_listen(struct krdma_ucmd *ucmd)
 
 err_close:
 	krdma_listener_close(l);
+err_uncharge:
+	krdma_user_uncharge_n(ucmd->kfile->user, KRDMA_USER_BACKLOG, backlog);
 	return ret;
 }
 

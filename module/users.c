@@ -25,6 +25,7 @@
 
 static unsigned int max_conns_per_user = 1024;
 static unsigned int max_bufs_per_user = 65536;
+static unsigned int max_backlog_per_user = 4096;
 
 static int krdma_param_set_user_limit(const char *val,
 				      const struct kernel_param *kp)
@@ -48,6 +49,12 @@ module_param_cb(max_bufs_per_user, &krdma_user_limit_ops,
 __MODULE_PARM_TYPE(max_bufs_per_user, "uint");
 MODULE_PARM_DESC(max_bufs_per_user,
 		 "Buffers one user may hold through /dev/krdma, 1..1048576 (default 65536); CAP_SYS_RESOURCE passes it");
+
+module_param_cb(max_backlog_per_user, &krdma_user_limit_ops,
+		&max_backlog_per_user, 0644);
+__MODULE_PARM_TYPE(max_backlog_per_user, "uint");
+MODULE_PARM_DESC(max_backlog_per_user,
+		 "Connections the listeners of one user may hold before they are accepted (the sum of their backlogs), 1..1048576 (default 4096); CAP_SYS_RESOURCE passes it");
 
 /**
  * struct krdma_user - what one user holds through /dev/krdma
@@ -77,6 +84,9 @@ static const struct {
 			       &max_conns_per_user },
 	[KRDMA_USER_BUFS] = { "max_bufs_per_user", "buffers",
 			      &max_bufs_per_user },
+	[KRDMA_USER_BACKLOG] = { "max_backlog_per_user",
+				 "listener backlog slots",
+				 &max_backlog_per_user },
 };
 
 /**
@@ -120,7 +130,8 @@ static void krdma_user_release(struct kref *ref)
 
 	xa_erase(&krdma_users, user->uid);
 	WARN_ON(atomic_read(&user->held[KRDMA_USER_CONNS]) ||
-		atomic_read(&user->held[KRDMA_USER_BUFS]));
+		atomic_read(&user->held[KRDMA_USER_BUFS]) ||
+		atomic_read(&user->held[KRDMA_USER_BACKLOG]));
 	kfree(user);
 }
 

@@ -47,6 +47,8 @@ static const struct tunable {
 } tunables[] = {
 	{ "ack_timeout", 0, 31, true,
 	  "IB/RoCE ACK timeout exponent: 4.096 us * 2^N" },
+	{ "max_backlog_per_user", 1, 1048576, true,
+	  "connections one user's listeners may queue before accept" },
 	{ "max_bufs_per_user", 1, 1048576, true,
 	  "buffers one user may hold through /dev/krdma" },
 	{ "max_conns_per_user", 1, 1048576, true,

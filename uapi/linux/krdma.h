@@ -361,7 +361,8 @@ struct krdma_port_query {
  * - EINTR: a blocking call was interrupted by a signal.
  * - EMFILE: CONNECT, ACCEPT or BUF_REG when the file's user holds as many
  *   connections (or buffers) through /dev/krdma as the module parameter
- *   max_conns_per_user (max_bufs_per_user) allows. The user is the
+ *   max_conns_per_user (max_bufs_per_user) allows; LISTEN when the
+ *   backlogs of the user's listeners would pass max_backlog_per_user. The user is the
  *   effective uid of the process that opened the file; every file of
  *   that user counts. CAP_SYS_RESOURCE passes the limits. An ACCEPT
  *   refused so leaves the connection waiting to be accepted.
@@ -414,7 +415,8 @@ struct krdma_destroy {
  *        the family); port 0 picks a free port. Output: the bound address
  *        and port.
  * @backlog: Input: connections that may wait to be accepted (0: 16, at
- *           most 4096)
+ *           most 4096). The backlogs of a user's listeners count against
+ *           the module parameter max_backlog_per_user (EMFILE past it)
  * @handle: Output: the listener
  * @sq_depth: Input: send queue depth of accepted connections (0: default)
  * @rq_depth: Input: receive queue depth of accepted connections (0:
