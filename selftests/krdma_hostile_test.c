@@ -1,0 +1,2100 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma selftests: regression tests for the defects an outside attacker
+ * found in /dev/krdma. Each test fails on the module that had the defect
+ * and checks the outcome the fixed module gives: errno values, bytes,
+ * VmPin, handles, times, the kernel log. One test per defect:
+ *
+ * nodev (no RDMA device involved):
+ *   size_over_a_page_is_e2big           an ioctl struct larger than a page
+ *                                       is E2BIG, even with a zero tail,
+ *                                       at once (no scan of user memory)
+ *   buf_reg_limit_before_allocation     BUF_REG of 2^40 and 2^38 bytes past
+ *                                       the memlock limit: ENOMEM at once,
+ *                                       no kvmalloc warning
+ *   memlock_is_charged_to_the_user      the memlock charge stays with the
+ *                                       user across execve() and is shared
+ *                                       by its processes
+ *   buf_reg_honours_page_protection     PROT_NONE memory cannot be
+ *                                       registered; read-only memory only
+ *                                       for reading
+ *   buf_reg_copy_out_failure            BUF_REG whose result cannot be
+ *                                       written back pins and charges
+ *                                       nothing
+ * dev (rxe and siw, a connected pair on one device):
+ *   userfaultfd_blocks_only_the_caller  a BUF_REG stuck on userfaultfd
+ *                                       memory holds up nobody else
+ *   userfaultfd_buf_reg_dies_of_sigkill ... and dies of SIGKILL at once
+ *   userfaultfd_grant_blocks_nobody     a GRANT does not wait on user
+ *                                       memory under the connection's
+ *                                       lock, which its CM handler needs
+ *   poll_efault_takes_nothing           a POLL that fails with EFAULT
+ *                                       leaves the completion queued
+ *   listen_copy_out_failure             ... binds nothing
+ *   connect_copy_out_failure            ... leaves no connection
+ *   accept_copy_out_failure             ... does not consume the connection
+ *   grant_copy_out_failure              ... leaves no grant
+ *   submit_copy_out_failure             ... submits nothing
+ *   read_only_memory_granted_for_read   a read-only mapping registered and
+ *                                       granted REMOTE_READ serves READs
+ *   grant_after_remap_uses_pinned_pages a grant exposes the buffer's pinned
+ *                                       pages, not what is mapped now
+ *   grant_at_the_memlock_limit          a grant does not charge memlock a
+ *                                       second time
+ *   send_without_recv_known_limit       not a defect fixed but a known
+ *                                       limit, recorded: a SEND without a
+ *                                       RECV waits (RoCE) or fails the
+ *                                       connection (iWARP)
+ * netns (last: on a module with the defect it corrupts the kernel):
+ *   port_query_in_a_netns               PORT_QUERY from another network
+ *   port_query_in_a_user_netns          namespace names no netdev
+ *
+ * A copy-out failure is staged by passing the command's struct in a page
+ * made read-only after it was filled: the kernel reads it, and cannot
+ * write the result back.
+ *
+ * Unprivileged parts run in a child as uid/gid 65534 with the supplementary
+ * group rdma when it exists; /dev/krdma is given group rdma and mode 0660
+ * (as the udev rule does), or mode 0666 without that group, for the run
+ * and restored at exit.
+ *
+ * Environment: KRDMA_TEST_ONLY=substring of "fixture.variant.test" runs
+ * only the tests whose name has it; KRDMA_HOSTILE_NO_SYSCTL=1 leaves out
+ * the ping_group_range writes of the netns tests (on a module with the
+ * defect they turn its corruption into a panic).
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "krdma_test_lib.h"
+#include "kselftest_harness.h"
+
+#define PG 4096UL
+#define KiB 1024UL
+#define NOBODY 65534
+#define WIN_LEN (512 * KiB)	/* the server's window in the dev fixture */
+/* "Well under 100 ms", with room for a slow emulated guest */
+#define QUICK_MS 200
+/* A low address, so that it plus 2^40 is still a user address */
+#define LOW_ADDR 0x300000000UL
+#define EXEC_ENV "KRDMA_HOSTILE_TEST_EXEC"
+/* Kernel log lines that mean something went wrong */
+static const char *const bad_klog[] = {
+	"stack-protector", "refcount_t", "BUG:", "kernel BUG", "WARNING:",
+	"Oops", "kvmalloc", "vmalloc error", "page allocation failure",
+};
+
+/* The group /dev/krdma is given, (gid_t)-1 when there is no rdma group */
+static gid_t rdma_gid = (gid_t)-1;
+/* This program, for execve() from a child that may not read /proc/self/exe */
+static char exe_path[4096];
+
+/*
+ * In a child: a failed check is reported on stderr and counted; the child
+ * exits with 1 if any failed. CK_FATAL ends it at once.
+ */
+static int child_failed;
+
+#define CK_REPORT(_ok, _text, fmt, ...)					\
+	({								\
+		bool __ok = (_ok);					\
+									\
+		if (!__ok) {						\
+			fprintf(stderr, "# child %d: %s:%d: %s: " fmt "\n", \
+				getpid(), __func__, __LINE__, _text,	\
+				##__VA_ARGS__);				\
+			child_failed = 1;				\
+		}							\
+		__ok;							\
+	})
+
+#define CK(cond, fmt, ...) ((void)CK_REPORT(cond, #cond, fmt, ##__VA_ARGS__))
+
+#define CK_FATAL(cond, fmt, ...)					\
+	do {								\
+		if (!CK_REPORT(cond, #cond, fmt, ##__VA_ARGS__))	\
+			_exit(1);					\
+	} while (0)
+
+/* KRDMA_TEST_ONLY: skip the tests whose full name lacks the substring */
+#define SELECT(_fixture, _variant)					\
+	do {								\
+		const char *__only = getenv("KRDMA_TEST_ONLY");		\
+		char __name[256];					\
+									\
+		snprintf(__name, sizeof(__name), "%s.%s%s%s", _fixture,	\
+			 _variant, *(_variant) ? "." : "",		\
+			 _metadata->name);				\
+		if (__only && !strstr(__name, __only)) {		\
+			snprintf(_metadata->results->reason,		\
+				 sizeof(_metadata->results->reason),	\
+				 "not selected by KRDMA_TEST_ONLY");	\
+			_exit(255);					\
+		}							\
+	} while (0)
+
+/* Helpers */
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void nap_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static int ioc(int fd, unsigned long nr, void *arg)
+{
+	return ioctl(fd, nr, arg) ? -errno : 0;
+}
+
+/* Exit status of a child (128 + signal when killed) */
+static int reap(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The same, waiting at most @ms; then the child is killed: -ETIMEDOUT */
+static int reap_within(pid_t pid, long ms)
+{
+	long end = now_ms() + ms;
+	int status;
+	pid_t r;
+
+	for (;;) {
+		r = waitpid(pid, &status, WNOHANG);
+		if (r == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) :
+						   128 + WTERMSIG(status);
+		if (r < 0)
+			return -1;
+		if (now_ms() > end)
+			break;
+		nap_ms(10);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -ETIMEDOUT;
+}
+
+/* 1 when @fd becomes readable within @ms, 0 when not */
+static int readable_within(int fd, long ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, ms) == 1 && (pfd.revents & (POLLIN | POLLHUP));
+}
+
+static int put_bytes(int fd, const void *p, size_t n)
+{
+	return write(fd, p, n) == (ssize_t)n ? 0 : -1;
+}
+
+/* @n bytes from a pipe within @ms; 0 or -1 (timeout, EOF) */
+static int get_bytes(int fd, void *p, size_t n, long ms)
+{
+	if (!readable_within(fd, ms))
+		return -1;
+	return read(fd, p, n) == (ssize_t)n ? 0 : -1;
+}
+
+/* A copy of @n bytes of @src in a page of its own, made read-only */
+static void *ro_copy(const void *src, size_t n)
+{
+	void *p = mmap(NULL, PG, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	memcpy(p, src, n);
+	if (mprotect(p, PG, PROT_READ)) {
+		munmap(p, PG);
+		return NULL;
+	}
+	return p;
+}
+
+static uint8_t *map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* VmPin once it is @want, or after @ms (pages are unpinned by a work item) */
+static long vmpin_within(long want, long ms)
+{
+	long end = now_ms() + ms, kb;
+
+	while ((kb = kt_vmpin_kb()) != want && now_ms() < end)
+		nap_ms(5);
+	return kb;
+}
+
+/*
+ * BUF_REG, again while it fails with ENOMEM for up to @ms: the memlock
+ * charge of buffers that earlier tests of the same user released goes
+ * away from a work item, shortly after their files were closed.
+ */
+static int buf_reg_within(int fd, void *p, uint64_t len, uint32_t access,
+			  uint32_t *h, long ms)
+{
+	long end = now_ms() + ms;
+	int ret;
+
+	while ((ret = krdma_buf_register(fd, p, len, access, h)) == -ENOMEM &&
+	       now_ms() < end)
+		nap_ms(10);
+	return ret;
+}
+
+/* The state of @conn once it is not CONNECTED, or CONNECTED after @ms */
+static uint32_t conn_down_within(int fd, uint32_t conn, long ms)
+{
+	struct krdma_conn_query q;
+	long end = now_ms() + ms;
+
+	for (;;) {
+		if (krdma_conn_info(fd, conn, &q))
+			return 0;
+		if (q.state != KRDMA_CONN_CONNECTED || now_ms() > end)
+			return q.state;
+		nap_ms(10);
+	}
+}
+
+/*
+ * Handles of @fd from 1 to 64 that exist although the test did not make
+ * them (@made, @nmade): DESTROY of each must fail with ENOENT. Returns
+ * the first one that did not, or 0.
+ */
+static uint32_t stray_handle(int fd, const uint32_t *made, int nmade)
+{
+	uint32_t h;
+	int i;
+
+	for (h = 1; h <= 64; h++) {
+		for (i = 0; i < nmade && made[i] != h; i++)
+			;
+		if (i < nmade)
+			continue;
+		if (krdma_destroy_handle(fd, h) != -ENOENT)
+			return h;
+	}
+	return 0;
+}
+
+/* In a child: become uid/gid 65534 (group rdma too), memlock @memlock */
+static void become_nobody(rlim_t memlock)
+{
+	struct rlimit rl = { memlock, memlock };
+
+	CK_FATAL(!setrlimit(RLIMIT_MEMLOCK, &rl), "%s", strerror(errno));
+	if (rdma_gid != (gid_t)-1)
+		CK_FATAL(!setgroups(1, &rdma_gid), "%s", strerror(errno));
+	else
+		CK_FATAL(!setgroups(0, NULL), "%s", strerror(errno));
+	CK_FATAL(!setresgid(NOBODY, NOBODY, NOBODY), "%s", strerror(errno));
+	CK_FATAL(!setresuid(NOBODY, NOBODY, NOBODY), "%s", strerror(errno));
+	/* Our own /proc files stay ours (uid_map, status) */
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+}
+
+static int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	close(fd);
+	return n == (ssize_t)strlen(s) ? 0 : n < 0 ? -errno : -EIO;
+}
+
+/* A line of the kernel log: a mark, and what came after it */
+static void klog_mark(char *mark, size_t n, const char *what)
+{
+	char line[256];
+
+	snprintf(mark, n, "krdma_hostile_test: %s pid %d at %ld ms", what,
+		 getpid(), now_ms());
+	/* With a newline: a record without one stays open, unread */
+	snprintf(line, sizeof(line), "%s\n", mark);
+	if (write_file("/dev/kmsg", line))
+		mark[0] = '\0';
+}
+
+/*
+ * The first record of the kernel log after @mark that has one of
+ * bad_klog[], in @out; 1 when there is one, 0 when none, -1 when the mark
+ * was not found.
+ */
+static int klog_bad_since(const char *mark, char *out, size_t n)
+{
+	char rec[8192];
+	bool seen = false;
+	ssize_t r;
+	size_t i;
+	int fd;
+
+	if (!mark[0])
+		return -1;
+	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+	if (fd < 0)
+		return -1;
+	for (;;) {
+		char *msg;
+
+		r = read(fd, rec, sizeof(rec) - 1);
+		if (r < 0 && errno == EPIPE)	/* overwritten: go on */
+			continue;
+		if (r <= 0)
+			break;
+		rec[r] = '\0';
+		msg = strchr(rec, ';');
+		msg = msg ? msg + 1 : rec;
+		if (!seen) {
+			seen = strstr(msg, mark);
+			continue;
+		}
+		for (i = 0; i < ARRAY_SIZE(bad_klog); i++) {
+			if (strstr(msg, bad_klog[i])) {
+				snprintf(out, n, "%.400s", msg);
+				close(fd);
+				return 1;
+			}
+		}
+	}
+	close(fd);
+	return seen ? 0 : -1;
+}
+
+#define EXPECT_KLOG_CLEAN(_mark)					\
+	do {								\
+		char __line[512];					\
+		int __r = klog_bad_since(_mark, __line, sizeof(__line)); \
+									\
+		EXPECT_EQ(0, __r) TH_LOG("kernel log: %s",		\
+					 __r > 0 ? __line :		\
+						   "mark not found");	\
+	} while (0)
+
+/*
+ * Memlock across execve(): the new image of a uid-65534 process with the
+ * file of the old one (args: "fd handle"), 64 KiB of memlock, 64 KiB held
+ * by the old image's buffer.
+ */
+static int exec_image(const char *args)
+{
+	uint32_t h, h2 = 0;
+	uint8_t *p;
+	long before, kb;
+	int fd, ret;
+
+	if (sscanf(args, "%d %u", &fd, &h) != 2)
+		return 2;
+	p = map_anon(64 * KiB);
+	CK_FATAL(p, "mmap");
+	memset(p, 1, 64 * KiB);
+	before = kt_vmpin_kb();
+	/* The old image's pages are still charged to this user */
+	ret = krdma_buf_register(fd, p, 64 * KiB, 0, &h2);
+	CK(ret == -ENOMEM, "BUF_REG of 64 KiB after execve, the old image's 64 KiB still registered: %s, not ENOMEM",
+	   ret ? strerror(-ret) : "success");
+	if (!ret)
+		krdma_destroy_handle(fd, h2);
+	kb = vmpin_within(before, 2000);
+	CK(kb == before, "VmPin %ld kB, was %ld kB", kb, before);
+	/* Once they are released, the user may pin 64 KiB again */
+	ret = krdma_destroy_handle(fd, h);
+	CK(!ret, "DESTROY of the old image's buffer: %s", strerror(-ret));
+	ret = buf_reg_within(fd, p, 64 * KiB, 0, &h2, 3000);
+	CK(!ret, "BUF_REG of 64 KiB after the old buffer was destroyed: %s",
+	   strerror(-ret));
+	kb = kt_vmpin_kb();
+	CK(!ret ? kb == before + 64 : true, "VmPin %ld kB, not %ld kB", kb,
+	   before + 64);
+	return child_failed;
+}
+
+static void hostile_restore_dev(void);
+static struct stat dev_saved;
+static bool dev_changed;
+
+static void __attribute__((constructor)) hostile_init(void)
+{
+	const char *args = getenv(EXEC_ENV);
+	struct group *g;
+	ssize_t n;
+
+	if (args)
+		_exit(exec_image(args));
+	n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+	exe_path[n > 0 ? n : 0] = '\0';
+	g = getgrnam("rdma");
+	if (g)
+		rdma_gid = g->gr_gid;
+	/* /dev/krdma for uid 65534: as the udev rule makes it, or 0666 */
+	if (geteuid() || stat("/dev/krdma", &dev_saved))
+		return;
+	dev_changed = true;
+	atexit(hostile_restore_dev);
+	if (rdma_gid != (gid_t)-1) {
+		if (!chown("/dev/krdma", -1, rdma_gid))
+			chmod("/dev/krdma", 0660);
+	} else {
+		chmod("/dev/krdma", 0666);
+	}
+}
+
+static void hostile_restore_dev(void)
+{
+	if (!dev_changed)
+		return;
+	if (chown("/dev/krdma", -1, dev_saved.st_gid) ||
+	    chmod("/dev/krdma", dev_saved.st_mode & 07777))
+		fprintf(stderr, "# could not restore /dev/krdma: %s\n",
+			strerror(errno));
+}
+
+/*
+ * Tests without an RDMA device
+ */
+
+FIXTURE(nodev) {
+	int fd;
+};
+
+FIXTURE_SETUP(nodev)
+{
+	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
+
+	SELECT("nodev", "");
+	ASSERT_EQ(PG, sysconf(_SC_PAGESIZE));
+	/* The root parts: no memlock limit (siw charges even root) */
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &unlimited));
+	self->fd = krdma_open();
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(nodev)
+{
+	close(self->fd);
+}
+
+/*
+ * Item 6: the size field is capped at a page. A larger struct is E2BIG
+ * whatever its tail holds, before the kernel reads the tail: with size
+ * 0xffffffff and one page mapped, E2BIG (not EFAULT from a scan) at once.
+ * Exactly a page, zero past the struct, still works.
+ */
+TEST_F(nodev, size_over_a_page_is_e2big)
+{
+	static const struct {
+		const char *name;
+		unsigned long nr;
+	} cmds[] = {
+		{ "QUERY_MODULE", KRDMA_IOC_QUERY_MODULE },
+		{ "DEV_LIST", KRDMA_IOC_DEV_LIST },
+		{ "DEV_QUERY", KRDMA_IOC_DEV_QUERY },
+		{ "PORT_QUERY", KRDMA_IOC_PORT_QUERY },
+		{ "DESTROY", KRDMA_IOC_DESTROY },
+		{ "LISTEN", KRDMA_IOC_LISTEN },
+		{ "ACCEPT", KRDMA_IOC_ACCEPT },
+		{ "CONNECT", KRDMA_IOC_CONNECT },
+		{ "DISCONNECT", KRDMA_IOC_DISCONNECT },
+		{ "CONN_QUERY", KRDMA_IOC_CONN_QUERY },
+		{ "BUF_REG", KRDMA_IOC_BUF_REG },
+		{ "GRANT", KRDMA_IOC_GRANT },
+		{ "SUBMIT", KRDMA_IOC_SUBMIT },
+		{ "POLL", KRDMA_IOC_POLL },
+	};
+	static const uint32_t sizes[] = { 65536, 4097, 0xffffffff };
+	struct krdma_query_module *qm;
+	uint8_t *big, *edge;
+	unsigned int i, j;
+	long t0, dt;
+	int ret;
+
+	big = map_anon(64 * KiB);
+	ASSERT_NE(NULL, big);
+	/* One page, then one nobody may read */
+	edge = map_anon(2 * PG);
+	ASSERT_NE(NULL, edge);
+	ASSERT_EQ(0, mprotect(edge + PG, PG, PROT_NONE));
+
+	for (i = 0; i < ARRAY_SIZE(cmds); i++) {
+		for (j = 0; j < ARRAY_SIZE(sizes); j++) {
+			uint8_t *arg = sizes[j] == 0xffffffff ? edge : big;
+
+			memset(arg, 0, arg == edge ? PG : 64 * KiB);
+			*(uint32_t *)arg = sizes[j];
+			t0 = now_ms();
+			ret = ioc(self->fd, cmds[i].nr, arg);
+			dt = now_ms() - t0;
+			EXPECT_EQ(-E2BIG, ret)
+				TH_LOG("%s, size %#x, zero tail: %s",
+				       cmds[i].name, sizes[j],
+				       ret ? strerror(-ret) : "success");
+			EXPECT_GT(QUICK_MS, dt)
+				TH_LOG("%s, size %#x: %ld ms", cmds[i].name,
+				       sizes[j], dt);
+		}
+	}
+
+	/* Exactly a page with a zero tail is a struct of a later ABI */
+	memset(big, 0, PG);
+	qm = (void *)big;
+	qm->size = PG;
+	ret = ioc(self->fd, KRDMA_IOC_QUERY_MODULE, qm);
+	EXPECT_EQ(0, ret) TH_LOG("QUERY_MODULE, size 4096: %s", strerror(-ret));
+	EXPECT_EQ(sizeof(*qm), qm->size);
+	EXPECT_EQ(KRDMA_ABI_VERSION, qm->abi_version);
+	EXPECT_EQ(-1, kt_check_fill(big + sizeof(*qm), PG - sizeof(*qm), 0))
+		TH_LOG("QUERY_MODULE wrote past its struct");
+	munmap(big, 64 * KiB);
+	munmap(edge, 2 * PG);
+}
+
+/*
+ * Item 5: BUF_REG checks the memlock limit before it allocates anything
+ * for the buffer: 2^40 and 2^38 bytes at a valid address, as uid 65534
+ * with 64 KiB of memlock, fail with ENOMEM at once, and the kernel log has
+ * no allocation warning.
+ */
+TEST_F(nodev, buf_reg_limit_before_allocation)
+{
+	char mark[128];
+	pid_t pid;
+
+	klog_mark(mark, sizeof(mark), "buf_reg_limit_before_allocation");
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		static const uint64_t lens[] = { 1ULL << 40, 1ULL << 38 };
+		uint8_t *p;
+		uint32_t h;
+		long t0, dt;
+		unsigned int i;
+		int fd, ret;
+
+		become_nobody(64 * KiB);
+		fd = krdma_open();
+		CK_FATAL(fd >= 0, "open as uid %d: %s", NOBODY, strerror(-fd));
+		p = mmap((void *)LOW_ADDR, 64 * KiB, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+			 -1, 0);
+		CK_FATAL(p == (void *)LOW_ADDR, "mmap at %#lx", LOW_ADDR);
+		memset(p, 1, 64 * KiB);
+		for (i = 0; i < ARRAY_SIZE(lens); i++) {
+			t0 = now_ms();
+			ret = krdma_buf_register(fd, p, lens[i], 0, &h);
+			dt = now_ms() - t0;
+			CK(ret == -ENOMEM, "BUF_REG of %#llx bytes: %s, not ENOMEM",
+			   (unsigned long long)lens[i],
+			   ret ? strerror(-ret) : "success");
+			CK(dt < QUICK_MS, "BUF_REG of %#llx bytes took %ld ms",
+			   (unsigned long long)lens[i], dt);
+			fprintf(stderr, "# BUF_REG of %#llx bytes: %s in %ld ms\n",
+				(unsigned long long)lens[i],
+				ret ? strerror(-ret) : "success", dt);
+			if (!ret)
+				krdma_destroy_handle(fd, h);
+		}
+		/* The limit is what it says: 64 KiB can be pinned */
+		ret = buf_reg_within(fd, p, 64 * KiB, 0, &h, 3000);
+		CK(!ret, "BUF_REG of 64 KiB within the limit: %s",
+		   strerror(-ret));
+		close(fd);
+		_exit(child_failed);
+	}
+	EXPECT_EQ(0, reap(pid));
+	EXPECT_KLOG_CLEAN(mark);
+}
+
+/*
+ * Item 4: memlock is charged to the user until the pages are released,
+ * like io_uring's: not to the mm, which execve() replaces. As uid 65534
+ * with 64 KiB: 64 KiB registered; another process of the same user cannot
+ * register 64 KiB more; after execve() with the same file the new image
+ * cannot either (ENOMEM, VmPin unchanged), until the first buffer is
+ * destroyed (see exec_image()).
+ */
+TEST_F(nodev, memlock_is_charged_to_the_user)
+{
+	pid_t pid;
+
+	ASSERT_NE(0, exe_path[0]);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		char args[64];
+		uint8_t *p;
+		uint32_t h;
+		pid_t sib;
+		long kb;
+		int fd, ret;
+
+		become_nobody(64 * KiB);
+		/* No O_CLOEXEC: the file goes through execve() */
+		fd = open(KRDMA_DEV_PATH, O_RDWR);
+		CK_FATAL(fd >= 0, "open as uid %d: %s", NOBODY, strerror(errno));
+		p = map_anon(64 * KiB);
+		CK_FATAL(p, "mmap");
+		memset(p, 2, 64 * KiB);
+		ret = buf_reg_within(fd, p, 64 * KiB, 0, &h, 3000);
+		CK_FATAL(!ret, "BUF_REG of 64 KiB: %s", strerror(-ret));
+		kb = kt_vmpin_kb();
+		CK(kb == 64, "VmPin %ld kB after 64 KiB", kb);
+
+		/* Another process of the user shares the limit */
+		sib = fork();
+		CK_FATAL(sib >= 0, "fork");
+		if (!sib) {
+			uint8_t *q = map_anon(64 * KiB);
+			uint32_t h2;
+			int fd2 = krdma_open();
+
+			CK_FATAL(q && fd2 >= 0, "mmap or open");
+			memset(q, 3, 64 * KiB);
+			ret = krdma_buf_register(fd2, q, 64 * KiB, 0, &h2);
+			CK(ret == -ENOMEM, "another process of uid %d: BUF_REG of 64 KiB with 64 KiB held: %s, not ENOMEM",
+			   NOBODY, ret ? strerror(-ret) : "success");
+			_exit(child_failed);
+		}
+		CK(reap(sib) == 0, "the other process of the user failed");
+
+		snprintf(args, sizeof(args), "%d %u", fd, h);
+		setenv(EXEC_ENV, args, 1);
+		fflush(stderr);
+		execl(exe_path, "krdma_hostile_test", (char *)NULL);
+		CK_FATAL(0, "execl %s: %s", exe_path, strerror(errno));
+	}
+	EXPECT_EQ(0, reap(pid));
+}
+
+/*
+ * Item 9: BUF_REG pins what the caller could touch itself. PROT_NONE
+ * memory (populated or not): EFAULT for every access. Read-only memory:
+ * fine for a buffer the kernel only reads (REMOTE_READ), EFAULT for
+ * LOCAL_WRITE, REMOTE_WRITE and REMOTE_ATOMIC.
+ */
+TEST_F(nodev, buf_reg_honours_page_protection)
+{
+	uint8_t *none, *untouched, *ro;
+	struct {
+		const char *what;
+		uint8_t **mem;
+		uint32_t access;
+		int err;
+	} rows[] = {
+		{ "PROT_NONE (was written), REMOTE_READ", &none,
+		  KRDMA_ACCESS_REMOTE_READ, -EFAULT },
+		{ "PROT_NONE (was written), LOCAL_WRITE", &none,
+		  KRDMA_ACCESS_LOCAL_WRITE, -EFAULT },
+		{ "PROT_NONE (was written), access 0", &none, 0, -EFAULT },
+		{ "PROT_NONE (never touched), REMOTE_READ", &untouched,
+		  KRDMA_ACCESS_REMOTE_READ, -EFAULT },
+		{ "PROT_NONE (never touched), LOCAL_WRITE", &untouched,
+		  KRDMA_ACCESS_LOCAL_WRITE, -EFAULT },
+		{ "PROT_READ, REMOTE_READ", &ro, KRDMA_ACCESS_REMOTE_READ, 0 },
+		{ "PROT_READ, LOCAL_WRITE", &ro, KRDMA_ACCESS_LOCAL_WRITE,
+		  -EFAULT },
+		{ "PROT_READ, REMOTE_WRITE", &ro, KRDMA_ACCESS_REMOTE_WRITE,
+		  -EFAULT },
+		{ "PROT_READ, REMOTE_READ | REMOTE_ATOMIC", &ro,
+		  KRDMA_ACCESS_REMOTE_READ | KRDMA_ACCESS_REMOTE_ATOMIC,
+		  -EFAULT },
+	};
+	unsigned int i;
+	long before, kb;
+	uint32_t h;
+	int ret;
+
+	none = map_anon(4 * PG);
+	untouched = map_anon(4 * PG);
+	ro = map_anon(4 * PG);
+	ASSERT_TRUE(none && untouched && ro);
+	kt_pattern(none, 4 * PG, 9);
+	kt_pattern(ro, 4 * PG, 9);
+	ASSERT_EQ(0, mprotect(none, 4 * PG, PROT_NONE));
+	ASSERT_EQ(0, mprotect(untouched, 4 * PG, PROT_NONE));
+	ASSERT_EQ(0, mprotect(ro, 4 * PG, PROT_READ));
+	before = kt_vmpin_kb();
+
+	for (i = 0; i < ARRAY_SIZE(rows); i++) {
+		ret = krdma_buf_register(self->fd, *rows[i].mem, 4 * PG,
+					 rows[i].access, &h);
+		EXPECT_EQ(rows[i].err, ret)
+			TH_LOG("%s: %s", rows[i].what,
+			       ret ? strerror(-ret) : "success");
+		if (!ret)
+			EXPECT_EQ(0, krdma_destroy_handle(self->fd, h));
+	}
+	/* What was read-only still holds what was written before */
+	EXPECT_EQ(-1, kt_check_pattern(ro, 4 * PG, 9));
+	kb = vmpin_within(before, 2000);
+	EXPECT_EQ(before, kb);
+	munmap(none, 4 * PG);
+	munmap(untouched, 4 * PG);
+	munmap(ro, 4 * PG);
+}
+
+/*
+ * Item 8, BUF_REG: the result cannot be written back (EFAULT): nothing
+ * stays pinned (VmPin), nothing is charged (as uid 65534 with 64 KiB, a
+ * 64 KiB BUF_REG works afterwards), no handle is left.
+ */
+TEST_F(nodev, buf_reg_copy_out_failure)
+{
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct krdma_buf_reg br;
+		uint8_t *p;
+		void *rp;
+		long before, kb, t0;
+		uint32_t h;
+		int fd, ret;
+
+		become_nobody(64 * KiB);
+		fd = krdma_open();
+		CK_FATAL(fd >= 0, "open as uid %d: %s", NOBODY, strerror(-fd));
+		p = map_anon(64 * KiB);
+		CK_FATAL(p, "mmap");
+		memset(p, 4, 64 * KiB);
+		before = kt_vmpin_kb();
+
+		memset(&br, 0, sizeof(br));
+		br.size = sizeof(br);
+		br.addr = (uintptr_t)p;
+		br.length = 64 * KiB;
+		rp = ro_copy(&br, sizeof(br));
+		CK_FATAL(rp, "read-only page");
+		/* (ENOMEM while an earlier test's charge is released) */
+		for (t0 = now_ms(); (ret = ioc(fd, KRDMA_IOC_BUF_REG, rp)) ==
+		     -ENOMEM && now_ms() < t0 + 3000; )
+			nap_ms(10);
+		CK(ret == -EFAULT, "BUF_REG with a read-only struct: %s",
+		   ret ? strerror(-ret) : "success");
+		kb = vmpin_within(before, 2000);
+		CK(kb == before, "VmPin %ld kB after the failed BUF_REG, was %ld kB",
+		   kb, before);
+		ret = buf_reg_within(fd, p, 64 * KiB, 0, &h, 2000);
+		CK(!ret, "BUF_REG of 64 KiB after the failed one: %s",
+		   strerror(-ret));
+		h = stray_handle(fd, &h, ret ? 0 : 1);
+		CK(!h, "handle %u exists: the failed BUF_REG left it", h);
+		close(fd);
+		_exit(child_failed);
+	}
+	EXPECT_EQ(0, reap(pid));
+}
+
+/*
+ * Tests on a connected pair of one device (its own peer)
+ */
+
+FIXTURE(dev) {
+	int sfd, cfd;
+	uint32_t listener, sconn, cconn;
+	struct krdma_addr addr;		/* the listener's */
+	struct kt_mem win;		/* the server's window, WIN_LEN */
+	struct krdma_token tok;		/* of win, READ and WRITE, on sconn */
+};
+
+FIXTURE_VARIANT(dev) {
+	const char *name;
+	const char *ip;
+	const char *dev;
+};
+
+FIXTURE_VARIANT_ADD(dev, rxe) {
+	.name = "rxe",
+	.ip = "198.18.0.1",
+	.dev = "rxe0",
+};
+
+FIXTURE_VARIANT_ADD(dev, siw) {
+	.name = "siw",
+	.ip = "198.18.1.1",
+	.dev = "siw0",
+};
+
+FIXTURE_SETUP(dev)
+{
+	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
+	struct krdma_addr any;
+	uint32_t idx;
+
+	SELECT("dev", variant->name);
+	self->sfd = self->cfd = -1;
+	ASSERT_EQ(PG, sysconf(_SC_PAGESIZE));
+	/* siw charges its registrations to RLIMIT_MEMLOCK even for root */
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &unlimited));
+	self->sfd = krdma_open();
+	self->cfd = krdma_open();
+	ASSERT_LE(0, self->sfd);
+	ASSERT_LE(0, self->cfd);
+	ASSERT_EQ(0, krdma_dev_find(self->sfd, variant->dev, &idx, NULL));
+	ASSERT_EQ(0, krdma_parse_addr(variant->ip, 0, &any));
+	ASSERT_EQ(0, krdma_listen_on(self->sfd, &any, 16, &self->listener,
+				     &self->addr));
+	ASSERT_EQ(0, kt_connect_pair(self->sfd, self->listener, &self->addr,
+				     self->cfd, &self->sconn, &self->cconn));
+	ASSERT_EQ(0, kt_mem_get(self->sfd, &self->win, WIN_LEN,
+				KRDMA_ACCESS_LOCAL_WRITE |
+				KRDMA_ACCESS_REMOTE_READ |
+				KRDMA_ACCESS_REMOTE_WRITE));
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, self->win.h, 0,
+					WIN_LEN, KRDMA_ACCESS_REMOTE_READ |
+					KRDMA_ACCESS_REMOTE_WRITE, NULL,
+					&self->tok));
+}
+
+FIXTURE_TEARDOWN(dev)
+{
+	if (self->cfd >= 0)
+		close(self->cfd);
+	if (self->sfd >= 0)
+		close(self->sfd);
+	if (self->win.p)
+		munmap(self->win.p, self->win.len);
+}
+
+/* Run @op on @fd and take its completion: 0, or -errno / -EIO (status) */
+static int run_op(int fd, struct krdma_op *op, uint32_t *status)
+{
+	struct krdma_completion wc;
+	int ret = kt_run_op(fd, op, &wc);
+
+	*status = ret ? ~0U : wc.status;
+	if (ret)
+		return ret;
+	if (wc.cookie != op->cookie)
+		return -ESRCH;
+	return wc.status == KRDMA_WC_SUCCESS ? 0 : -EIO;
+}
+
+/*
+ * The work item 2 wants done while a BUF_REG is stuck: in a process of
+ * its own, two files of its own: listen, connect, accept, grant, WRITE,
+ * bytes checked. Returns the number of failed steps.
+ */
+static int other_work(const char *ip)
+{
+	struct krdma_addr any, addr;
+	uint32_t l, sc, cc, status;
+	struct kt_mem win = {}, src = {};
+	struct krdma_token tok;
+	struct krdma_op op;
+	int lfd, cfd, ret;
+
+	lfd = krdma_open();
+	cfd = krdma_open();
+	CK_FATAL(lfd >= 0 && cfd >= 0, "open");
+	CK_FATAL(!krdma_parse_addr(ip, 0, &any), "address");
+	ret = krdma_listen_on(lfd, &any, 4, &l, &addr);
+	CK_FATAL(!ret, "LISTEN: %s", strerror(-ret));
+	ret = kt_connect_pair(lfd, l, &addr, cfd, &sc, &cc);
+	CK_FATAL(!ret, "CONNECT/ACCEPT: %s", strerror(-ret));
+	ret = kt_mem_get(lfd, &win, 64 * KiB, KRDMA_ACCESS_LOCAL_WRITE |
+			 KRDMA_ACCESS_REMOTE_WRITE);
+	CK_FATAL(!ret, "BUF_REG: %s", strerror(-ret));
+	ret = krdma_grant_window(lfd, sc, win.h, 0, 64 * KiB,
+				 KRDMA_ACCESS_REMOTE_WRITE, NULL, &tok);
+	CK_FATAL(!ret, "GRANT: %s", strerror(-ret));
+	ret = kt_mem_get(cfd, &src, 64 * KiB, 0);
+	CK_FATAL(!ret, "BUF_REG: %s", strerror(-ret));
+	kt_pattern(src.p, 64 * KiB, 2);
+	kt_op(&op, KRDMA_OP_WRITE, cc, src.h, 0, 64 * KiB, &tok, 0, 2);
+	ret = run_op(cfd, &op, &status);
+	CK(!ret, "WRITE: %s, status %s", strerror(-ret),
+	   krdma_wc_status_str(status));
+	CK(kt_check_pattern(win.p, 64 * KiB, 2) == -1, "WRITE: wrong bytes");
+	close(cfd);
+	close(lfd);
+	return child_failed;
+}
+
+/* An ioctl made from a thread of its own, which may get stuck */
+struct bg_call {
+	int (*fn)(struct bg_call *c);
+	int fd;
+	uint32_t conn, buf;
+	uint8_t *mem;
+	size_t len;
+	uint32_t h;
+	int ret;
+	int done[2];
+	pthread_t thread;
+};
+
+static void *bg_main(void *arg)
+{
+	struct bg_call *c = arg;
+
+	c->ret = c->fn(c);
+	if (write(c->done[1], "x", 1) != 1)
+		c->ret = -EPIPE;
+	return NULL;
+}
+
+static int bg_start(struct bg_call *c)
+{
+	if (pipe(c->done))
+		return -errno;
+	return -pthread_create(&c->thread, NULL, bg_main, c);
+}
+
+/* 1 once the call returned (within @ms), 0 while it has not */
+static int bg_returned(struct bg_call *c, long ms)
+{
+	return readable_within(c->done[0], ms);
+}
+
+static int bg_buf_reg(struct bg_call *c)
+{
+	return krdma_buf_register(c->fd, c->mem, c->len, 0, &c->h);
+}
+
+static int bg_grant(struct bg_call *c)
+{
+	return krdma_grant_window(c->fd, c->conn, c->buf, 0, c->len,
+				  KRDMA_ACCESS_REMOTE_READ, &c->h, NULL);
+}
+
+static int bg_destroy(struct bg_call *c)
+{
+	return krdma_destroy_handle(c->fd, c->h);
+}
+
+/* A userfaultfd for missing pages of [@mem, @mem + @len), or -errno */
+static int uffd_missing(uint8_t *mem, size_t len)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = {};
+	int uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	if (uffd < 0)
+		return -errno;
+	reg.range.start = (uintptr_t)mem;
+	reg.range.len = len;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (ioctl(uffd, UFFDIO_API, &api) || ioctl(uffd, UFFDIO_REGISTER, &reg)) {
+		close(uffd);
+		return -errno;
+	}
+	return uffd;
+}
+
+/*
+ * Wait up to @ms for @c to fault on the userfaultfd (1: it is stuck there)
+ * or to return (0); -1 when neither happened
+ */
+static int stuck_on_uffd(int uffd, struct bg_call *c, long ms)
+{
+	struct pollfd pf[2] = {
+		{ .fd = uffd, .events = POLLIN },
+		{ .fd = c->done[0], .events = POLLIN },
+	};
+	struct uffd_msg msg;
+
+	if (poll(pf, 2, ms) <= 0)
+		return -1;
+	if (!(pf[0].revents & POLLIN))
+		return 0;
+	if (read(uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+	    msg.event != UFFD_EVENT_PAGEFAULT)
+		return -1;
+	return !bg_returned(c, 0);
+}
+
+/* Resolve every fault of the range with zero pages, and close the uffd */
+static void uffd_release(int uffd, uint8_t *mem, size_t len)
+{
+	struct uffdio_zeropage zp = {};
+
+	zp.range.start = (uintptr_t)mem;
+	zp.range.len = len;
+	/* Whatever is not resolved so is, once the userfaultfd is gone */
+	ioctl(uffd, UFFDIO_ZEROPAGE, &zp);
+	close(uffd);
+}
+
+/* Fork other_work(): it waits for a byte on the returned pipe's end */
+static pid_t fork_other_work(const char *ip, int *go)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		char c;
+
+		close(p[1]);
+		CK_FATAL(read(p[0], &c, 1) == 1, "no go");
+		_exit(other_work(ip));
+	}
+	close(p[0]);
+	*go = p[1];
+	return pid;
+}
+
+/* Start other_work() and wait for it: its exit status, or -ETIMEDOUT */
+static int run_other_work(int go, pid_t pid, long *ms)
+{
+	long t0 = now_ms();
+	int status;
+
+	if (write(go, "g", 1) != 1)
+		return -EPIPE;
+	status = reap_within(pid, 15000);
+	*ms = now_ms() - t0;
+	close(go);
+	return status;
+}
+
+/*
+ * Item 2: no lock is held across user memory. A BUF_REG of anonymous
+ * memory registered with userfaultfd (missing pages, not resolved while
+ * it matters) blocks its caller; meanwhile another process, with files of
+ * its own, listens, connects, accepts, grants and WRITEs (bytes checked)
+ * within 15 s. Then the fault is resolved, the BUF_REG returns (0 or
+ * EFAULT) and the test ends cleanly. On a kernel whose long-term pins do
+ * not wait for userfaultfd (6.1) the BUF_REG fails with EFAULT at once;
+ * the other work must succeed all the same.
+ */
+TEST_F_TIMEOUT(dev, userfaultfd_blocks_only_the_caller, 90)
+{
+	struct bg_call c = { .fn = bg_buf_reg, .len = 64 * KiB };
+	int uffd, go, stuck, status;
+	long ms;
+	pid_t pid;
+
+	/* The other process first: fork() takes the mmap lock */
+	pid = fork_other_work(variant->ip, &go);
+	ASSERT_LE(0, pid);
+	c.mem = map_anon(c.len);
+	ASSERT_NE(NULL, c.mem);
+	uffd = uffd_missing(c.mem, c.len);
+	ASSERT_LE(0, uffd) TH_LOG("userfaultfd: %s", strerror(-uffd));
+	c.fd = krdma_open();
+	ASSERT_LE(0, c.fd);
+	ASSERT_EQ(0, bg_start(&c));
+
+	stuck = stuck_on_uffd(uffd, &c, 10000);
+	ASSERT_LE(0, stuck) TH_LOG("BUF_REG neither faulted nor returned in 10 s");
+	if (stuck)
+		TH_LOG("BUF_REG waits for the userfaultfd");
+	else
+		TH_LOG("BUF_REG did not wait for the userfaultfd: %s",
+		       c.ret ? strerror(-c.ret) : "success");
+
+	status = run_other_work(go, pid, &ms);
+	EXPECT_EQ(0, status) TH_LOG("the other process %s after %ld ms",
+				    status == -ETIMEDOUT ? "is still blocked" :
+				    "failed", ms);
+	TH_LOG("listen, connect, accept, grant and WRITE elsewhere: %ld ms", ms);
+	if (stuck)
+		EXPECT_EQ(0, bg_returned(&c, 0))
+			TH_LOG("the BUF_REG returned before its fault was resolved");
+
+	uffd_release(uffd, c.mem, c.len);
+	ASSERT_EQ(1, bg_returned(&c, 10000))
+		TH_LOG("BUF_REG still stuck after the fault was resolved");
+	pthread_join(c.thread, NULL);
+	EXPECT_TRUE(c.ret == 0 || c.ret == -EFAULT)
+		TH_LOG("BUF_REG: %s", strerror(-c.ret));
+	if (!c.ret)
+		EXPECT_EQ(0, krdma_destroy_handle(c.fd, c.h));
+	close(c.fd);
+}
+
+/* One descriptor over a unix socket */
+static int send_fd(int sock, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u = {};
+	char c = 'f';
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+	};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &msg, 0) == 1 ? 0 : -errno;
+}
+
+static int recv_fd(int sock)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	char c;
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+	};
+	struct cmsghdr *cm;
+	int fd;
+
+	if (recvmsg(sock, &msg, 0) != 1)
+		return -1;
+	cm = CMSG_FIRSTHDR(&msg);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+/*
+ * Item 2, the way out: a process stuck in BUF_REG on userfaultfd memory
+ * that is never served dies of SIGKILL at once (the wait is killable),
+ * while another process's work on the device goes on meanwhile.
+ */
+TEST_F_TIMEOUT(dev, userfaultfd_buf_reg_dies_of_sigkill, 90)
+{
+	int sv[2], uffd, go, status, ret = 0;
+	struct pollfd pf[2];
+	bool stuck = false;
+	long ms;
+	pid_t pid, stuckpid;
+
+	pid = fork_other_work(variant->ip, &go);
+	ASSERT_LE(0, pid);
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	stuckpid = fork();
+	ASSERT_LE(0, stuckpid);
+	if (!stuckpid) {
+		uint8_t *mem = map_anon(64 * KiB);
+		uint32_t h;
+		int fd, u;
+
+		close(sv[0]);
+		CK_FATAL(mem, "mmap");
+		u = uffd_missing(mem, 64 * KiB);
+		CK_FATAL(u >= 0, "userfaultfd: %s", strerror(-u));
+		fd = krdma_open();
+		CK_FATAL(fd >= 0, "open: %s", strerror(-fd));
+		CK_FATAL(!send_fd(sv[1], u), "send_fd");
+		ret = krdma_buf_register(fd, mem, 64 * KiB, 0, &h);
+		/* Not stuck: say how it ended */
+		CK_FATAL(write(sv[1], &ret, sizeof(ret)) == sizeof(ret), "write");
+		_exit(0);
+	}
+	close(sv[1]);
+	uffd = recv_fd(sv[0]);
+	ASSERT_LE(0, uffd);
+
+	pf[0].fd = uffd;
+	pf[0].events = POLLIN;
+	pf[1].fd = sv[0];
+	pf[1].events = POLLIN;
+	ASSERT_LT(0, poll(pf, 2, 10000)) TH_LOG("BUF_REG neither faulted nor returned in 10 s");
+	if (pf[0].revents & POLLIN)
+		stuck = !readable_within(sv[0], 0);
+	if (stuck) {
+		TH_LOG("BUF_REG waits for the userfaultfd");
+	} else {
+		ASSERT_EQ(sizeof(ret), read(sv[0], &ret, sizeof(ret)));
+		TH_LOG("BUF_REG did not wait for the userfaultfd: %s",
+		       ret ? strerror(-ret) : "success");
+		EXPECT_TRUE(ret == 0 || ret == -EFAULT);
+	}
+
+	status = run_other_work(go, pid, &ms);
+	EXPECT_EQ(0, status) TH_LOG("the other process %s after %ld ms",
+				    status == -ETIMEDOUT ? "is still blocked" :
+				    "failed", ms);
+
+	if (stuck) {
+		EXPECT_EQ(0, readable_within(sv[0], 0))
+			TH_LOG("the BUF_REG returned with nobody serving the fault");
+		kill(stuckpid, SIGKILL);
+		status = reap_within(stuckpid, 5000);
+		EXPECT_EQ(128 + SIGKILL, status)
+			TH_LOG("the process stuck in BUF_REG %s",
+			       status == -ETIMEDOUT ?
+			       "did not die of SIGKILL within 5 s" :
+			       "ended otherwise");
+	} else {
+		EXPECT_EQ(0, reap(stuckpid));
+	}
+	close(uffd);
+	close(sv[0]);
+}
+
+/*
+ * Item 2, the lock a CM handler needs: a GRANT must not touch user memory
+ * while it holds the connection (it registers the buffer's pinned pages,
+ * item 11). The buffer's range is unmapped and userfaultfd memory mapped
+ * in its place; the GRANT returns at once, with success. Then the peer
+ * ends the connection (a CM event for the granting side) and another
+ * process connects, accepts, grants and WRITEs within 15 s. (Where the
+ * GRANT registered the range as mapped, under the connection's lock, it
+ * waited for the fault on a kernel whose pins wait for userfaultfd, and
+ * the CM handler with it: no connection of the device's CM could be made.)
+ */
+TEST_F_TIMEOUT(dev, userfaultfd_grant_blocks_nobody, 90)
+{
+	struct bg_call c = { .fn = bg_grant, .len = 64 * KiB };
+	struct bg_call d = { .fn = bg_destroy };
+	int uffd, go, stuck, status, ret;
+	uint8_t *p;
+	long ms;
+	pid_t pid;
+
+	pid = fork_other_work(variant->ip, &go);
+	ASSERT_LE(0, pid);
+	p = map_anon(c.len);
+	ASSERT_NE(NULL, p);
+	kt_pattern(p, c.len, 3);
+	ASSERT_EQ(0, krdma_buf_register(self->cfd, p, c.len,
+					KRDMA_ACCESS_REMOTE_READ, &c.buf));
+	ASSERT_EQ(0, munmap(p, c.len));
+	c.mem = mmap(p, c.len, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	ASSERT_EQ(p, c.mem);
+	uffd = uffd_missing(c.mem, c.len);
+	ASSERT_LE(0, uffd) TH_LOG("userfaultfd: %s", strerror(-uffd));
+	c.fd = self->cfd;
+	c.conn = self->cconn;
+	ASSERT_EQ(0, bg_start(&c));
+
+	stuck = stuck_on_uffd(uffd, &c, 10000);
+	ASSERT_LE(0, stuck) TH_LOG("GRANT neither faulted nor returned in 10 s");
+	EXPECT_EQ(0, stuck) TH_LOG("GRANT waits for the userfaultfd memory mapped where the buffer was");
+	if (!stuck) {
+		pthread_join(c.thread, NULL);
+		EXPECT_EQ(0, c.ret) TH_LOG("GRANT: %s", strerror(-c.ret));
+	}
+
+	/* The peer ends the connection: a CM event for the granting side */
+	d.fd = self->sfd;
+	d.h = self->sconn;
+	ASSERT_EQ(0, bg_start(&d));
+	status = run_other_work(go, pid, &ms);
+	EXPECT_EQ(0, status) TH_LOG("the other process %s after %ld ms",
+				    status == -ETIMEDOUT ? "is still blocked" :
+				    "failed", ms);
+	TH_LOG("listen, connect, accept, grant and WRITE elsewhere: %ld ms", ms);
+	EXPECT_EQ(1, bg_returned(&d, 10000))
+		TH_LOG("DESTROY of the peer's connection is blocked");
+
+	uffd_release(uffd, c.mem, c.len);
+	if (stuck) {
+		ASSERT_EQ(1, bg_returned(&c, 10000))
+			TH_LOG("GRANT still stuck after the fault was resolved");
+		pthread_join(c.thread, NULL);
+	}
+	ASSERT_EQ(1, bg_returned(&d, 10000));
+	pthread_join(d.thread, NULL);
+	EXPECT_EQ(0, d.ret) TH_LOG("DESTROY: %s", strerror(-d.ret));
+	ret = krdma_destroy_handle(self->cfd, c.buf);
+	EXPECT_EQ(0, ret);
+	munmap(c.mem, c.len);
+}
+
+/*
+ * Item 7: a POLL that fails with EFAULT takes nothing: neither when the
+ * completion array is read-only, nor when the krdma_poll struct itself
+ * is. The completion is still there for a good POLL, exactly once.
+ */
+TEST_F(dev, poll_efault_takes_nothing)
+{
+	struct krdma_completion wc[2], *ro_wc;
+	struct krdma_poll p;
+	struct kt_mem src = {};
+	struct krdma_op op;
+	void *rp;
+
+	ASSERT_EQ(0, kt_mem_get(self->cfd, &src, PG, 0));
+	kt_pattern(src.p, PG, 7);
+	kt_op(&op, KRDMA_OP_WRITE, self->cconn, src.h, 0, PG, &self->tok, 0,
+	      0x7007);
+	ASSERT_EQ(0, krdma_submit_ops(self->cfd, &op, 1, 0, NULL));
+	ASSERT_EQ(1, readable_within(self->cfd, KT_WAIT_MS));
+
+	ro_wc = mmap(NULL, PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro_wc);
+	memset(&p, 0, sizeof(p));
+	p.size = sizeof(p);
+	p.max = 2;
+	p.completions = (uintptr_t)ro_wc;
+	EXPECT_EQ(-EFAULT, ioc(self->cfd, KRDMA_IOC_POLL, &p))
+		TH_LOG("POLL into a read-only array");
+
+	memset(wc, 0, sizeof(wc));
+	p.completions = (uintptr_t)wc;
+	rp = ro_copy(&p, sizeof(p));
+	ASSERT_NE(NULL, rp);
+	EXPECT_EQ(-EFAULT, ioc(self->cfd, KRDMA_IOC_POLL, rp))
+		TH_LOG("POLL with a read-only struct");
+
+	EXPECT_EQ(1, readable_within(self->cfd, 0))
+		TH_LOG("the file is no longer readable: the completion was taken");
+	memset(wc, 0, sizeof(wc));
+	ASSERT_EQ(1, krdma_poll_wc(self->cfd, wc, 2, 0))
+		TH_LOG("the completion is gone");
+	EXPECT_EQ(0x7007, wc[0].cookie);
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc[0].status);
+	EXPECT_EQ(KRDMA_OP_WRITE, wc[0].opcode);
+	EXPECT_EQ(PG, wc[0].byte_len);
+	EXPECT_EQ(self->cconn, wc[0].conn);
+	EXPECT_EQ(0, krdma_poll_wc(self->cfd, wc, 2, 0));
+	EXPECT_EQ(-1, kt_check_pattern(self->win.p, PG, 7));
+	munmap(rp, PG);
+	munmap(ro_wc, PG);
+	kt_mem_put(self->cfd, &src);
+}
+
+/*
+ * Item 8, LISTEN: with a fixed port and a read-only struct, EFAULT, and
+ * nothing listens: the same address and port can be listened on at once,
+ * and the file holds no other handle.
+ */
+TEST_F(dev, listen_copy_out_failure)
+{
+	struct krdma_addr bound;
+	struct krdma_listen l;
+	uint32_t h, stray;
+	void *rp;
+	int fd, ret;
+
+	fd = krdma_open();
+	ASSERT_LE(0, fd);
+	/* A free port: listen on port 0, then let it go */
+	ASSERT_EQ(0, krdma_parse_addr(variant->ip, 0, &bound));
+	ASSERT_EQ(0, krdma_listen_on(fd, &bound, 1, &h, &bound));
+	ASSERT_EQ(0, krdma_destroy_handle(fd, h));
+
+	memset(&l, 0, sizeof(l));
+	l.size = sizeof(l);
+	l.addr = bound;
+	l.backlog = 4;
+	rp = ro_copy(&l, sizeof(l));
+	ASSERT_NE(NULL, rp);
+	ret = ioc(fd, KRDMA_IOC_LISTEN, rp);
+	EXPECT_EQ(-EFAULT, ret) TH_LOG("LISTEN on port %u with a read-only struct: %s",
+				       bound.port, ret ? strerror(-ret) : "success");
+	ret = krdma_listen_on(fd, &bound, 4, &h, NULL);
+	EXPECT_EQ(0, ret) TH_LOG("LISTEN on port %u again: %s", bound.port,
+				 strerror(-ret));
+	stray = stray_handle(fd, &h, ret ? 0 : 1);
+	EXPECT_EQ(0, stray) TH_LOG("handle %u exists", stray);
+	munmap(rp, PG);
+	close(fd);
+}
+
+/*
+ * Item 8, CONNECT: with a read-only struct, EFAULT; the server gets no
+ * connection, or one that fails within a few seconds; the client's file
+ * holds no handle the test did not make.
+ */
+TEST_F_TIMEOUT(dev, connect_copy_out_failure, 60)
+{
+	struct krdma_connect c;
+	struct kt_mem m = {};
+	uint32_t made[1], s, state, stray;
+	void *rp;
+	int fd, ret;
+
+	fd = krdma_open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, kt_mem_get(fd, &m, PG, 0));
+	made[0] = m.h;
+
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.dst = self->addr;
+	c.timeout_ms = 10000;
+	rp = ro_copy(&c, sizeof(c));
+	ASSERT_NE(NULL, rp);
+	ret = ioc(fd, KRDMA_IOC_CONNECT, rp);
+	EXPECT_EQ(-EFAULT, ret) TH_LOG("CONNECT with a read-only struct: %s",
+				       ret ? strerror(-ret) : "success");
+
+	ret = krdma_accept_conn(self->sfd, self->listener, 0, 3000, &s);
+	if (!ret) {
+		state = conn_down_within(self->sfd, s, 5000);
+		EXPECT_TRUE(state == KRDMA_CONN_ERROR ||
+			    state == KRDMA_CONN_CLOSED)
+			TH_LOG("the server's end is %s 5 s after the failed CONNECT",
+			       state == KRDMA_CONN_CONNECTED ? "still connected" :
+			       "in an unknown state");
+		krdma_destroy_handle(self->sfd, s);
+	} else {
+		EXPECT_TRUE(ret == -ETIMEDOUT || ret == -EAGAIN)
+			TH_LOG("ACCEPT: %s", strerror(-ret));
+	}
+	stray = stray_handle(fd, made, 1);
+	EXPECT_EQ(0, stray) TH_LOG("handle %u exists: the failed CONNECT left it",
+				   stray);
+	munmap(rp, PG);
+	kt_mem_put(fd, &m);
+	close(fd);
+}
+
+/*
+ * Item 8, ACCEPT: with a read-only struct, EFAULT, and the connection
+ * stays queued: the next ACCEPT returns it, and it carries a WRITE.
+ */
+TEST_F_TIMEOUT(dev, accept_copy_out_failure, 60)
+{
+	struct krdma_token tok2;
+	struct krdma_accept a;
+	struct kt_mem src = {};
+	struct krdma_op op;
+	uint32_t c2, s2, status;
+	void *rp;
+	int ret;
+
+	ASSERT_EQ(0, krdma_connect_to(self->cfd, &self->addr, 10000, &c2));
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.listener = self->listener;
+	a.timeout_ms = 5000;
+	rp = ro_copy(&a, sizeof(a));
+	ASSERT_NE(NULL, rp);
+	ret = ioc(self->sfd, KRDMA_IOC_ACCEPT, rp);
+	EXPECT_EQ(-EFAULT, ret) TH_LOG("ACCEPT with a read-only struct: %s",
+				       ret ? strerror(-ret) : "success");
+	ret = krdma_accept_conn(self->sfd, self->listener, 0, 5000, &s2);
+	ASSERT_EQ(0, ret) TH_LOG("ACCEPT after the failed one: %s (the connection was consumed)",
+				 strerror(-ret));
+
+	/* It is the client's connection: a WRITE through it arrives */
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, s2, self->win.h, 0, 64 * KiB,
+					KRDMA_ACCESS_REMOTE_WRITE, NULL, &tok2));
+	ASSERT_EQ(0, kt_mem_get(self->cfd, &src, 64 * KiB, 0));
+	kt_pattern(src.p, 64 * KiB, 8);
+	kt_op(&op, KRDMA_OP_WRITE, c2, src.h, 0, 64 * KiB, &tok2, 0, 8);
+	ret = run_op(self->cfd, &op, &status);
+	EXPECT_EQ(0, ret) TH_LOG("WRITE: %s, status %s", strerror(-ret),
+				 krdma_wc_status_str(status));
+	EXPECT_EQ(-1, kt_check_pattern(self->win.p, 64 * KiB, 8));
+	munmap(rp, PG);
+	kt_mem_put(self->cfd, &src);
+}
+
+/*
+ * Item 8, GRANT: with a read-only struct, EFAULT, and no grant is left:
+ * the file holds no handle the test did not make; a good GRANT of the
+ * same window works.
+ */
+TEST_F(dev, grant_copy_out_failure)
+{
+	struct krdma_grant g;
+	struct kt_mem m = {};
+	uint32_t made[2], stray;
+	void *rp;
+	int ret;
+
+	ASSERT_EQ(0, kt_mem_get(self->cfd, &m, 64 * KiB,
+				KRDMA_ACCESS_REMOTE_READ));
+	made[0] = self->cconn;
+	made[1] = m.h;
+	memset(&g, 0, sizeof(g));
+	g.size = sizeof(g);
+	g.conn = self->cconn;
+	g.buf = m.h;
+	g.length = 64 * KiB;
+	g.access = KRDMA_ACCESS_REMOTE_READ;
+	rp = ro_copy(&g, sizeof(g));
+	ASSERT_NE(NULL, rp);
+	ret = ioc(self->cfd, KRDMA_IOC_GRANT, rp);
+	EXPECT_EQ(-EFAULT, ret) TH_LOG("GRANT with a read-only struct: %s",
+				       ret ? strerror(-ret) : "success");
+	stray = stray_handle(self->cfd, made, 2);
+	EXPECT_EQ(0, stray) TH_LOG("handle %u exists: the failed GRANT left it",
+				   stray);
+	/* A good GRANT of the same window works */
+	ret = krdma_grant_window(self->cfd, self->cconn, m.h, 0, 64 * KiB,
+				 KRDMA_ACCESS_REMOTE_READ, NULL, NULL);
+	EXPECT_EQ(0, ret) TH_LOG("GRANT: %s", strerror(-ret));
+	munmap(rp, PG);
+	kt_mem_put(self->cfd, &m);
+}
+
+/*
+ * Item 8, SUBMIT: with a read-only struct, EFAULT, and nothing was
+ * submitted: no completion within 1 s, the target bytes unchanged.
+ */
+TEST_F(dev, submit_copy_out_failure)
+{
+	struct krdma_completion wc;
+	struct krdma_submit sb;
+	struct kt_mem src = {};
+	struct krdma_op op;
+	uint32_t status;
+	void *rp;
+	int ret;
+
+	ASSERT_EQ(0, kt_mem_get(self->cfd, &src, PG, 0));
+	kt_pattern(src.p, PG, 10);
+	kt_op(&op, KRDMA_OP_WRITE, self->cconn, src.h, 0, PG, &self->tok, 0,
+	      10);
+	memset(&sb, 0, sizeof(sb));
+	sb.size = sizeof(sb);
+	sb.count = 1;
+	sb.ops = (uintptr_t)&op;
+	rp = ro_copy(&sb, sizeof(sb));
+	ASSERT_NE(NULL, rp);
+	ret = ioc(self->cfd, KRDMA_IOC_SUBMIT, rp);
+	EXPECT_EQ(-EFAULT, ret) TH_LOG("SUBMIT with a read-only struct: %s",
+				       ret ? strerror(-ret) : "success");
+	ret = krdma_poll_wc(self->cfd, &wc, 1, 1000);
+	EXPECT_EQ(0, ret) TH_LOG("a completion came: cookie %llu, %s",
+				 (unsigned long long)wc.cookie,
+				 krdma_wc_status_str(wc.status));
+	EXPECT_EQ(-1, kt_check_fill(self->win.p, PG, KT_GUARD))
+		TH_LOG("the WRITE reached the target");
+	/* The same operation, submitted properly, goes */
+	ret = run_op(self->cfd, &op, &status);
+	EXPECT_EQ(0, ret) TH_LOG("WRITE: %s, status %s", strerror(-ret),
+				 krdma_wc_status_str(status));
+	EXPECT_EQ(-1, kt_check_pattern(self->win.p, PG, 10));
+	munmap(rp, PG);
+	kt_mem_put(self->cfd, &src);
+}
+
+/*
+ * Item 10: read-only memory (a memfd filled, then mapped read-only;
+ * shared and private mappings) registered REMOTE_READ, granted
+ * REMOTE_READ, READ by the peer: every byte arrives. A grant with
+ * REMOTE_WRITE is EACCES.
+ */
+TEST_F(dev, read_only_memory_granted_for_read)
+{
+	const size_t len = 64 * KiB;
+	struct krdma_token rtok;
+	struct krdma_op op;
+	uint32_t h, g, status;
+	uint8_t *p;
+	int shared, mfd, ret;
+
+	for (shared = 1; shared >= 0; shared--) {
+		const char *kind = shared ? "MAP_SHARED" : "MAP_PRIVATE";
+		unsigned int seed = 20 + shared;
+
+		mfd = memfd_create("krdma_hostile_ro", MFD_CLOEXEC);
+		ASSERT_LE(0, mfd);
+		ASSERT_EQ(0, ftruncate(mfd, len));
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 shared ? MAP_SHARED : MAP_PRIVATE, mfd, 0);
+		ASSERT_NE(MAP_FAILED, p);
+		if (shared) {
+			kt_pattern(p, len, seed);
+		} else {
+			/* Into the file: a private mapping shows its pages */
+			uint8_t *tmp = malloc(len);
+
+			ASSERT_NE(NULL, tmp);
+			kt_pattern(tmp, len, seed);
+			ASSERT_EQ(len, pwrite(mfd, tmp, len, 0));
+			free(tmp);
+		}
+		ASSERT_EQ(0, mprotect(p, len, PROT_READ));
+		ASSERT_EQ(-1, kt_check_pattern(p, len, seed));
+
+		ret = krdma_buf_register(self->cfd, p, len,
+					 KRDMA_ACCESS_REMOTE_READ, &h);
+		EXPECT_EQ(0, ret) TH_LOG("%s: BUF_REG REMOTE_READ: %s", kind,
+					 strerror(-ret));
+		if (ret)
+			goto next;
+		ret = krdma_grant_window(self->cfd, self->cconn, h, 0, len,
+					 KRDMA_ACCESS_REMOTE_READ, &g, &rtok);
+		EXPECT_EQ(0, ret) TH_LOG("%s: GRANT REMOTE_READ: %s", kind,
+					 strerror(-ret));
+		if (!ret) {
+			memset(self->win.p + 128 * KiB, KT_GUARD, len);
+			kt_op(&op, KRDMA_OP_READ, self->sconn, self->win.h,
+			      128 * KiB, len, &rtok, 0, seed);
+			ret = run_op(self->sfd, &op, &status);
+			EXPECT_EQ(0, ret) TH_LOG("%s: peer READ: %s, status %s",
+						 kind, strerror(-ret),
+						 krdma_wc_status_str(status));
+			EXPECT_EQ(-1, kt_check_pattern(self->win.p + 128 * KiB,
+						       len, seed))
+				TH_LOG("%s: the peer READ wrong bytes", kind);
+		}
+		ret = krdma_grant_window(self->cfd, self->cconn, h, 0, len,
+					 KRDMA_ACCESS_REMOTE_WRITE, NULL, NULL);
+		EXPECT_EQ(-EACCES, ret) TH_LOG("%s: GRANT REMOTE_WRITE: %s",
+					       kind, ret ? strerror(-ret) :
+							   "success");
+		EXPECT_EQ(-1, kt_check_pattern(p, len, seed));
+		krdma_destroy_handle(self->cfd, h);
+next:
+		munmap(p, len);
+		close(mfd);
+	}
+}
+
+/*
+ * Item 11: a grant is of the buffer's pinned pages. BUF_REG of 64 KiB of
+ * pattern A, munmap(), a new mapping at the same address with pattern B,
+ * GRANT REMOTE_READ of the buffer: the peer READs pattern A.
+ */
+TEST_F(dev, grant_after_remap_uses_pinned_pages)
+{
+	const size_t len = 64 * KiB;
+	struct krdma_token rtok;
+	struct krdma_op op;
+	uint32_t h, status;
+	uint8_t *p, *q;
+	int ret;
+
+	p = map_anon(len);
+	ASSERT_NE(NULL, p);
+	kt_pattern(p, len, 0xa);
+	ASSERT_EQ(0, krdma_buf_register(self->cfd, p, len,
+					KRDMA_ACCESS_REMOTE_READ, &h));
+	ASSERT_EQ(0, munmap(p, len));
+	q = mmap(p, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	ASSERT_EQ(p, q);
+	kt_pattern(q, len, 0xb);
+
+	ret = krdma_grant_window(self->cfd, self->cconn, h, 0, len,
+				 KRDMA_ACCESS_REMOTE_READ, NULL, &rtok);
+	ASSERT_EQ(0, ret) TH_LOG("GRANT after the remap: %s", strerror(-ret));
+	memset(self->win.p, KT_GUARD, len);
+	kt_op(&op, KRDMA_OP_READ, self->sconn, self->win.h, 0, len, &rtok, 0,
+	      11);
+	ret = run_op(self->sfd, &op, &status);
+	ASSERT_EQ(0, ret) TH_LOG("peer READ: %s, status %s", strerror(-ret),
+				 krdma_wc_status_str(status));
+	EXPECT_EQ(-1, kt_check_pattern(self->win.p, len, 0xa))
+		TH_LOG("the peer READ %s",
+		       kt_check_pattern(self->win.p, len, 0xb) == -1 ?
+		       "the new mapping (pattern B), not the buffer's pages" :
+		       "neither pattern");
+	EXPECT_EQ(0, krdma_destroy_handle(self->cfd, h));
+	munmap(q, len);
+}
+
+/*
+ * Item 12: a grant does not charge memlock again. As uid 65534 with
+ * RLIMIT_MEMLOCK of exactly 256 KiB: BUF_REG 256 KiB, GRANT all of it
+ * REMOTE_READ | REMOTE_WRITE: it works and VmPin stays 256 kB; the peer
+ * (root, this process) WRITEs a pattern through the token and READs it
+ * back, and the child finds it in its memory.
+ */
+TEST_F_TIMEOUT(dev, grant_at_the_memlock_limit, 60)
+{
+	const size_t len = 256 * KiB;
+	struct krdma_token tok, zero = {};
+	struct krdma_op op;
+	uint32_t s, status, ok = 0;
+	int c2p[2], p2c[2], ret;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(c2p));
+	ASSERT_EQ(0, pipe(p2c));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		uint32_t conn, h, g, go = 0, res;
+		uint8_t *mem;
+		long kb;
+		int fd;
+
+		close(c2p[0]);
+		close(p2c[1]);
+		become_nobody(len);
+		fd = krdma_open();
+		CK_FATAL(fd >= 0, "open as uid %d: %s", NOBODY, strerror(-fd));
+		ret = krdma_connect_to(fd, &self->addr, 10000, &conn);
+		CK_FATAL(!ret, "CONNECT: %s", strerror(-ret));
+		mem = map_anon(len);
+		CK_FATAL(mem, "mmap");
+		memset(mem, 0, len);
+		ret = buf_reg_within(fd, mem, len, KRDMA_ACCESS_REMOTE_READ |
+				     KRDMA_ACCESS_REMOTE_WRITE, &h, 3000);
+		CK_FATAL(!ret, "BUF_REG of 256 KiB: %s", strerror(-ret));
+		kb = kt_vmpin_kb();
+		CK(kb == 256, "VmPin %ld kB after BUF_REG", kb);
+		ret = krdma_grant_window(fd, conn, h, 0, len,
+					 KRDMA_ACCESS_REMOTE_READ |
+					 KRDMA_ACCESS_REMOTE_WRITE, &g, &tok);
+		CK(!ret, "GRANT of the 256 KiB at the limit: %s",
+		   strerror(-ret));
+		kb = kt_vmpin_kb();
+		CK(kb == 256, "VmPin %ld kB after the GRANT, not 256 (one pin)",
+		   kb);
+		if (ret)
+			tok = zero;
+		CK_FATAL(!put_bytes(c2p[1], &tok, sizeof(tok)), "pipe");
+		if (ret)
+			_exit(1);
+		CK_FATAL(!get_bytes(p2c[0], &go, sizeof(go), 30000) && go == 1,
+			 "the peer went away");
+		res = kt_check_pattern(mem, len, 12) == -1;
+		CK(res, "the peer's WRITE is not in this process's memory");
+		CK_FATAL(!put_bytes(c2p[1], &res, sizeof(res)), "pipe");
+		CK_FATAL(!get_bytes(p2c[0], &go, sizeof(go), 30000) && go == 2,
+			 "the peer went away");
+		close(fd);
+		_exit(child_failed);
+	}
+	close(c2p[1]);
+	close(p2c[0]);
+	ret = krdma_accept_conn(self->sfd, self->listener, 0, 15000, &s);
+	ASSERT_EQ(0, ret) TH_LOG("ACCEPT: %s", strerror(-ret));
+	ASSERT_EQ(0, get_bytes(c2p[0], &tok, sizeof(tok), 30000))
+		TH_LOG("no token from the child: %d", reap(pid));
+	EXPECT_NE(0, tok.length) TH_LOG("the child's GRANT failed");
+	if (tok.length) {
+		kt_pattern(self->win.p, len, 12);
+		kt_op(&op, KRDMA_OP_WRITE, s, self->win.h, 0, len, &tok, 0, 12);
+		ret = run_op(self->sfd, &op, &status);
+		EXPECT_EQ(0, ret) TH_LOG("WRITE through the token: %s, status %s",
+					 strerror(-ret),
+					 krdma_wc_status_str(status));
+		ok = 1;
+		ASSERT_EQ(0, put_bytes(p2c[1], &ok, sizeof(ok)));
+		ASSERT_EQ(0, get_bytes(c2p[0], &ok, sizeof(ok), 30000));
+		EXPECT_EQ(1, ok) TH_LOG("the WRITE did not land in the child's memory");
+		memset(self->win.p + len, KT_GUARD, len);
+		kt_op(&op, KRDMA_OP_READ, s, self->win.h, len, len, &tok, 0, 13);
+		ret = run_op(self->sfd, &op, &status);
+		EXPECT_EQ(0, ret) TH_LOG("READ through the token: %s, status %s",
+					 strerror(-ret),
+					 krdma_wc_status_str(status));
+		EXPECT_EQ(-1, kt_check_pattern(self->win.p + len, len, 12));
+		ok = 2;
+		ASSERT_EQ(0, put_bytes(p2c[1], &ok, sizeof(ok)));
+	}
+	EXPECT_EQ(0, reap(pid));
+	krdma_destroy_handle(self->sfd, s);
+	close(c2p[0]);
+	close(p2c[1]);
+}
+
+/*
+ * A known limit (security.rst, "Known limits"), recorded: a SEND that
+ * finds no RECV. On RoCE (rxe) it waits without limit, RNR retries for
+ * ever: no completion within 2 s; DISCONNECT ends it with WR_FLUSH_ERR.
+ * On iWARP (siw) the receiver ends the connection instead: both ends
+ * fail, and the SEND completes.
+ */
+TEST_F(dev, send_without_recv_known_limit)
+{
+	struct krdma_completion wc;
+	struct krdma_conn_query q;
+	struct kt_mem src = {};
+	struct krdma_op op;
+	uint32_t state;
+	int n;
+
+	ASSERT_EQ(0, krdma_conn_info(self->cfd, self->cconn, &q));
+	ASSERT_EQ(0, kt_mem_get(self->cfd, &src, 64, 0));
+	kt_op(&op, KRDMA_OP_SEND, self->cconn, src.h, 0, 64, NULL, 0, 0x5e4d);
+	ASSERT_EQ(0, krdma_submit_ops(self->cfd, &op, 1, 0, NULL));
+	if (!strcmp(variant->name, "siw")) {
+		state = conn_down_within(self->cfd, self->cconn, 10000);
+		EXPECT_EQ(KRDMA_CONN_ERROR, state);
+		state = conn_down_within(self->sfd, self->sconn, 10000);
+		EXPECT_EQ(KRDMA_CONN_ERROR, state);
+		n = krdma_poll_wc(self->cfd, &wc, 1, KT_WAIT_MS);
+		ASSERT_EQ(1, n) TH_LOG("the SEND never completed");
+		EXPECT_EQ(0x5e4d, wc.cookie);
+		TH_LOG("siw: the SEND completed with %s",
+		       krdma_wc_status_str(wc.status));
+	} else {
+		n = krdma_poll_wc(self->cfd, &wc, 1, 2000);
+		EXPECT_EQ(0, n) TH_LOG("the SEND completed (%s) without a RECV",
+				       krdma_wc_status_str(wc.status));
+		EXPECT_EQ(0, krdma_disconnect_conn(self->cfd, self->cconn));
+		n = krdma_poll_wc(self->cfd, &wc, 1, KT_WAIT_MS);
+		ASSERT_EQ(1, n) TH_LOG("DISCONNECT did not complete the SEND");
+		EXPECT_EQ(0x5e4d, wc.cookie);
+		EXPECT_EQ(KRDMA_WC_WR_FLUSH_ERR, wc.status)
+			TH_LOG("status %s", krdma_wc_status_str(wc.status));
+	}
+	kt_mem_put(self->cfd, &src);
+}
+
+/*
+ * Tests in other network namespaces (last: on a module with the defect,
+ * they corrupt a reference count)
+ */
+
+FIXTURE(netns) {
+	char userns_clone[16];		/* saved, to restore; "" if untouched */
+};
+
+FIXTURE_SETUP(netns)
+{
+	int fd;
+	ssize_t n;
+
+	SELECT("netns", "");
+	self->userns_clone[0] = '\0';
+	/* Debian: unprivileged user namespaces may be switched off */
+	fd = open("/proc/sys/kernel/unprivileged_userns_clone", O_RDWR);
+	if (fd >= 0) {
+		n = read(fd, self->userns_clone, sizeof(self->userns_clone) - 1);
+		self->userns_clone[n > 0 ? n : 0] = '\0';
+		if (self->userns_clone[0] == '0') {
+			ASSERT_EQ(2, pwrite(fd, "1\n", 2, 0));
+		} else {
+			self->userns_clone[0] = '\0';
+		}
+		close(fd);
+	}
+}
+
+FIXTURE_TEARDOWN(netns)
+{
+	int fd;
+
+	if (!self->userns_clone[0])
+		return;
+	fd = open("/proc/sys/kernel/unprivileged_userns_clone", O_WRONLY);
+	if (fd >= 0) {
+		if (write(fd, self->userns_clone,
+			  strlen(self->userns_clone)) < 0)
+			TH_LOG("could not restore unprivileged_userns_clone");
+		close(fd);
+	}
+}
+
+
+/* The bytes of @s, printable or \xNN, up to its NUL: into @out (4n + 1) */
+static const char *escaped(const uint8_t *s, size_t n, char *out)
+{
+	char *o = out;
+	size_t i;
+
+	for (i = 0; i < n && s[i]; i++)
+		o += sprintf(o, s[i] >= 0x20 && s[i] < 0x7f && s[i] != '\\' ?
+			     "%c" : "\\x%02x", s[i]);
+	*o = '\0';
+	return out;
+}
+
+/*
+ * unshare(CLONE_NEWUSER) refuses a chrooted caller, and the guest test bed
+ * runs chrooted (selftests/qemu/initramfs-init.sh). In a child, as root:
+ * leave the chroot for the root of the mount namespace, the classic way
+ * (chroot into a directory below, then walk up from outside it). Returns
+ * a descriptor of the old root, for enter_chroot() from the new user
+ * namespace, whose root may chroot. Outside a chroot it changes nothing.
+ */
+static int leave_chroot(void)
+{
+	char dir[] = "/tmp/krdma_hostile.XXXXXX";
+	int rootfd, i;
+
+	rootfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CK_FATAL(rootfd >= 0, "open /: %s", strerror(errno));
+	CK_FATAL(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+	CK_FATAL(!chroot(dir), "chroot: %s", strerror(errno));
+	CK_FATAL(!fchdir(rootfd), "fchdir: %s", strerror(errno));
+	for (i = 0; i < 64; i++)
+		CK_FATAL(!chdir(".."), "chdir ..: %s", strerror(errno));
+	CK_FATAL(!chroot("."), "chroot .: %s", strerror(errno));
+	unlinkat(rootfd, dir + 1, AT_REMOVEDIR);
+	return rootfd;
+}
+
+static void enter_chroot(int rootfd)
+{
+	CK_FATAL(!fchdir(rootfd), "fchdir: %s", strerror(errno));
+	CK_FATAL(!chroot("."), "chroot: %s", strerror(errno));
+	CK_FATAL(!chdir("/"), "chdir /: %s", strerror(errno));
+	close(rootfd);
+}
+
+/*
+ * In a child, in a network namespace that has none of the RDMA devices'
+ * netdevs: every device is listed (rdma netns mode "shared") and
+ * PORT_QUERY of port 1 names no netdev: an empty name (all 16 bytes 0)
+ * and ifindex 0, and no GID entry an ifindex, 50 times over. Then 30 writes of ping_group_range in the
+ * namespace (what turned the old reference count corruption into a
+ * panic), unless KRDMA_HOSTILE_NO_SYSCTL is set.
+ */
+static void netns_queries(void)
+{
+	struct krdma_gid_entry gids[16];
+	struct krdma_port_query pq;
+	struct krdma_dev_query dq;
+	bool rxe = false, siw = false;
+	uint32_t *idx = NULL, n = 0, i, k;
+	int fd, rep, ret, bad = 0, badgid = 0;
+
+	fd = krdma_open();
+	CK_FATAL(fd >= 0, "open: %s", strerror(-fd));
+	ret = krdma_dev_list(fd, &idx, &n);
+	CK_FATAL(!ret, "DEV_LIST: %s", strerror(-ret));
+	for (i = 0; i < n; i++) {
+		ret = krdma_dev_query(fd, idx[i], &dq);
+		CK(!ret, "DEV_QUERY %u: %s", idx[i], strerror(-ret));
+		rxe |= !strcmp((char *)dq.name, "rxe0");
+		siw |= !strcmp((char *)dq.name, "siw0");
+	}
+	CK(rxe && siw, "rxe0 and siw0 are not both visible (%u devices)", n);
+
+	for (rep = 0; rep < 50; rep++) {
+		for (i = 0; i < n; i++) {
+			memset(&pq, 0xa5, sizeof(pq));
+			pq.size = sizeof(pq);
+			pq.flags = 0;
+			pq.__reserved = 0;
+			pq.dev_index = idx[i];
+			pq.port_num = 1;
+			pq.num_gids = ARRAY_SIZE(gids);
+			pq.gids = (uintptr_t)gids;
+			ret = ioc(fd, KRDMA_IOC_PORT_QUERY, &pq);
+			if (ret || pq.netdev_ifindex ||
+			    kt_check_fill(pq.netdev_name,
+					  sizeof(pq.netdev_name), 0) != -1) {
+				char name[4 * sizeof(pq.netdev_name) + 1];
+
+				if (bad++ < 8)
+					CK(0, "PORT_QUERY of device %u port 1: %s, netdev_ifindex %u, netdev_name \"%s\"",
+					   idx[i], ret ? strerror(-ret) : "ok",
+					   pq.netdev_ifindex,
+					   escaped(pq.netdev_name,
+						   sizeof(pq.netdev_name),
+						   name));
+				child_failed = 1;
+			}
+			for (k = 0; !ret && k < pq.num_gids &&
+				    k < ARRAY_SIZE(gids); k++) {
+				if (!gids[k].netdev_ifindex)
+					continue;
+				if (badgid++ < 4)
+					CK(0, "PORT_QUERY of device %u port 1: GID entry %u names netdev_ifindex %u",
+					   idx[i], gids[k].index,
+					   gids[k].netdev_ifindex);
+				child_failed = 1;
+			}
+		}
+	}
+	CK(!bad, "%d of %u port queries named a netdev of another namespace",
+	   bad, 50 * n);
+	CK(!badgid, "%d GID entries named a netdev of another namespace",
+	   badgid);
+	close(fd);
+	free(idx);
+
+	if (getenv("KRDMA_HOSTILE_NO_SYSCTL")) {
+		fprintf(stderr, "# KRDMA_HOSTILE_NO_SYSCTL: no ping_group_range writes\n");
+		return;
+	}
+	for (rep = 0; rep < 30; rep++) {
+		ret = write_file("/proc/sys/net/ipv4/ping_group_range",
+				 "0 0\n");
+		CK(!ret, "write %d of ping_group_range: %s", rep,
+		   strerror(-ret));
+		if (ret)
+			break;
+	}
+}
+
+/* Item 1, as root in a new network namespace */
+TEST_F_TIMEOUT(netns, port_query_in_a_netns, 60)
+{
+	char mark[128];
+	pid_t pid;
+
+	klog_mark(mark, sizeof(mark), "port_query_in_a_netns");
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		CK_FATAL(!unshare(CLONE_NEWNET), "unshare: %s", strerror(errno));
+		netns_queries();
+		_exit(child_failed);
+	}
+	EXPECT_EQ(0, reap(pid));
+	EXPECT_KLOG_CLEAN(mark);
+}
+
+/*
+ * Item 1, as uid 65534 in a user namespace of its own (uid and gid 0
+ * there are 65534 outside) with a network namespace of its own
+ */
+TEST_F_TIMEOUT(netns, port_query_in_a_user_netns, 60)
+{
+	char mark[128];
+	pid_t pid;
+
+	klog_mark(mark, sizeof(mark), "port_query_in_a_user_netns");
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int ret, rootfd;
+
+		rootfd = leave_chroot();
+		become_nobody(64 * KiB);
+		CK_FATAL(!unshare(CLONE_NEWUSER | CLONE_NEWNET), "unshare: %s",
+			 strerror(errno));
+		enter_chroot(rootfd);
+		ret = write_file("/proc/self/setgroups", "deny");
+		CK_FATAL(!ret, "setgroups: %s", strerror(-ret));
+		ret = write_file("/proc/self/uid_map", "0 65534 1");
+		CK_FATAL(!ret, "uid_map: %s", strerror(-ret));
+		ret = write_file("/proc/self/gid_map", "0 65534 1");
+		CK_FATAL(!ret, "gid_map: %s", strerror(-ret));
+		netns_queries();
+		_exit(child_failed);
+	}
+	EXPECT_EQ(0, reap(pid));
+	EXPECT_KLOG_CLEAN(mark);
+}
+
+TEST_HARNESS_MAIN
