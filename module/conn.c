@@ -663,7 +663,9 @@ static bool krdma_conn_settled(struct krdma_conn *conn)
  * interrupted by a signal.
  * Return: the connected connection (the caller owns a reference; end it
  * with krdma_conn_close()), or ERR_PTR(): -ECONNREFUSED, -EHOSTUNREACH,
- * -ENETUNREACH, -ETIMEDOUT, -EINTR, -ENODEV, -ENOMEM, ...
+ * -ENETUNREACH, -ETIMEDOUT, -EINTR, -ENODEV, -ENOMEM, ...; -ECONNRESET
+ * also when the connection was established but failed before it could be
+ * returned (the peer closed it at once, or its QP failed).
  */
 struct krdma_conn *krdma_connect(struct net *net, struct sockaddr *dst,
 				 struct sockaddr *src, long timeout,
@@ -701,6 +703,9 @@ struct krdma_conn *krdma_connect(struct net *net, struct sockaddr *dst,
 	mutex_lock(&conn->lock);
 	if (conn->state == KRDMA_CS_CONNECTED)
 		ret = 0;
+	else if (conn->state == KRDMA_CS_ERROR && conn->established)
+		/* Failed between ESTABLISHED and now: whatever the QP said */
+		ret = -ECONNRESET;
 	else if (conn->state == KRDMA_CS_ERROR)
 		ret = conn->error ?: -ECONNRESET;
 	else

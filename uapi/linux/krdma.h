@@ -355,7 +355,8 @@ struct krdma_port_query {
  *   this namespace has (or a port taken on another address).
  * - ENFILE: LISTEN on an iWARP device whose driver could not create its
  *   listening socket (siw: the system's file limit, or no memory for it).
- * - ECONNRESET: the peer disconnected (CONN_QUERY's error).
+ * - ECONNRESET: the peer disconnected (CONN_QUERY's error); CONNECT also
+ *   when the connection failed right after it was established.
  * - EOPNOTSUPP: also READ or atomics on a connection whose peer takes
  *   no RDMA READ (initiator_depth 0 in CONN_QUERY).
  * - EINTR: a blocking call was interrupted by a signal.
