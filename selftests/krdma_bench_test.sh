@@ -50,6 +50,18 @@ check() {
 	fi
 }
 
+# wait_listening LOG PID: the server PID says it listens, within 30 s
+wait_listening() {
+	local i
+
+	for ((i = 0; i < 600; i++)); do
+		grep -q 'listening on' "$1" && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
 # bench_run ADDR ARGS...: server for one client (CLIENTS), then the client
 bench_run() {
 	local addr=$1 rc
@@ -57,7 +69,7 @@ bench_run() {
 	shift
 	timeout 60 "$K" bench -l -c "${CLIENTS:-1}" -p $PORT -S 64K >"$TMP/srv" 2>&1 &
 	server_pid=$!
-	sleep 0.3
+	wait_listening "$TMP/srv" "$server_pid" || return 1
 	timeout 60 "$K" bench "$addr" -p $PORT "$@" >"$TMP/out" 2>"$TMP/err"
 	rc=$?
 	wait "$server_pid"

@@ -102,15 +102,20 @@ links() {
 }
 
 # wait_active DEV: up to 10 s for port 1 of DEV to be ACTIVE
-wait_active() {
+# wait_state DEV STATE: port 1 of DEV in STATE (ACTIVE, DOWN), within 10 s
+wait_state() {
 	local i
 
 	for ((i = 0; i < 100; i++)); do
-		timeout 5 rdma link show "$1/1" 2>/dev/null | grep -q 'state ACTIVE' &&
+		timeout 5 rdma link show "$1/1" 2>/dev/null | grep -q "state $2 " &&
 			return 0
 		sleep 0.1
 	done
 	return 1
+}
+
+wait_active() {
+	wait_state "$1" ACTIVE
 }
 
 # doctor_fails CHECK: doctor exited 1 and the text line of CHECK says FAIL
@@ -184,7 +189,7 @@ tmpdev=$(dev_on veth3)
 if [[ -n $tmpdev ]]; then
 	restore_cmds+=("ip link set veth3 up")
 	ip link set veth3 down
-	sleep 1
+	wait_state "$tmpdev" DOWN
 	run 60 doctor -d "$tmpdev"
 	check "doctor finds $tmpdev ($kind) port down under veth3 down" \
 		eval 'doctor_fails ports && grep -q veth3 "$TMP/out"'
