@@ -84,6 +84,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
 	INIT_LIST_HEAD(&conn->reg_zombies);
 	INIT_LIST_HEAD(&conn->pending);
 	INIT_LIST_HEAD(&conn->chunks);
+	INIT_LIST_HEAD(&conn->local_wrs);
 	INIT_LIST_HEAD(&conn->zombies);
 	INIT_LIST_HEAD(&conn->free_chunks);
 	INIT_LIST_HEAD(&conn->deferred);
@@ -391,6 +392,7 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 		ib_free_cq(conn->cq);
 		conn->cq = NULL;
 	}
+	krdma_xfer_flush_local_wrs(conn);
 	/* The device is done with the QP: what it may have held can go */
 	krdma_conn_bury_windows(conn);
 	if (conn->pd) {

@@ -314,8 +314,11 @@ enum krdma_conn_state {
  *               @lock
  * @sdrain: completion of the teardown's send-queue drain marker
  * @rdrain: completion of the teardown's receive-queue drain marker
- * @sq_lock: protects @sq_free, @pending and @chunks
+ * @sq_lock: protects @sq_free, @pending, @chunks and @local_wrs
  * @chunks: posted chunks not completed yet
+ * @local_wrs: krdma's own WRs (REG_MR, heartbeats) posted and not
+ *             completed yet; what the device never completes is completed
+ *             by the teardown once the CQ is gone
  * @zombies: chunks completed by teardown whose CQE may still come
  * @free_chunks: chunks to reuse; freed with the connection's CQ
  * @deferred: operations posted from softirq context, for @post_work
@@ -376,13 +379,14 @@ struct krdma_conn {
 	struct list_head reg_zombies;
 	struct krdma_drain sdrain;
 	struct krdma_drain rdrain;
-	spinlock_t sq_lock; /* @sq_free, @pending, @chunks */
+	spinlock_t sq_lock; /* @sq_free, @pending, @chunks, @local_wrs */
 	u32 sq_total;
 	u32 sq_free;
 	u32 rq_total;
 	atomic_t rq_free;
 	struct list_head pending;
 	struct list_head chunks;
+	struct list_head local_wrs;
 	struct list_head zombies;
 	struct list_head free_chunks;
 	struct list_head deferred;
@@ -457,6 +461,7 @@ struct krdma_window *krdma_local_window_get(struct krdma_conn *conn,
 void krdma_xfer_flush_pending(struct krdma_conn *conn);
 void krdma_xfer_reap(struct krdma_conn *conn);
 void krdma_xfer_free_zombies(struct krdma_conn *conn);
+void krdma_xfer_flush_local_wrs(struct krdma_conn *conn);
 void krdma_post_work(struct work_struct *work);
 int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr,
 			long timeout);

@@ -773,7 +773,7 @@ static void krdma_push(struct krdma_conn *conn)
 }
 
 static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
-			   bool prepare, bool push);
+			   bool can_register, bool push);
 
 /*
  * Operations posted from softirq context wait on conn->deferred for the
@@ -1102,10 +1102,8 @@ static int krdma_check_req(struct krdma_conn *conn, struct krdma_req *req,
 	case KRDMA_OP_RECV:
 		if (*total > ibdev->attrs.max_mr_size || *total > S32_MAX)
 			return -EMSGSIZE;
-		ret = krdma_check_msg_pages(conn, req);
-		if (ret == 1 && !req->lwin)
-			return -EMSGSIZE;	/* no window: lost a race */
-		return ret < 0 ? ret : 0;
+		/* 1: it needs a local window */
+		return krdma_check_msg_pages(conn, req);
 	case KRDMA_OP_FETCH_ADD:
 	case KRDMA_OP_CMP_SWAP:
 		if (ibdev->attrs.atomic_cap == IB_ATOMIC_NONE ||
@@ -1124,22 +1122,12 @@ static int krdma_check_req(struct krdma_conn *conn, struct krdma_req *req,
 
 /*
  * A SEND or RECV whose pages do not fit the SGEs goes through a local
- * window of its buffer: register it now, before post_mutex (the
- * registration takes the connection's lock, which teardown holds while it
- * takes post_mutex).
+ * window of its buffer (krdma_check_req() said so). The registration
+ * posts a REG_MR and waits for it: called without post_mutex.
  */
-static int krdma_post_prepare(struct krdma_conn *conn, struct krdma_req *req)
+static int krdma_post_get_lwin(struct krdma_conn *conn, struct krdma_req *req)
 {
 	struct krdma_window *win;
-
-	if (req->opcode != KRDMA_OP_SEND && req->opcode != KRDMA_OP_SEND_IMM &&
-	    req->opcode != KRDMA_OP_RECV)
-		return 0;
-	if (!req->num_sge || req->num_sge > KRDMA_OP_MAX_SGE)
-		return 0;
-	if (!req->sge[0].buf || krdma_check_sges(req, &req->total) ||
-	    krdma_check_msg_pages(conn, req) != 1)
-		return 0;
 
 	win = krdma_local_window_get(conn, req->sge[0].buf);
 	if (IS_ERR(win))
@@ -1154,25 +1142,63 @@ static int krdma_post_prepare(struct krdma_conn *conn, struct krdma_req *req)
  * @cqe: its completion
  * @done: completed by the CQE
  * @status: the CQE's status
- * @ref: the poster and the CQE
+ * @ref: the poster and the CQE (or the teardown, for a CQE never to come)
+ * @entry: in conn->local_wrs from its post until its CQE
  */
 struct krdma_local_wr {
 	struct ib_cqe cqe;
 	struct completion done;
 	enum ib_wc_status status;
 	refcount_t ref;
+	struct list_head entry;
 };
+
+static void krdma_local_wr_put(struct krdma_local_wr *lw)
+{
+	if (refcount_dec_and_test(&lw->ref))
+		kfree(lw);
+}
 
 static void krdma_local_wr_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_local_wr *lw = container_of(wc->wr_cqe,
 						 struct krdma_local_wr, cqe);
+	struct krdma_conn *conn = cq->cq_context;
 
+	spin_lock_bh(&conn->sq_lock);
+	list_del_init(&lw->entry);
+	spin_unlock_bh(&conn->sq_lock);
 	lw->status = wc->status;
-	krdma_sq_release(cq->cq_context, 1);
+	krdma_sq_release(conn, 1);
 	complete(&lw->done);
-	if (refcount_dec_and_test(&lw->ref))
-		kfree(lw);
+	krdma_local_wr_put(lw);
+}
+
+/**
+ * krdma_xfer_flush_local_wrs - complete the local WRs the device never did
+ * @conn: the connection, its QP destroyed and its CQ freed
+ *
+ * A drain that timed out leaves WRs without a CQE, and none can come once
+ * the CQ is freed: their waiters are woken with a flush status, and their
+ * memory goes with the last reference.
+ *
+ * Context: process context, from the teardown.
+ */
+void krdma_xfer_flush_local_wrs(struct krdma_conn *conn)
+{
+	struct krdma_local_wr *lw, *tmp;
+	LIST_HEAD(left);
+
+	WARN_ON_ONCE(conn->cq);
+	spin_lock_bh(&conn->sq_lock);
+	list_splice_init(&conn->local_wrs, &left);
+	spin_unlock_bh(&conn->sq_lock);
+	list_for_each_entry_safe(lw, tmp, &left, entry) {
+		list_del_init(&lw->entry);
+		lw->status = IB_WC_WR_FLUSH_ERR;
+		complete(&lw->done);
+		krdma_local_wr_put(lw);
+	}
 }
 
 /**
@@ -1203,6 +1229,7 @@ int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr,
 	lw->cqe.done = krdma_local_wr_done;
 	init_completion(&lw->done);
 	refcount_set(&lw->ref, 2);
+	INIT_LIST_HEAD(&lw->entry);
 	wr->wr_cqe = &lw->cqe;
 	wr->send_flags = IB_SEND_SIGNALED;
 	wr->next = NULL;
@@ -1213,8 +1240,15 @@ int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr,
 	} else if (!krdma_sq_reserve(conn, 1)) {
 		ret = -EAGAIN;
 	} else {
+		/* Tracked first: its CQE may come before ib_post_send() returns */
+		spin_lock_bh(&conn->sq_lock);
+		list_add_tail(&lw->entry, &conn->local_wrs);
+		spin_unlock_bh(&conn->sq_lock);
 		ret = ib_post_send(conn->qp, wr, NULL);
-		/* Refused: a CQE may still come, and free it (or not: a leak) */
+		/*
+		 * Refused: a CQE may still come (a partial flush), else the
+		 * teardown, which this starts, completes it
+		 */
 		if (ret)
 			krdma_conn_qp_failed(conn, ret);
 	}
@@ -1222,6 +1256,8 @@ int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr,
 	if (ret) {
 		if (ret == -ENOTCONN || ret == -EAGAIN)
 			kfree(lw);
+		else
+			krdma_local_wr_put(lw);
 		return ret;
 	}
 
@@ -1232,8 +1268,7 @@ int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr,
 		ret = -ETIMEDOUT;
 	else if (lw->status != IB_WC_SUCCESS)
 		ret = -EIO;
-	if (refcount_dec_and_test(&lw->ref))
-		kfree(lw);
+	krdma_local_wr_put(lw);
 	return ret;
 }
 
@@ -1321,17 +1356,13 @@ void krdma_xfer_push(struct krdma_conn *conn)
 }
 
 static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
-			   bool prepare, bool push)
+			   bool can_register, bool push)
 {
 	u64 total;
 	u32 i;
 	int ret;
 
 	req->lwin = NULL;
-	ret = prepare ? krdma_post_prepare(conn, req) : 0;
-	if (ret)
-		return ret;
-
 	/* Under post_mutex the QP, and conn->kdev, cannot go away */
 	mutex_lock(&conn->post_mutex);
 	if (conn->qp_dead || READ_ONCE(conn->state) != KRDMA_CS_CONNECTED) {
@@ -1339,6 +1370,19 @@ static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
 		goto out_unlock;
 	}
 	ret = krdma_check_req(conn, req, &total);
+	if (ret == 1) {
+		/* Checked already; only the connection may change meanwhile */
+		mutex_unlock(&conn->post_mutex);
+		if (!can_register)
+			return -EMSGSIZE;	/* no registration from here */
+		ret = krdma_post_get_lwin(conn, req);
+		if (ret)
+			return ret;
+		mutex_lock(&conn->post_mutex);
+		if (conn->qp_dead ||
+		    READ_ONCE(conn->state) != KRDMA_CS_CONNECTED)
+			ret = -ENOTCONN;
+	}
 	if (ret)
 		goto out_unlock;
 
