@@ -38,7 +38,8 @@
 #   rmmod under load   20 rmmod krdma with transfers running: each refused
 #                      (in use), the transfers go on, verified, error-free
 #   cycles             CYCLES x (insmod, connect to itself and move 64 KiB
-#                      both ways on rxe and on siw, verified; rmmod)
+#                      both ways on rxe and on siw, verified; rmmod), or as
+#                      many as fit in 120 s: at least 20, each one verified
 #   threads            32 threads on one fd and on 32 fds (krdma_stress
 #                      threads, THREAD_SECS each): connections, WRITEs
 #                      checked at the destination, DESTROY/close racing
@@ -77,6 +78,9 @@ SLOW=1
 [[ ${KRDMA_DEBUG_KERNEL:-0} == 1 ]] && SLOW=5
 CYCLES=${KRDMA_FAULTS_CYCLES:-$((SLOW > 1 ? 10 : 100))}
 CYCLES_BUDGET=$((120 * SLOW))	# seconds; fewer cycles if they do not fit
+# ... but at least this many (a cycle takes ~1.2 s on an idle host, ~1.7 s
+# with one core busy: 72 in 120 s were seen; this is a floor, not a rate)
+CYCLES_MIN=$((CYCLES < 20 ? CYCLES : 20))
 # every one of the 32 threads must get its turn: longer where all is slow
 THREAD_SECS=${KRDMA_FAULTS_THREAD_SECS:-$((5 * SLOW))}
 HOLD_MIB=${KRDMA_FAULTS_HOLD_MIB:-$((SLOW > 1 ? 256 : 1024))}
@@ -591,8 +595,8 @@ case_cycles() {
 		((SECONDS < end)) || break
 	done
 	insmod "$KO" || fail "insmod after the cycles"
-	((cycles_done == CYCLES)) ||
-		fail "only $cycles_done of $CYCLES cycles in ${CYCLES_BUDGET} s"
+	((cycles_done >= CYCLES_MIN)) ||
+		fail "only $cycles_done cycles in ${CYCLES_BUDGET} s (at least $CYCLES_MIN expected)"
 }
 
 case_threads() { # addr mode
