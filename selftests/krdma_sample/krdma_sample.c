@@ -397,6 +397,26 @@ out:
 	kfree(send);
 }
 
+/*
+ * Wait, at most 10 s, for @conn to be in @state: a failed connection goes
+ * to ERROR from krdma's workqueue, after the completion that tells of it
+ * or before. Fills @info; true when it got there.
+ */
+static bool wait_conn_state(struct krdma_conn *conn, u32 state,
+			    struct krdma_conn_info *info)
+{
+	unsigned long end = jiffies + 10 * HZ;
+
+	for (;;) {
+		krdma_conn_info(conn, info);
+		if (info->state == state)
+			return true;
+		if (time_after(jiffies, end))
+			return false;
+		msleep(20);
+	}
+}
+
 /* A grant works only through its own connection's peer */
 static void test_grant_scope(const char *ip, struct pair *p1)
 {
@@ -433,9 +453,14 @@ static void test_grant_scope(const char *ip, struct pair *p1)
 	req->sge[0].length = 4096;
 	req->remote_addr = tok.addr;
 	req->rkey = tok.rkey;
-	/* Through the other connection: refused, one way or another */
+	/*
+	 * Through the other connection: refused, one way or another (on
+	 * iWARP the WRITE may complete, then the peer's TERMINATE ends the
+	 * connection)
+	 */
 	st = run_op(p2.client, req);
-	msleep(100);
+	if (!st)
+		wait_conn_state(p2.client, KRDMA_CONN_ERROR, &info);
 	krdma_conn_info(p2.client, &info);
 	result(((u8 *)dst.p)[0] == 0xee && ((u8 *)dst.p)[4095] == 0xee &&
 	       (st || info.state == KRDMA_CONN_ERROR),
@@ -663,6 +688,7 @@ static void test_session(const char *ip)
 	struct krdma_window *grant;
 	struct krdma_token tok;
 	struct krdma_req *req;
+	unsigned long end;
 	int ret;
 
 	sin = (struct sockaddr_in *)&addr;
@@ -693,8 +719,12 @@ static void test_session(const char *ip)
 		goto out_destroy;
 	}
 
-	msleep(1000);
-	state = krdma_session_info(s, &st);
+	/* Heartbeats every 200 ms: two answered, waited for 10 s at most */
+	end = jiffies + 10 * HZ;
+	do {
+		msleep(50);
+		state = krdma_session_info(s, &st);
+	} while (st.heartbeats < 2 && time_before(jiffies, end));
 	result(state == KRDMA_SESSION_CONNECTED && st.heartbeats >= 2 &&
 	       !st.heartbeat_failures,
 	       "%s session heartbeats are answered (%llu)", ip, st.heartbeats);
@@ -706,8 +736,13 @@ static void test_session(const char *ip)
 	reinit_completion(&t.connected);
 	krdma_listener_close(l);
 	krdma_conn_close(server);
-	msleep(700);
-	state = krdma_session_info(s, &st);
+	/* Noticed, and an attempt failed: waited for 10 s at most */
+	end = jiffies + 10 * HZ;
+	do {
+		msleep(50);
+		state = krdma_session_info(s, &st);
+	} while ((state != KRDMA_SESSION_RECONNECTING ||
+		  !st.connect_failures) && time_before(jiffies, end));
 	result(state == KRDMA_SESSION_RECONNECTING && st.failures == 1 &&
 	       st.connect_failures >= 1,
 	       "%s session notices the peer gone and retries with back-off (%llu attempts)",
