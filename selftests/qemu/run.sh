@@ -20,8 +20,11 @@
 #   console.log        ttyS0: the kernel console (boot, oopses, sysrq dumps)
 #   output.log         ttyS1: the guest scripts' output, shown live here
 #   qemu.log           QEMU's own messages
-#   started, setup-status, selftests/{counts,results,*.tap}, rmmod, dmesg,
-#   status             written by the guest (see guest-main.sh); status last
+#   started, setup-status, selftests/{counts,results,abandoned,*.tap},
+#   rmmod, dmesg, status   written by the guest (see guest-main.sh); status
+#                      last
+#   runner-selftest.log  check: selftests/run_tests_selftest.sh, run on the
+#                      host first (one result)
 # Cached in build/: linux-src-<ver>/ (fetch-linux-src.sh), siw-<kver>/siw.ko
 # (build-siw.sh), qemu/initramfs-<kver>.cpio.gz, qemu/vmlinux-<kver> and
 # qemu/kvm-probe.
@@ -46,7 +49,9 @@
 #   KRDMA_QEMU_LOCK_HELD=1     the caller holds build/qemu.lock for this run
 #                              (two-guests.sh, which runs two at once)
 #   KRDMA_NO_BUILD=1           do not run make (use what is built)
-#   KRDMA_TEST_TIMEOUT=600     per test program (run_tests.sh)
+#   KRDMA_TEST_TIMEOUT=600     per test program (run_tests.sh; also
+#                              KRDMA_TEST_KILL_AFTER, KRDMA_TEST_HUNG_AFTER,
+#                              KRDMA_TESTS_LIST, KRDMA_RUNNER_SELFTEST)
 #   KRDMA_LOAD=0               do not insmod krdma.ko at setup
 #   KRDMA_MODULE_PARAMS="..."  parameters for that insmod
 #   BUILD=<dir>                build directory (default <repo>/build)
@@ -81,8 +86,22 @@ esac
 
 "$repo/scripts/install-deps.sh"
 
-# One guest (and one build of the tree) at a time: 2 cores do not take two
 mkdir -p "$build"
+# make check: the test runner's own test (selftests/run_tests_selftest.sh,
+# ~15 s), on the host, before taking the lock; one result
+runner_status=skip runner_log=
+if [[ $mode == check ]]; then
+	runner_log=$(mktemp "$build/.runner-selftest.XXXXXX")
+	if "$repo/selftests/run_tests_selftest.sh" >"$runner_log" 2>&1; then
+		runner_status=ok
+	else
+		runner_status=fail
+		msg "selftests/run_tests_selftest.sh failed:"
+		grep -v '^# ' "$runner_log" | sed 's/^/  | /' >&2
+	fi
+fi
+
+# One guest (and one build of the tree) at a time: 2 cores do not take two
 exec 9>"$build/qemu.lock"
 if [[ ${KRDMA_QEMU_LOCK_HELD:-0} == 1 ]]; then
 	: # held by our caller
@@ -349,6 +368,7 @@ mkdir -p "$qdir/runs"
 find "$qdir/runs" -mindepth 1 -maxdepth 1 -type d -printf '%T@ %p\n' | sort -rn | tail -n +10 |
 	cut -d' ' -f2- | while IFS= read -r d; do rm -rf "$d"; done
 out=$(mktemp -d "$qdir/runs/$(date +%Y%m%d-%H%M%S)-$mode-XXXX")
+[[ -z $runner_log ]] || mv "$runner_log" "$out/runner-selftest.log"
 ln -sfn "runs/${out##*/}" "$qdir/last"
 echo "$repo" >"$out/repo"
 {
@@ -480,5 +500,7 @@ if [[ -f $out/kmemleak-status ]]; then
 	[[ $r == ok ]] || sed 's/^/  | /' "$out/kmemleak-krdma" 2>/dev/null | head -n 80
 fi
 result "$lint_status" "static checks: W=1, sparse, checkpatch --strict"
+result "$runner_status" "test runner: a hung or stray test costs only its own timeout" \
+	"$(tail -n1 "$out/runner-selftest.log" 2>/dev/null)"
 echo "$pass passed, $fail failed, $skip skipped"
 ((fail == 0))
