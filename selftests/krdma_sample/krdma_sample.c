@@ -104,7 +104,8 @@ struct pair {
 	struct krdma_conn *server;
 };
 
-static int pair_open(struct pair *p, const char *ip)
+static int pair_open(struct pair *p, const char *ip,
+		     const struct krdma_conn_params *client_params)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	struct sockaddr_storage bound;
@@ -120,7 +121,7 @@ static int pair_open(struct pair *p, const char *ip)
 	if (ret)
 		goto err_close_listener;
 	p->client = krdma_connect(&init_net, (struct sockaddr *)&bound, NULL,
-				  TIMEOUT, NULL);
+				  TIMEOUT, client_params);
 	if (IS_ERR(p->client)) {
 		ret = PTR_ERR(p->client);
 		goto err_close_listener;
@@ -397,24 +398,17 @@ out:
 	kfree(send);
 }
 
-/*
- * Wait, at most 10 s, for @conn to be in @state: a failed connection goes
- * to ERROR from krdma's workqueue, after the completion that tells of it
- * or before. Fills @info; true when it got there.
- */
-static bool wait_conn_state(struct krdma_conn *conn, u32 state,
-			    struct krdma_conn_info *info)
-{
-	unsigned long end = jiffies + 10 * HZ;
+struct gone {
+	struct completion done;
+	int error;
+};
 
-	for (;;) {
-		krdma_conn_info(conn, info);
-		if (info->state == state)
-			return true;
-		if (time_after(jiffies, end))
-			return false;
-		msleep(20);
-	}
+static void gone_event(struct krdma_conn *conn, int error, void *context)
+{
+	struct gone *g = context;
+
+	g->error = error;
+	complete(&g->done);
 }
 
 /* A grant works only through its own connection's peer */
@@ -422,12 +416,18 @@ static void test_grant_scope(const char *ip, struct pair *p1)
 {
 	struct krdma_window *grant;
 	struct krdma_token tok;
+	struct krdma_conn_params params = { .event = gone_event };
 	struct krdma_conn_info info;
 	struct krdma_req *req;
 	struct kmem src = {}, dst = {};
 	struct pair p2;
 	int ret, st;
+	/* static: an event that comes late must find it */
+	static struct gone g;
 
+	init_completion(&g.done);
+	g.error = 0;
+	params.context = &g;
 	req = kzalloc(sizeof(*req), GFP_KERNEL);
 	if (!req || kmem_get(&src, MEM_KMALLOC, 4096, 0) ||
 	    kmem_get(&dst, MEM_KMALLOC, 4096, KRDMA_ACCESS_REMOTE_WRITE)) {
@@ -435,7 +435,7 @@ static void test_grant_scope(const char *ip, struct pair *p1)
 		goto out;
 	}
 	memset(dst.p, 0xee, 4096);
-	ret = pair_open(&p2, ip);
+	ret = pair_open(&p2, ip, &params);
 	if (ret) {
 		result(false, "%s grant scope: second connection: %d", ip, ret);
 		goto out;
@@ -456,11 +456,11 @@ static void test_grant_scope(const char *ip, struct pair *p1)
 	/*
 	 * Through the other connection: refused, one way or another (on
 	 * iWARP the WRITE may complete, then the peer's TERMINATE ends the
-	 * connection)
+	 * connection: its event says when, after the state is ERROR)
 	 */
 	st = run_op(p2.client, req);
 	if (!st)
-		wait_conn_state(p2.client, KRDMA_CONN_ERROR, &info);
+		wait_for_completion_timeout(&g.done, TIMEOUT);
 	krdma_conn_info(p2.client, &info);
 	result(((u8 *)dst.p)[0] == 0xee && ((u8 *)dst.p)[4095] == 0xee &&
 	       (st || info.state == KRDMA_CONN_ERROR),
@@ -570,19 +570,6 @@ out:
 	kmem_put(&local, MEM_KMALLOC);
 	kmem_put(&remote, MEM_KMALLOC);
 	kfree(c);
-}
-
-struct gone {
-	struct completion done;
-	int error;
-};
-
-static void gone_event(struct krdma_conn *conn, int error, void *context)
-{
-	struct gone *g = context;
-
-	g->error = error;
-	complete(&g->done);
 }
 
 /* The peer goes away: the consumer is told through its event callback */
@@ -807,7 +794,7 @@ static void test_ip(const char *ip)
 	struct pair p;
 	int ret;
 
-	ret = pair_open(&p, ip);
+	ret = pair_open(&p, ip, NULL);
 	result(!ret, "%s kernel listen, connect, accept", ip);
 	if (ret) {
 		diag("pair_open: %d", ret);
@@ -847,7 +834,7 @@ static void leave_ops_in_flight(const char *ip)
 	struct pair p;
 	int i, ret;
 
-	ret = pair_open(&p, ip);
+	ret = pair_open(&p, ip, NULL);
 	if (ret)
 		goto fail;
 	left_listener = p.l;
