@@ -125,6 +125,17 @@ wait_dead() {
 	return 0
 }
 
+# exit_status SECS: the program's exit status from its helper (rc), within
+# SECS seconds; 1 if it did not come (the program is still there). The end
+# of the pipe without a status (the helper gone) counts as an end; what is
+# still alive is found afterwards.
+exit_status() {
+	local r
+	read -r -t "$1" rc <&"$status"
+	r=$?
+	((r <= 128))
+}
+
 # leftovers PGID LOG EXCEPT...: live processes of process group PGID or
 # with LOG open, but not the EXCEPT ones nor this shell
 leftovers() {
@@ -228,24 +239,33 @@ for entry in "${programs[@]}"; do
 	start=$now
 	run=$prog
 	[[ $run == /* ]] || run=./$prog
-	setsid "$run" "${argv[@]:1}" </dev/null >>"$log" 2>&1 &
-	pid=$!
-	tail -s 0.2 -n +1 -F "$log" 2>/dev/null &
+	# A helper shell starts the program, writes its pid, waits for it and
+	# writes its exit status: read with a timeout, the wait for the end
+	# or the deadline polls nothing. A program that SIGKILL does not end
+	# (a thread in D state) never gets its status written: the helper is
+	# left waiting, as the program is.
+	exec {status}< <(
+		setsid "$run" "${argv[@]:1}" </dev/null >>"$log" 2>&1 &
+		echo "$!"
+		wait "$!"
+		echo "$?"
+	) 2>/dev/null
+	helper=$!
+	read -r pid <&"$status"
+	# The live view: ends once the helper has (all of the log shown)
+	tail -s 0.2 --pid="$helper" -n +1 -F "$log" 2>/dev/null &
 	tpid=$!
 
-	# (stderr: not bash's own "Killed" notices of its children)
 	timed_out=0 rc=
-	{
-		if ! wait_dead $((timeout * 1000)) "$pid"; then
-			timed_out=1
-			kill -TERM -- "-$pid" "$pid"
-			if ! wait_dead $((kill_after * 1000)) "$pid"; then
-				kill "-$kill_sig" -- "-$pid" "$pid"
-				wait_dead $((hung_after * 1000)) "$pid"
-			fi
+	if ! exit_status "$timeout"; then
+		timed_out=1
+		kill -TERM -- "-$pid" "$pid" 2>/dev/null
+		if ! exit_status "$kill_after"; then
+			kill "-$kill_sig" -- "-$pid" "$pid" 2>/dev/null
+			exit_status "$hung_after"
 		fi
-		alive "$pid" || { wait "$pid"; rc=$?; }
-	} 2>/dev/null
+	fi
+	exec {status}<&-
 	clock
 	secs=$(((now - start) / 1000))
 
@@ -265,8 +285,9 @@ for entry in "${programs[@]}"; do
 			killed=$((killed + 1))
 		fi
 	done
-	# The live view: all of the log, then stop
-	wait_dead 500 "$tpid" || true
+	# The live view: all of the log, then stop (tail ends on its own
+	# within 0.2 s unless the helper waits for a program left behind)
+	wait_dead 1000 "$tpid" || true
 	kill "$tpid" 2>/dev/null
 	wait "$tpid" 2>/dev/null
 

@@ -64,33 +64,30 @@ alive() { # pid: a thread of it is there and not a zombie
 # bounded SECS CMD...: CMD with at most SECS seconds, then SIGTERM and
 # SIGKILL; a CMD that SIGKILL does not end (D state) is left behind. Its
 # output must go to a file or the console, not to a pipe that is waited
-# on. Exit status: CMD's, or 124 when it was stopped or left behind.
+# on. Exit status: CMD's, or 124 when it was stopped or left behind. A
+# helper shell waits for CMD and writes its exit status, read with a
+# timeout: nothing polls while CMD runs (a benchmark is not disturbed).
 exec {console}>&1
 bounded() {
-	local secs=$1 pid n
+	local secs=$1 pid ofd fd rc=
 	shift
-	"$@" &
-	pid=$!
-	for ((n = 0; n < secs * 10; n++)); do
-		alive "$pid" || break
-		sleep 0.1
-	done
-	if alive "$pid"; then
+	exec {ofd}>&1
+	exec {fd}< <("$@" >&"$ofd" & echo "$!"; wait "$!"; echo "$?")
+	exec {ofd}>&-
+	read -r pid <&"$fd"
+	if ! read -r -t "$secs" rc <&"$fd"; then
 		echo "krdma-guest: $*: still running after ${secs} s; SIGTERM, SIGKILL" >&"$console"
 		kill -TERM "$pid" 2>/dev/null
-		for ((n = 0; n < 50; n++)); do
-			alive "$pid" || break
-			((n == 20)) && kill -KILL "$pid" 2>/dev/null
-			sleep 0.1
-		done
-		if alive "$pid"; then
-			echo "krdma-guest: $*: stuck in the kernel (D state); left behind" >&"$console"
-			return 124
+		if ! read -r -t 2 rc <&"$fd"; then
+			kill -KILL "$pid" 2>/dev/null
+			if ! read -r -t 3 rc <&"$fd"; then
+				echo "krdma-guest: $*: stuck in the kernel (D state); left behind" >&"$console"
+			fi
 		fi
-		wait "$pid" 2>/dev/null
-		return 124
+		rc=124
 	fi
-	wait "$pid"
+	exec {fd}<&-
+	return "${rc:-124}"
 }
 
 # Seconds until the mode must be done
