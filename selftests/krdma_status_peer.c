@@ -40,6 +40,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libkrdma.h"
@@ -184,6 +185,30 @@ static void print_conn(const char *side, int fd, uint32_t conn)
 	       krdma_addr_str(&q.peer, r, sizeof(r)));
 }
 
+static long since_ms(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 +
+	       (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* The state of @conn once it left CONNECTED, or after @ms */
+static uint32_t wait_conn_down(int fd, uint32_t conn, long ms)
+{
+	struct timespec t0, ts = { 0, 5 * 1000 * 1000 };
+	struct krdma_conn_query q;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		check(krdma_conn_info(fd, conn, &q), "conn query");
+		if (q.state != KRDMA_CONN_CONNECTED || since_ms(&t0) >= ms)
+			return q.state;
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* Wait for a stdin line; false at the end of stdin */
 static bool next_command(char *line, size_t len)
 {
@@ -203,6 +228,7 @@ static void refused_write(struct pair *p, const char *ip, struct mem *src,
 {
 	struct krdma_completion wc;
 	struct krdma_token tok;
+	struct timespec t0;
 	struct krdma_op op;
 	struct mem qdst;
 	struct pair q;
@@ -226,9 +252,16 @@ static void refused_write(struct pair *p, const char *ip, struct mem *src,
 		printf("%s status=%u\n", krdma_opcode_str((uint32_t)wc.cookie),
 		       wc.status);
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (i = 0; i < (int)qdst.len; i++)
 		if (qdst.p[i] != GUARD)
 			die("the refused WRITE wrote", -EILSEQ);
+	/*
+	 * The test then looks for the connection in ERROR: it goes there from
+	 * krdma's workqueue, maybe after the completions; wait, at most 10 s
+	 */
+	printf("state %u, %ld ms after the completions\n",
+	       wait_conn_down(p->cfd, p->cconn, 10000), since_ms(&t0));
 }
 
 static int traffic(const char *ip, size_t size, unsigned int count)

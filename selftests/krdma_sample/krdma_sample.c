@@ -104,7 +104,8 @@ struct pair {
 	struct krdma_conn *server;
 };
 
-static int pair_open(struct pair *p, const char *ip)
+static int pair_open(struct pair *p, const char *ip,
+		     const struct krdma_conn_params *client_params)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	struct sockaddr_storage bound;
@@ -120,7 +121,7 @@ static int pair_open(struct pair *p, const char *ip)
 	if (ret)
 		goto err_close_listener;
 	p->client = krdma_connect(&init_net, (struct sockaddr *)&bound, NULL,
-				  TIMEOUT, NULL);
+				  TIMEOUT, client_params);
 	if (IS_ERR(p->client)) {
 		ret = PTR_ERR(p->client);
 		goto err_close_listener;
@@ -397,17 +398,36 @@ out:
 	kfree(send);
 }
 
+struct gone {
+	struct completion done;
+	int error;
+};
+
+static void gone_event(struct krdma_conn *conn, int error, void *context)
+{
+	struct gone *g = context;
+
+	g->error = error;
+	complete(&g->done);
+}
+
 /* A grant works only through its own connection's peer */
 static void test_grant_scope(const char *ip, struct pair *p1)
 {
 	struct krdma_window *grant;
 	struct krdma_token tok;
+	struct krdma_conn_params params = { .event = gone_event };
 	struct krdma_conn_info info;
 	struct krdma_req *req;
 	struct kmem src = {}, dst = {};
 	struct pair p2;
 	int ret, st;
+	/* static: an event that comes late must find it */
+	static struct gone g;
 
+	init_completion(&g.done);
+	g.error = 0;
+	params.context = &g;
 	req = kzalloc(sizeof(*req), GFP_KERNEL);
 	if (!req || kmem_get(&src, MEM_KMALLOC, 4096, 0) ||
 	    kmem_get(&dst, MEM_KMALLOC, 4096, KRDMA_ACCESS_REMOTE_WRITE)) {
@@ -415,7 +435,7 @@ static void test_grant_scope(const char *ip, struct pair *p1)
 		goto out;
 	}
 	memset(dst.p, 0xee, 4096);
-	ret = pair_open(&p2, ip);
+	ret = pair_open(&p2, ip, &params);
 	if (ret) {
 		result(false, "%s grant scope: second connection: %d", ip, ret);
 		goto out;
@@ -433,9 +453,14 @@ static void test_grant_scope(const char *ip, struct pair *p1)
 	req->sge[0].length = 4096;
 	req->remote_addr = tok.addr;
 	req->rkey = tok.rkey;
-	/* Through the other connection: refused, one way or another */
+	/*
+	 * Through the other connection: refused, one way or another (on
+	 * iWARP the WRITE may complete, then the peer's TERMINATE ends the
+	 * connection: its event says when, after the state is ERROR)
+	 */
 	st = run_op(p2.client, req);
-	msleep(100);
+	if (!st)
+		wait_for_completion_timeout(&g.done, TIMEOUT);
 	krdma_conn_info(p2.client, &info);
 	result(((u8 *)dst.p)[0] == 0xee && ((u8 *)dst.p)[4095] == 0xee &&
 	       (st || info.state == KRDMA_CONN_ERROR),
@@ -547,19 +572,6 @@ out:
 	kfree(c);
 }
 
-struct gone {
-	struct completion done;
-	int error;
-};
-
-static void gone_event(struct krdma_conn *conn, int error, void *context)
-{
-	struct gone *g = context;
-
-	g->error = error;
-	complete(&g->done);
-}
-
 /* The peer goes away: the consumer is told through its event callback */
 static void test_peer_gone(const char *ip)
 {
@@ -663,6 +675,7 @@ static void test_session(const char *ip)
 	struct krdma_window *grant;
 	struct krdma_token tok;
 	struct krdma_req *req;
+	unsigned long end;
 	int ret;
 
 	sin = (struct sockaddr_in *)&addr;
@@ -693,8 +706,12 @@ static void test_session(const char *ip)
 		goto out_destroy;
 	}
 
-	msleep(1000);
-	state = krdma_session_info(s, &st);
+	/* Heartbeats every 200 ms: two answered, waited for 10 s at most */
+	end = jiffies + 10 * HZ;
+	do {
+		msleep(50);
+		state = krdma_session_info(s, &st);
+	} while (st.heartbeats < 2 && time_before(jiffies, end));
 	result(state == KRDMA_SESSION_CONNECTED && st.heartbeats >= 2 &&
 	       !st.heartbeat_failures,
 	       "%s session heartbeats are answered (%llu)", ip, st.heartbeats);
@@ -706,8 +723,13 @@ static void test_session(const char *ip)
 	reinit_completion(&t.connected);
 	krdma_listener_close(l);
 	krdma_conn_close(server);
-	msleep(700);
-	state = krdma_session_info(s, &st);
+	/* Noticed, and an attempt failed: waited for 10 s at most */
+	end = jiffies + 10 * HZ;
+	do {
+		msleep(50);
+		state = krdma_session_info(s, &st);
+	} while ((state != KRDMA_SESSION_RECONNECTING ||
+		  !st.connect_failures) && time_before(jiffies, end));
 	result(state == KRDMA_SESSION_RECONNECTING && st.failures == 1 &&
 	       st.connect_failures >= 1,
 	       "%s session notices the peer gone and retries with back-off (%llu attempts)",
@@ -772,7 +794,7 @@ static void test_ip(const char *ip)
 	struct pair p;
 	int ret;
 
-	ret = pair_open(&p, ip);
+	ret = pair_open(&p, ip, NULL);
 	result(!ret, "%s kernel listen, connect, accept", ip);
 	if (ret) {
 		diag("pair_open: %d", ret);
@@ -812,7 +834,7 @@ static void leave_ops_in_flight(const char *ip)
 	struct pair p;
 	int i, ret;
 
-	ret = pair_open(&p, ip);
+	ret = pair_open(&p, ip, NULL);
 	if (ret)
 		goto fail;
 	left_listener = p.l;

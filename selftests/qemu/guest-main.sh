@@ -11,9 +11,15 @@
 #   setup-status   exit status of guest-setup.sh
 #   selftests/     run_tests.sh's results (check)
 #   rmmod          check: "ok|fail|skip <note>" for removing krdma at the end
+#                  (skip when a test left a task stuck in the kernel)
 #   kmemleak*      check, kernels with kmemleak: see kmemleak.sh
 #   dmesg          the kernel log at the end
 #   status         exit status of the mode (written last: the guest finished)
+# Every step is bounded: the mode ends KRDMA_GUEST_TIMEOUT/6 (60-900 s)
+# before run.sh would kill the guest (run_tests.sh cuts its deadlines to
+# fit, KRDMA_RUN_END_BY), and each step after it has a timeout of its own;
+# a step stuck in the kernel is left behind, so that the guest still
+# writes its results and powers off.
 set -uo pipefail
 
 out=/krdma-out
@@ -44,6 +50,62 @@ if [[ ${KRDMA_GUEST_TIMEOUT:-0} -gt 0 ]]; then
 	watchdog=$!
 fi
 
+alive() { # pid: a thread of it is there and not a zombie
+	local t s
+	for t in /proc/"$1"/task/*; do
+		s=
+		read -r s 2>/dev/null <"$t/stat"
+		s=${s##*) }
+		[[ -n $s && $s != [ZX]* ]] && return 0
+	done
+	return 1
+}
+
+# bounded SECS CMD...: CMD with at most SECS seconds, then SIGTERM and
+# SIGKILL; a CMD that SIGKILL does not end (D state) is left behind. Its
+# output must go to a file or the console, not to a pipe that is waited
+# on. Exit status: CMD's, or 124 when it was stopped or left behind. A
+# helper shell waits for CMD and writes its exit status, read with a
+# timeout: nothing polls while CMD runs (a benchmark is not disturbed).
+exec {console}>&1
+bounded() {
+	local secs=$1 pid ofd fd rc=
+	shift
+	exec {ofd}>&1
+	exec {fd}< <("$@" >&"$ofd" & echo "$!"; wait "$!"; echo "$?")
+	exec {ofd}>&-
+	read -r pid <&"$fd"
+	if ! read -r -t "$secs" rc <&"$fd"; then
+		echo "krdma-guest: $*: still running after ${secs} s; SIGTERM, SIGKILL" >&"$console"
+		kill -TERM "$pid" 2>/dev/null
+		if ! read -r -t 2 rc <&"$fd"; then
+			kill -KILL "$pid" 2>/dev/null
+			if ! read -r -t 3 rc <&"$fd"; then
+				echo "krdma-guest: $*: stuck in the kernel (D state); left behind" >&"$console"
+			fi
+		fi
+		rc=124
+	fi
+	exec {fd}<&-
+	return "${rc:-124}"
+}
+
+# Seconds until the mode must be done
+end_by=0
+if [[ ${KRDMA_GUEST_TIMEOUT:-0} -gt 0 ]]; then
+	reserve=$((KRDMA_GUEST_TIMEOUT / 6))
+	((reserve >= 60)) || reserve=60
+	((reserve <= 900)) || reserve=900
+	end_by=$((KRDMA_GUEST_TIMEOUT - reserve))
+fi
+time_left() {
+	local u
+	read -r u _ </proc/uptime
+	u=$((end_by - ${u%.*}))
+	((u > 10)) || u=10
+	echo "$u"
+}
+
 bash selftests/qemu/guest-setup.sh
 setup_rc=$?
 echo "$setup_rc" >"$out/setup-status"
@@ -58,24 +120,51 @@ rc=0
 case $KRDMA_MODE in
 run)
 	echo "krdma-guest: \$ $KRDMA_CMD"
-	bash -c "$KRDMA_CMD"
+	if ((end_by)); then
+		bounded "$(time_left)" bash -c "$KRDMA_CMD"
+	else
+		bash -c "$KRDMA_CMD"
+	fi
 	rc=$?
 	;;
 demo)
-	bash selftests/qemu/demo.sh
+	if ((end_by)); then
+		bounded "$(time_left)" bash selftests/qemu/demo.sh
+	else
+		bash selftests/qemu/demo.sh
+	fi
 	rc=$?
 	;;
 check)
-	selftests/run_tests.sh "$out/selftests"
+	KRDMA_RUN_END_BY=$end_by selftests/run_tests.sh "$out/selftests"
 	rc=$?
+	# Tasks the tests left stuck in the kernel (run_tests.sh gave up on
+	# them): rmmod would wait for them, for ever
+	stuck=()
+	if [[ -s $out/selftests/abandoned ]]; then
+		while read -r p _; do
+			alive "$p" && stuck+=("$p")
+		done <"$out/selftests/abandoned"
+	fi
+	((${#stuck[@]} == 0)) ||
+		echo "krdma-guest: still stuck in the kernel, left by the tests: ${stuck[*]}"
 	# kmemleak (debug kernel only): scanned with krdma loaded and again
-	# after rmmod
-	bash selftests/qemu/kmemleak.sh scan "$out"
-	if grep -q '^krdma ' /proc/modules; then
-		if err=$(timeout 120 rmmod krdma 2>&1); then
+	# after rmmod (a scan takes ~45 s there)
+	bounded 600 bash selftests/qemu/kmemleak.sh scan "$out"
+	err=$(mktemp)
+	if ((${#stuck[@]})); then
+		echo "skip not tried: task(s) ${stuck[*]} of the tests stuck in the kernel (D state)" >"$out/rmmod"
+	elif grep -q '^krdma ' /proc/modules; then
+		bounded 120 rmmod krdma >"$err" 2>&1
+		r=$?
+		if ((r == 0)); then
 			echo "ok removed" >"$out/rmmod"
+		elif ((r == 124)); then
+			echo "fail rmmod krdma did not return in 120 s" >"$out/rmmod"
+			echo 1 >/proc/sys/kernel/sysrq
+			echo w >/proc/sysrq-trigger
 		else
-			echo "fail rmmod krdma: ${err//$'\n'/ }" >"$out/rmmod"
+			echo "fail rmmod krdma: $(tr '\n' ' ' <"$err")" >"$out/rmmod"
 		fi
 	elif [[ ! -f krdma.ko ]]; then
 		echo "skip krdma.ko not built" >"$out/rmmod"
@@ -86,9 +175,10 @@ check)
 	else
 		echo "skip krdma no longer loaded at the end (a test removed it)" >"$out/rmmod"
 	fi
+	rm -f "$err"
 	echo "krdma-guest: rmmod krdma: $(cat "$out/rmmod")"
-	bash selftests/qemu/kmemleak.sh scan "$out"
-	bash selftests/qemu/kmemleak.sh report "$out"
+	bounded 600 bash selftests/qemu/kmemleak.sh scan "$out"
+	bounded 300 bash selftests/qemu/kmemleak.sh report "$out"
 	;;
 *)
 	echo "krdma-guest: unknown mode '$KRDMA_MODE'"
@@ -97,6 +187,6 @@ check)
 esac
 
 [[ -n ${watchdog:-} ]] && kill "$watchdog" 2>/dev/null
-dmesg >"$out/dmesg" 2>&1
+bounded 60 dmesg >"$out/dmesg" 2>&1
 echo "$rc" >"$out/status"
 echo "krdma-guest: done (exit $rc) at $(cut -d' ' -f1 /proc/uptime) s uptime"

@@ -76,6 +76,18 @@ chroot $R /usr/bin/env -i \
 	HOME=/root TERM=dumb LANG=C.UTF-8 \
 	/bin/bash "$repo/selftests/qemu/guest-main.sh" </dev/null >/dev/ttyS1 2>&1
 log "guest-main.sh exited with $?"
-sync
+# sync, for 10 s at most: a task stuck in the kernel must not keep the
+# machine up (the results share is written through: nothing waits there)
+sync &
+p=$!
+n=0
+while [ $n -lt 100 ]; do
+	st=
+	read -r _ _ st _ 2>/dev/null </proc/$p/stat
+	[ -z "$st" ] || [ "$st" = Z ] && break
+	usleep 100000
+	n=$((n + 1))
+done
+[ $n -lt 100 ] || log "sync did not return in 10 s; powering off anyway"
 reboot -f
 sleep 10

@@ -20,8 +20,11 @@
 #   console.log        ttyS0: the kernel console (boot, oopses, sysrq dumps)
 #   output.log         ttyS1: the guest scripts' output, shown live here
 #   qemu.log           QEMU's own messages
-#   started, setup-status, selftests/{counts,results,*.tap}, rmmod, dmesg,
-#   status             written by the guest (see guest-main.sh); status last
+#   started, setup-status, selftests/{counts,results,abandoned,*.tap},
+#   rmmod, dmesg, status   written by the guest (see guest-main.sh); status
+#                      last
+#   runner-selftest.log  check: selftests/run_tests_selftest.sh, run on the
+#                      host while the guest runs (one result)
 # Cached in build/: linux-src-<ver>/ (fetch-linux-src.sh), siw-<kver>/siw.ko
 # (build-siw.sh), qemu/initramfs-<kver>.cpio.gz, qemu/vmlinux-<kver> and
 # qemu/kvm-probe.
@@ -35,8 +38,9 @@
 #                              modules from <dir>/.krdma-modroot (modules_install
 #                              INSTALL_MOD_PATH), pci=noacpi, longer timeout
 #   KRDMA_QEMU_ACCEL=auto|kvm|tcg   (auto: KVM only if a probe boot works)
-#   KRDMA_QEMU_TIMEOUT=1800    seconds for the whole guest run (7200 with
-#                              KRDMA_KERNEL_TREE)
+#   KRDMA_QEMU_TIMEOUT=2160    seconds for the whole guest run (8640 with
+#                              KRDMA_KERNEL_TREE); the tests get 5/6 of it
+#                              (1800, 7200), the way out the rest
 #   KRDMA_QEMU_MEM=2G KRDMA_QEMU_SMP=2  (3G with KRDMA_KERNEL_TREE: KASAN)
 #   KRDMA_QEMU_APPEND="..."    extra kernel command line (e.g. dyndbg=...)
 #   KRDMA_QEMU_PVH=0           boot the bzImage, not the vmlinux inside it
@@ -46,7 +50,9 @@
 #   KRDMA_QEMU_LOCK_HELD=1     the caller holds build/qemu.lock for this run
 #                              (two-guests.sh, which runs two at once)
 #   KRDMA_NO_BUILD=1           do not run make (use what is built)
-#   KRDMA_TEST_TIMEOUT=600     per test program (run_tests.sh)
+#   KRDMA_TEST_TIMEOUT=600     per test program (run_tests.sh; also
+#                              KRDMA_TEST_KILL_AFTER, KRDMA_TEST_HUNG_AFTER,
+#                              KRDMA_TESTS_LIST, KRDMA_RUNNER_SELFTEST)
 #   KRDMA_LOAD=0               do not insmod krdma.ko at setup
 #   KRDMA_MODULE_PARAMS="..."  parameters for that insmod
 #   BUILD=<dir>                build directory (default <repo>/build)
@@ -81,8 +87,19 @@ esac
 
 "$repo/scripts/install-deps.sh"
 
-# One guest (and one build of the tree) at a time: 2 cores do not take two
 mkdir -p "$build"
+# make check: the test runner's own test (selftests/run_tests_selftest.sh,
+# ~15 s, mostly asleep), on the host, in the background while the tree
+# builds and the guest runs (started before the lock is taken: it does not
+# hold it); one result, collected at the end
+runner_status=skip runner_log='' runner_pid=''
+if [[ $mode == check ]]; then
+	runner_log=$(mktemp "$build/.runner-selftest.XXXXXX")
+	"$repo/selftests/run_tests_selftest.sh" >"$runner_log" 2>&1 </dev/null &
+	runner_pid=$!
+fi
+
+# One guest (and one build of the tree) at a time: 2 cores do not take two
 exec 9>"$build/qemu.lock"
 if [[ ${KRDMA_QEMU_LOCK_HELD:-0} == 1 ]]; then
 	: # held by our caller
@@ -342,13 +359,16 @@ accel=$(pick_accel)
 # boot; every KASAN report, not only the first
 append_tree=
 [[ -z $tree ]] || append_tree="pci=noacpi kasan_multi_shot"
-timeout_s=${KRDMA_QEMU_TIMEOUT:-$([[ -n $tree ]] && echo 7200 || echo 1800)}
+# guest-main.sh keeps a sixth for after the tests (kmemleak, rmmod, the
+# results): the tests keep the 1800 s (7200 s) they always had
+timeout_s=${KRDMA_QEMU_TIMEOUT:-$([[ -n $tree ]] && echo 8640 || echo 2160)}
 [[ $timeout_s =~ ^[0-9]+$ ]] || die "KRDMA_QEMU_TIMEOUT=$timeout_s: give seconds"
 mkdir -p "$qdir/runs"
 # Keep the 10 newest runs.
 find "$qdir/runs" -mindepth 1 -maxdepth 1 -type d -printf '%T@ %p\n' | sort -rn | tail -n +10 |
 	cut -d' ' -f2- | while IFS= read -r d; do rm -rf "$d"; done
 out=$(mktemp -d "$qdir/runs/$(date +%Y%m%d-%H%M%S)-$mode-XXXX")
+[[ -z $runner_log ]] || mv "$runner_log" "$out/runner-selftest.log"
 ln -sfn "runs/${out##*/}" "$qdir/last"
 echo "$repo" >"$out/repo"
 {
@@ -480,5 +500,15 @@ if [[ -f $out/kmemleak-status ]]; then
 	[[ $r == ok ]] || sed 's/^/  | /' "$out/kmemleak-krdma" 2>/dev/null | head -n 80
 fi
 result "$lint_status" "static checks: W=1, sparse, checkpatch --strict"
+if [[ -n $runner_pid ]]; then
+	if wait "$runner_pid"; then
+		runner_status=ok
+	else
+		runner_status=fail
+		grep -v '^# ' "$out/runner-selftest.log" | sed 's/^/  | /'
+	fi
+fi
+result "$runner_status" "test runner: a hung or stray test costs only its own timeout" \
+	"$(tail -n1 "$out/runner-selftest.log" 2>/dev/null)"
 echo "$pass passed, $fail failed, $skip skipped"
 ((fail == 0))
