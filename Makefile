@@ -13,6 +13,9 @@
 #                        (built once from linux-source-6.1, ~30 min; slow)
 #   make demo            the main job, in a QEMU guest
 #   make guest-run CMD=  run CMD in the guest with soft devices and krdma up
+#   make soak            the fuzzer with random seeds and every family of
+#                        actions (device removal too) for SOAK_MINUTES
+#                        (default 10) per kernel; not part of make check
 #   make bench           krdmactl bench vs perftest vs TCP, in a QEMU guest;
 #                        writes Documentation/benchmarks-results.* and .png
 #   make lint            W=1, sparse and checkpatch --strict on the module
@@ -33,7 +36,7 @@ $(info krdma: no headers for the running kernel $(KVER); building for $(notdir $
 endif
 endif
 
-.PHONY: all modules tools selftests check check-debug check-two demo guest-run bench lint clean help \
+.PHONY: all modules tools selftests check check-debug check-two demo guest-run soak bench lint clean help \
 	install uninstall install-modules install-tools
 
 all: modules tools
@@ -78,6 +81,12 @@ demo:
 
 guest-run:
 	selftests/qemu/run.sh run "$(CMD)"
+
+# One guest boot per kernel (as make check), krdma_fuzz --remove with random
+# seeds for SOAK_MINUTES each; prints each seed and report line, then
+# "N passed, N failed" (selftests/qemu/soak-kernels.sh, krdma_soak.sh)
+soak:
+	SOAK_MINUTES=$(or $(SOAK_MINUTES),10) selftests/qemu/soak-kernels.sh
 
 # The guest step takes ~10 min under TCG; the report step runs on the host,
 # on the newest run with bench results (build/qemu/last may be another's)

@@ -11,6 +11,37 @@
  * that interrupt blocking calls, and files replaced (dup2) or closed while
  * other threads use them.
  *
+ * Families of scripted actions, chosen at random among the calls (each on
+ * by default, --no-<family> turns it off; --remove is off by default):
+ *
+ *   mem      memory of other kinds behind BUF_REG (and so GRANT and SUBMIT):
+ *            PROT_NONE, read-only, MAP_SHARED memfd pages (read-write and
+ *            read-only), userfaultfd-registered memory whose faults a
+ *            helper thread resolves after a random delay (at most 200 ms),
+ *            mprotect() of mappings while registered; POLL, DEV_LIST and
+ *            PORT_QUERY writing their arrays into userfaultfd memory (slow
+ *            copy-out) and into read-only memory (EFAULT)
+ *   copyout  BUF_REG, LISTEN and GRANT on a file of their own whose struct
+ *            is in a read-only page: EFAULT, and no handle left behind
+ *            (DESTROY of the handles 1..16 gives ENOENT, the next object
+ *            gets the lowest handle, the port can be listened on again)
+ *   fork     a child inherits the files: GRANT and SUBMIT naming a buffer
+ *            of the parent must fail (EPERM; ENOENT, EINVAL or EACCES when
+ *            the handle was destroyed or reused meanwhile), buffers of its
+ *            own work; then it exits, execs /bin/true, or execs this
+ *            program (--exec-child) with the file kept open, which tries
+ *            the parent's buffer again
+ *   ns       a child as uid/gid 65534 (after setgroups), and/or in a new
+ *            user and network namespace, runs DEV_LIST, PORT_QUERY, LISTEN
+ *            (also below port 1024), CONNECT to the test addresses and
+ *            BUF_REG on a file it opens (EACCES when /dev/krdma is not for
+ *            nobody: counted) and on an inherited one
+ *   remove   (--remove) a thread deletes the test devices (rdma link
+ *            delete) and adds them again (rdma link add, same name, type
+ *            and netdev: KRDMA_RXE_DEV/_NETDEV, KRDMA_SIW_DEV/_NETDEV, else
+ *            rxe0/veth0, siw0/veth2) while the calls run; at the end both
+ *            must exist and be ACTIVE
+ *
  * Every blocking call is bounded (timeouts), and a watchdog fails the run
  * if a call does not return for --hang-seconds. At the end every file is
  * closed and the pinned page counters of /proc/vmstat and the module's
@@ -18,11 +49,13 @@
  * the run must show no WARNING, BUG, lockdep report or hung task.
  *
  *   krdma_fuzz [--seed N] [--calls N] [--threads N] [--max-seconds N]
- *              [--hang-seconds N] [--devices rxe|siw|both] [-v]
+ *              [--hang-seconds N] [--devices rxe|siw|both] [--no-mem]
+ *              [--no-copyout] [--no-fork] [--no-ns] [--remove] [-v]
  *
  * With KRDMA_DEBUG_KERNEL=1 (make check-debug) --calls defaults to 40000.
  *
- * Output: TAP, then one line
+ * Output: TAP (6 tests: no failure, pins, module references, errnos, the
+ * scripted checks of the families, the devices back), then one line
  *   fuzz: CALLS calls, SECONDS s, errnos: NAME=COUNT ...
  * The seed fixes each thread's sequence of choices; which handles exist
  * when a choice is made still depends on the threads' interleaving.
@@ -33,8 +66,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,9 +81,11 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,6 +98,7 @@
 #define NTOKENS		64
 #define NLISTENERS	16
 #define MAX_ERRNO	600
+#define NOPNAMES	64	/* kinds of call counted per thread */
 
 /* ------------------------------------------------------------------ */
 /* Random numbers: xorshift64*, one state per thread */
@@ -143,6 +184,7 @@ static int rand_ip(uint64_t *rs)
 
 static long pagesz;
 static uint8_t *edge_page;	/* followed by an unmapped page */
+static uint8_t *ro_const;	/* a read-only page */
 static pthread_barrier_t start_barrier;
 static int nthreads = 4;
 static uint64_t target_calls = 100000;
@@ -161,11 +203,13 @@ struct thr {
 	uint64_t errs[MAX_ERRNO + 1];	/* [0]: success; [MAX_ERRNO]: other */
 	int eph;			/* this thread's own file, or -1 */
 	/* Calls and successes per kind of call */
-	const char *opname[32];
-	uint64_t opcalls[32], opok[32];
+	const char *opname[NOPNAMES];
+	uint64_t opcalls[NOPNAMES], opok[NOPNAMES];
 	/* What it is doing, for the watchdog */
 	_Atomic uint64_t in_call_since_ms;	/* 0: not in a call */
 	const char *_Atomic what;
+	/* Pages of its own: struct copies made read-only, userfaultfd */
+	uint8_t *ro_page, *slow_page, *own;
 };
 
 static struct thr thrs[MAX_THREADS];
@@ -178,6 +222,57 @@ static uint64_t now_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
 }
+
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* ------------------------------------------------------------------ */
+/* Families of scripted actions, and what they found */
+
+static bool fam_mem = true, fam_copyout = true, fam_fork = true;
+static bool fam_ns = true, fam_remove;
+
+/*
+ * Counters and messages of the scripted checks, shared with the children
+ * (fork, other uids and namespaces) and, through a memfd, with children
+ * that exec'd this program again (--exec-child)
+ */
+#define NMSG 10
+struct shared {
+	_Atomic uint64_t errs[MAX_ERRNO + 1];	/* children's calls */
+	_Atomic uint64_t calls;
+	_Atomic uint64_t children, execs, nobody, userns, netns;
+	_Atomic uint64_t unshare_failed, open_eacces, eperm, copyout;
+	_Atomic uint64_t removals, uffd_faults, failures;
+	_Atomic int nmsg;
+	char msg[NMSG][240];
+};
+static struct shared *sh;
+static int sh_fd = -1;
+static char exe_path[4096];
+static int uffd = -1;		/* resolved by uffd_main */
+
+static void sh_msg(bool failure, const char *fmt, ...)
+{
+	va_list ap;
+	int i;
+
+	if (failure)
+		atomic_fetch_add(&sh->failures, 1);
+	i = atomic_fetch_add(&sh->nmsg, 1);
+	if (i >= NMSG)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(sh->msg[i], sizeof(sh->msg[i]), fmt, ap);
+	va_end(ap);
+}
+
+#define check_fail(...) sh_msg(true, __VA_ARGS__)
 
 /* ------------------------------------------------------------------ */
 /* Calls, counted, timed for the watchdog, errno recorded */
@@ -198,10 +293,10 @@ static void count_op(struct thr *t, const char *what, int err)
 {
 	int i;
 
-	for (i = 0; i < 32 && t->opname[i]; i++)
+	for (i = 0; i < NOPNAMES && t->opname[i]; i++)
 		if (!strcmp(t->opname[i], what))
 			break;
-	if (i == 32)
+	if (i == NOPNAMES)
 		return;
 	t->opname[i] = what;
 	t->opcalls[i]++;
@@ -669,6 +764,66 @@ static void op_accept(struct ctx *c)
 	remember(c, &o);
 }
 
+/* A userfaultfd for missing pages of [@p, @p + @len) (uffd), or -1 */
+static int uffd_register(void *p, size_t len)
+{
+	struct uffdio_register reg = {
+		.range = { (uintptr_t)p, len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+
+	return uffd >= 0 ? ioctl(uffd, UFFDIO_REGISTER, &reg) : -1;
+}
+
+/*
+ * mem: memory of another kind: PROT_NONE (never touched, or written and
+ * then protected), read-only, MAP_SHARED memfd pages, userfaultfd
+ */
+static void *map_other_kind(uint64_t *rs, size_t len)
+{
+	void *p = MAP_FAILED;
+	int fd;
+
+	switch (rn(rs, 5)) {
+	case 0:
+		if (chance(rs, 50))
+			return mmap(NULL, len, PROT_NONE,
+				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p != MAP_FAILED) {
+			memset(p, 0x6b, len);
+			mprotect(p, len, PROT_NONE);
+		}
+		return p;
+	case 1:
+		/* Read-only, faulted in (zero page) or not */
+		p = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+		if (p != MAP_FAILED && chance(rs, 50))
+			(void)*(volatile uint8_t *)p;
+		return p;
+	case 2:
+	case 3:
+		fd = memfd_create("krdma_fuzz", MFD_CLOEXEC);
+		if (fd < 0)
+			return MAP_FAILED;
+		if (!ftruncate(fd, len))
+			p = mmap(NULL, len, chance(rs, 25) ? PROT_READ :
+				 PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		if (p != MAP_FAILED && chance(rs, 50))
+			(void)*(volatile uint8_t *)p;
+		return p;
+	default:
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p != MAP_FAILED && uffd_register(p, len))
+			memset(p, 0x3c, len);	/* no userfaultfd: plain */
+		return p;
+	}
+}
+
 static void op_map(struct ctx *c)
 {
 	uint64_t *rs = c->rs;
@@ -684,12 +839,34 @@ static void op_map(struct ctx *c)
 		pthread_mutex_unlock(&pool_mu);
 		return;
 	}
+	if (fam_mem && chance(rs, 30)) {
+		p = map_other_kind(rs, len);
+		if (p != MAP_FAILED)
+			regions[i] = (struct region){ p, len, true };
+		pthread_mutex_unlock(&pool_mu);
+		return;
+	}
 	p = mmap(NULL, len, prot, flags, -1, 0);
 	if (p != MAP_FAILED) {
 		if (prot & PROT_WRITE && chance(rs, 70))
 			memset(p, 0x5a, len);	/* else: not faulted in */
 		regions[i] = (struct region){ p, len, true };
 	}
+	pthread_mutex_unlock(&pool_mu);
+}
+
+/* mem: mprotect() a region, registered or not */
+static void op_mprotect(struct ctx *c)
+{
+	static const int prots[] = { PROT_NONE, PROT_READ,
+				     PROT_READ | PROT_WRITE };
+	int i = rn(c->rs, NREGIONS);
+
+	if (!fam_mem)
+		return;
+	pthread_mutex_lock(&pool_mu);
+	if (regions[i].mapped)
+		mprotect(regions[i].p, regions[i].len, prots[rn(c->rs, 3)]);
 	pthread_mutex_unlock(&pool_mu);
 }
 
@@ -909,6 +1086,22 @@ static void op_submit(struct ctx *c)
 	do_ioctl(c->t, c->fd, KRDMA_IOC_SUBMIT, &sub, "submit");
 }
 
+/*
+ * mem: where a call writes an output array: this thread's userfaultfd
+ * page, missing again (slow copy-out), or a read-only page (EFAULT);
+ * @fallback otherwise
+ */
+static uint64_t out_array(struct ctx *c, void *fallback)
+{
+	if (!fam_mem || !chance(c->rs, 5))
+		return (uintptr_t)fallback;
+	if (c->t->slow_page && chance(c->rs, 60)) {
+		madvise(c->t->slow_page, pagesz, MADV_DONTNEED);
+		return (uintptr_t)c->t->slow_page;
+	}
+	return (uintptr_t)ro_const;
+}
+
 static void op_poll(struct ctx *c)
 {
 	uint64_t *rs = c->rs;
@@ -916,7 +1109,7 @@ static void op_poll(struct ctx *c)
 	struct krdma_poll p = { .size = sizeof(p) };
 
 	p.max = 1 + rn(rs, 32);
-	p.completions = (uintptr_t)wc;
+	p.completions = out_array(c, wc);
 	p.timeout_ms = chance(rs, 60) ? 0 : 1 + rn(rs, 20);
 	if (chance(rs, 8)) {
 		switch (rn(rs, 5)) {
@@ -1007,7 +1200,8 @@ static void op_query(struct ctx *c)
 	case 1:
 		u.l.size = sizeof(u.l);
 		u.l.num_devices = rn(rs, 6);
-		u.l.dev_indexes = chance(rs, 80) ? (uintptr_t)idx : bad_ptr(rs);
+		u.l.dev_indexes = chance(rs, 80) ? out_array(c, idx) :
+				  bad_ptr(rs);
 		if (u.l.num_devices > 4 && u.l.dev_indexes == (uintptr_t)idx)
 			u.l.num_devices = 4;
 		do_ioctl(c->t, c->fd, KRDMA_IOC_DEV_LIST, &u, "dev_list");
@@ -1022,7 +1216,7 @@ static void op_query(struct ctx *c)
 		u.p.dev_index = rn(rs, 12);
 		u.p.port_num = rn(rs, 3);
 		u.p.num_gids = rn(rs, 5);
-		u.p.gids = chance(rs, 80) ? (uintptr_t)gids : bad_ptr(rs);
+		u.p.gids = chance(rs, 80) ? out_array(c, gids) : bad_ptr(rs);
 		do_ioctl(c->t, c->fd, KRDMA_IOC_PORT_QUERY, &u, "port_query");
 	}
 }
@@ -1128,6 +1322,763 @@ static void op_signal(struct ctx *c)
 }
 
 /* ------------------------------------------------------------------ */
+/* copyout: a command whose struct cannot be written back leaves nothing */
+
+static const char *errname(int e);
+
+/* The call with its struct (@len bytes) at the end of a read-only page */
+static int ioctl_ro(struct thr *t, int fd, unsigned long cmd, void *arg,
+		    size_t len, const char *what)
+{
+	uint8_t *p = t->ro_page + pagesz - ((len + 7) & ~7UL);
+	int ret;
+
+	if (mprotect(t->ro_page, pagesz, PROT_READ | PROT_WRITE))
+		return -ENOMEM;
+	memcpy(p, arg, len);
+	mprotect(t->ro_page, pagesz, PROT_READ);
+	ret = do_ioctl(t, fd, cmd, p, what);
+	memcpy(arg, p, len);
+	return ret;
+}
+
+/* After an EFAULT'd @what: no handle of 1..16 but @made exists */
+static void no_stray_handle(struct thr *t, int fd, const uint32_t *made,
+			    int nmade, const char *what)
+{
+	struct krdma_destroy d = { .size = sizeof(d) };
+	uint32_t h;
+	int i, err;
+
+	for (h = 1; h <= 16; h++) {
+		for (i = 0; i < nmade && made[i] != h; i++)
+			;
+		if (i < nmade)
+			continue;
+		d.handle = h;
+		err = do_ioctl(t, fd, KRDMA_IOC_DESTROY, &d, "destroy(stray)");
+		if (err != -ENOENT)
+			check_fail("after an EFAULT'd %s on a file of its own, DESTROY of handle %u gave %s, not ENOENT",
+				   what, h, errname(-err));
+	}
+}
+
+/* The handle a new object of @fd gets: the lowest free one */
+static uint32_t lowest_free(const uint32_t *made, int nmade)
+{
+	uint32_t h;
+	int i;
+
+	for (h = 1;; h++) {
+		for (i = 0; i < nmade && made[i] != h; i++)
+			;
+		if (i == nmade)
+			return h;
+	}
+}
+
+/*
+ * A connected pair on @fd (LISTEN, CONNECT, ACCEPT): the handles go to
+ * @made; returns the connecting side's handle, or 0
+ */
+static uint32_t own_conn(struct ctx *c, int fd, int ip, uint32_t *made,
+			 int *nmade)
+{
+	struct krdma_listen l = { .size = sizeof(l) };
+	struct krdma_connect k = { .size = sizeof(k) };
+	struct krdma_accept a = { .size = sizeof(a) };
+
+	l.addr = ipaddr[ip];
+	l.backlog = 1;
+	if (do_ioctl(c->t, fd, KRDMA_IOC_LISTEN, &l, "listen(own)"))
+		return 0;
+	made[(*nmade)++] = l.handle;
+	k.dst = l.addr;
+	k.timeout_ms = 3000;
+	if (do_ioctl(c->t, fd, KRDMA_IOC_CONNECT, &k, "connect(own)"))
+		return 0;
+	made[(*nmade)++] = k.handle;
+	a.listener = l.handle;
+	a.timeout_ms = 3000;
+	if (do_ioctl(c->t, fd, KRDMA_IOC_ACCEPT, &a, "accept(own)"))
+		return 0;
+	made[(*nmade)++] = a.handle;
+	return k.handle;
+}
+
+static void op_copyout(struct ctx *c)
+{
+	struct thr *t = c->t;
+	uint64_t *rs = c->rs;
+	uint32_t made[8];
+	int fd, nmade = 0, err, ip = rand_ip(rs), v = rn(rs, 8);
+
+	if (!fam_copyout || !t->ro_page)
+		return;
+	fd = do_open(t);
+	if (fd < 0)
+		return;
+	atomic_fetch_add(&sh->copyout, 1);
+	if (v < 4) {
+		struct krdma_buf_reg b = { .size = sizeof(b) };
+
+		/* Valid but for the copy-out: EFAULT can only come from it */
+		b.addr = (uintptr_t)t->own;
+		b.length = 1 + rn(rs, pagesz);
+		b.access = KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_REMOTE_READ |
+			   KRDMA_ACCESS_REMOTE_WRITE;
+		err = ioctl_ro(t, fd, KRDMA_IOC_BUF_REG, &b, sizeof(b),
+			       "buf_reg(read-only struct)");
+		if (err != -EFAULT) {
+			if (err != -ENOMEM)
+				check_fail("BUF_REG with its struct in a read-only page gave %s, not EFAULT",
+					   errname(-err));
+			goto out;
+		}
+		no_stray_handle(t, fd, made, nmade, "BUF_REG");
+		err = do_ioctl(t, fd, KRDMA_IOC_BUF_REG, &b, "buf_reg(after)");
+		if (err)
+			check_fail("BUF_REG after an EFAULT'd one: %s",
+				   errname(-err));
+		else if (b.handle != 1)
+			check_fail("BUF_REG after an EFAULT'd one got handle %u, not 1",
+				   b.handle);
+	} else if (v < 7) {
+		struct krdma_listen l = { .size = sizeof(l) };
+
+		l.addr = ipaddr[ip];
+		/* Below the ephemeral ports the other listeners get */
+		l.addr.port = 20000 + rn(rs, 10000);
+		err = ioctl_ro(t, fd, KRDMA_IOC_LISTEN, &l, sizeof(l),
+			       "listen(read-only struct)");
+		if (err != -EFAULT) {
+			/* With --remove the address may be gone for a while */
+			if (!(fam_remove && (err == -EADDRNOTAVAIL ||
+					     err == -ENODEV)) && err != -EADDRINUSE)
+				check_fail("LISTEN with its struct in a read-only page gave %s, not EFAULT",
+					   errname(-err));
+			goto out;
+		}
+		no_stray_handle(t, fd, made, nmade, "LISTEN");
+		err = do_ioctl(t, fd, KRDMA_IOC_LISTEN, &l, "listen(after)");
+		if (err == -EADDRINUSE)
+			check_fail("LISTEN on port %u after an EFAULT'd LISTEN there: EADDRINUSE",
+				   l.addr.port);
+		else if (!err && l.handle != 1)
+			check_fail("LISTEN after an EFAULT'd one got handle %u, not 1",
+				   l.handle);
+	} else {
+		struct krdma_buf_reg b = { .size = sizeof(b) };
+		struct krdma_grant g = { .size = sizeof(g) };
+		uint32_t expect;
+
+		g.conn = own_conn(c, fd, ip, made, &nmade);
+		if (!g.conn)
+			goto out;
+		b.addr = (uintptr_t)t->own;
+		b.length = pagesz;
+		b.access = KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_REMOTE_READ |
+			   KRDMA_ACCESS_REMOTE_WRITE;
+		if (do_ioctl(t, fd, KRDMA_IOC_BUF_REG, &b, "buf_reg(own)"))
+			goto out;
+		made[nmade++] = b.handle;
+		g.buf = b.handle;
+		g.length = pagesz;
+		g.access = KRDMA_ACCESS_REMOTE_WRITE;
+		err = ioctl_ro(t, fd, KRDMA_IOC_GRANT, &g, sizeof(g),
+			       "grant(read-only struct)");
+		if (err != -EFAULT) {
+			/* The connection may have failed meanwhile */
+			if (err != -ENOTCONN && err != -EAGAIN &&
+			    err != -ETIMEDOUT)
+				check_fail("GRANT with its struct in a read-only page gave %s, not EFAULT",
+					   errname(-err));
+			goto out;
+		}
+		no_stray_handle(t, fd, made, nmade, "GRANT");
+		expect = lowest_free(made, nmade);
+		err = do_ioctl(t, fd, KRDMA_IOC_GRANT, &g, "grant(after)");
+		if (!err && g.handle != expect)
+			check_fail("GRANT after an EFAULT'd one got handle %u, not %u",
+				   g.handle, expect);
+	}
+out:
+	do_close(t, fd, "close(copy-out file)");
+}
+
+/* ------------------------------------------------------------------ */
+/* Children: fork, exec, other uids, other namespaces */
+
+/* A child's call: counted in the shared page */
+static int cdo(int fd, unsigned long cmd, void *arg, const char *what)
+{
+	int ret = ioctl(fd, cmd, arg), err = ret < 0 ? errno : 0;
+
+	atomic_fetch_add(&sh->errs[err >= 0 && err < MAX_ERRNO ? err :
+				   MAX_ERRNO], 1);
+	atomic_fetch_add(&sh->calls, 1);
+	if (!errno_documented(err))
+		sh_msg(false, "%s in a child (pid %d) gave %s, which the ABI does not document",
+		       what, getpid(), errname(err));
+	return err ? -err : ret;
+}
+
+static void cdestroy(int fd, uint32_t h)
+{
+	struct krdma_destroy d = { .size = sizeof(d), .handle = h };
+
+	cdo(fd, KRDMA_IOC_DESTROY, &d, "destroy(child)");
+}
+
+/*
+ * GRANT and SUBMIT naming @pbuf, a buffer of another process, on @fd: never
+ * accepted. EPERM, or ENOENT when that process destroyed it meanwhile (and
+ * for SUBMIT what the connection says first: ENOTCONN, EAGAIN, ...)
+ */
+static void try_foreign_buf(int fd, uint32_t conn, uint32_t pbuf,
+			    const char *who)
+{
+	struct krdma_grant g = { .size = sizeof(g) };
+	struct krdma_submit sub = { .size = sizeof(sub) };
+	struct krdma_op op = { 0 };
+	int err;
+
+	g.conn = conn;
+	g.buf = pbuf;
+	g.length = pagesz;
+	g.access = KRDMA_ACCESS_REMOTE_READ;
+	err = cdo(fd, KRDMA_IOC_GRANT, &g, "grant(parent's buffer)");
+	/*
+	 * The parent's threads may have destroyed the buffer or the
+	 * connection meanwhile, and the handle may name something else now
+	 * (ENOENT; EINVAL or EACCES for a smaller or read-only buffer)
+	 */
+	if (err == -EPERM)
+		atomic_fetch_add(&sh->eperm, 1);
+	else if (!err || (conn && err != -ENOENT && err != -EINVAL &&
+			  err != -EACCES))
+		check_fail("%s: GRANT of the parent's buffer %u on connection %u gave %s, not EPERM",
+			   who, pbuf, conn, err ? errname(-err) : "success");
+	if (!err)
+		cdestroy(fd, g.handle);
+
+	op.opcode = KRDMA_OP_SEND;
+	op.conn = conn;
+	op.num_sge = 1;
+	op.sge.buf = pbuf;
+	op.sge.length = 8;
+	sub.count = 1;
+	sub.ops = (uintptr_t)&op;
+	err = cdo(fd, KRDMA_IOC_SUBMIT, &sub, "submit(parent's buffer)");
+	if (err == -EPERM)
+		atomic_fetch_add(&sh->eperm, 1);
+	else if (!err)
+		check_fail("%s: SUBMIT of a SEND from the parent's buffer %u on connection %u was accepted",
+			   who, pbuf, conn);
+}
+
+/* A buffer of the child's own on @fd, granted on @conn, destroyed */
+static void own_buffer(int fd, uint32_t conn, size_t len, const char *who)
+{
+	struct krdma_buf_reg b = { .size = sizeof(b) };
+	struct krdma_grant g = { .size = sizeof(g) };
+	uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int err;
+
+	if (p == MAP_FAILED)
+		return;
+	memset(p, 0x11, len);
+	b.addr = (uintptr_t)p;
+	b.length = len;
+	b.access = KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_REMOTE_READ;
+	err = cdo(fd, KRDMA_IOC_BUF_REG, &b, "buf_reg(child)");
+	if (!err && conn) {
+		g.conn = conn;
+		g.buf = b.handle;
+		g.length = len;
+		g.access = KRDMA_ACCESS_REMOTE_READ;
+		err = cdo(fd, KRDMA_IOC_GRANT, &g, "grant(child's own)");
+		if (err == -EPERM)
+			check_fail("%s: GRANT of its own buffer gave EPERM", who);
+		if (!err)
+			cdestroy(fd, g.handle);
+	}
+	if (b.handle)
+		cdestroy(fd, b.handle);
+	munmap(p, len);
+}
+
+/* --exec-child FD,CONN,PBUF,SHFD: this program again, after execve() */
+static int exec_child(const char *arg)
+{
+	unsigned int fd, conn, pbuf, shfd;
+	void *p;
+
+	if (sscanf(arg, "%u,%u,%u,%u", &fd, &conn, &pbuf, &shfd) != 4)
+		return 2;
+	pagesz = sysconf(_SC_PAGESIZE);
+	p = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED,
+		 shfd, 0);
+	if (p == MAP_FAILED)
+		return 3;
+	sh = p;
+	atomic_fetch_add(&sh->execs, 1);
+	if (pbuf)
+		try_foreign_buf(fd, conn, pbuf, "after execve()");
+	own_buffer(fd, conn, pagesz, "after execve()");
+	return 0;
+}
+
+/* Wait for a child, bounded (20 s, under --hang-seconds): 0 if it exited 0 */
+static int wait_child(struct thr *t, pid_t pid, const char *what)
+{
+	uint64_t t0 = now_ms();
+	int st = 0;
+	pid_t r;
+
+	t->what = what;
+	t->in_call_since_ms = t0;
+	for (;;) {
+		r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			break;
+		if (r < 0 && errno != EINTR) {
+			st = -1;
+			break;
+		}
+		if (now_ms() - t0 > 20000) {
+			char path[64], line[160] = "";
+			FILE *f;
+
+			snprintf(path, sizeof(path), "/proc/%d/stack", pid);
+			f = fopen(path, "re");
+			if (f) {
+				if (!fgets(line, sizeof(line), f))
+					line[0] = 0;
+				fclose(f);
+			}
+			check_fail("%s (pid %d) did not end within 20 s; stack: %s",
+				   what, pid, line);
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			st = 0;
+			break;
+		}
+		sleep_ms(2);
+	}
+	t->in_call_since_ms = 0;
+	if (st && !(WIFEXITED(st) && !WEXITSTATUS(st))) {
+		check_fail("%s (pid %d) ended with %s %d", what, pid,
+			   WIFSIGNALED(st) ? "signal" : "status",
+			   WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * fork: a child with the files: the parent's buffer is not its own, its
+ * own buffers work; then exit, exec /bin/true, or exec this program with
+ * the file kept open (no O_CLOEXEC on the dup)
+ */
+static void op_fork(struct ctx *c)
+{
+	struct thr *t = c->t;
+	uint64_t *rs = c->rs;
+	struct krdma_buf_reg b = { .size = sizeof(b) };
+	struct slot *sl = &slots[rn(rs, NSLOTS)];
+	int fd, how = rn(rs, 3), i, n = 0;
+	uint32_t conn = 0;
+	pid_t pid;
+
+	if (!fam_fork || !t->ro_page)
+		return;
+	/* The file and a connection of it, as they are now */
+	pthread_mutex_lock(&sl->mu);
+	fd = dup(sl->fd);
+	for (i = 0; i < sl->nobj; i++)
+		if (sl->objs[i].kind == K_CONN && !rn(rs, ++n))
+			conn = sl->objs[i].h;
+	pthread_mutex_unlock(&sl->mu);
+	if (fd < 0)
+		return;
+	/* A buffer of ours on it, for the child to try */
+	b.addr = (uintptr_t)t->own;
+	b.length = pagesz;
+	b.access = KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_REMOTE_READ |
+		   KRDMA_ACCESS_REMOTE_WRITE;
+	if (do_ioctl(t, fd, KRDMA_IOC_BUF_REG, &b, "buf_reg(for child)"))
+		b.handle = 0;
+	t->what = "fork";
+	t->in_call_since_ms = now_ms();
+	pid = fork();
+	t->in_call_since_ms = 0;
+	if (!pid) {
+		char arg[64];
+
+		alarm(30);
+		atomic_fetch_add(&sh->children, 1);
+		if (b.handle)
+			try_foreign_buf(fd, conn, b.handle, "child after fork()");
+		own_buffer(fd, conn, pagesz * (1 + rn(rs, 3)),
+			   "child after fork()");
+		if (how == 1) {
+			execl("/bin/true", "true", (char *)NULL);
+		} else if (how == 2) {
+			snprintf(arg, sizeof(arg), "%d,%u,%u,%d", fd, conn,
+				 b.handle, dup(sh_fd));
+			execl(exe_path, exe_path, "--exec-child", arg,
+			      (char *)NULL);
+		}
+		_exit(how ? 4 : 0);	/* the exec failed */
+	}
+	if (pid > 0)
+		wait_child(t, pid, how == 2 ? "child (exec'd krdma_fuzz)" :
+			   how ? "child (exec'd /bin/true)" : "child");
+	if (b.handle) {
+		struct krdma_destroy d = { .size = sizeof(d), .handle = b.handle };
+
+		do_ioctl(t, fd, KRDMA_IOC_DESTROY, &d, "destroy(for child)");
+	}
+	do_close(t, fd, "close(dup for child)");
+}
+
+static int write_str(const char *path, const char *str)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, str, strlen(str));
+	close(fd);
+	return n == (ssize_t)strlen(str) ? 0 : -1;
+}
+
+/* ns: a short burst of calls on @fd, in whatever the child became */
+static void ns_burst(int fd, uint64_t *rs)
+{
+	struct krdma_dev_list l = { .size = sizeof(l) };
+	struct krdma_port_query p = { .size = sizeof(p) };
+	struct krdma_listen li = { .size = sizeof(li) };
+	struct krdma_connect k = { .size = sizeof(k) };
+	struct krdma_gid_entry gids[4];
+	struct listener tl;
+	uint32_t idx[8];
+	int ip = rand_ip(rs);
+
+	l.num_devices = 8;
+	l.dev_indexes = (uintptr_t)idx;
+	if (!cdo(fd, KRDMA_IOC_DEV_LIST, &l, "dev_list(ns)") && l.num_devices) {
+		p.dev_index = idx[rn(rs, l.num_devices < 8 ? l.num_devices : 8)];
+		p.port_num = 1;
+		p.num_gids = 4;
+		p.gids = (uintptr_t)gids;
+		cdo(fd, KRDMA_IOC_PORT_QUERY, &p, "port_query(ns)");
+	}
+	li.addr = ipaddr[ip];
+	if (chance(rs, 40))
+		li.addr.port = 1 + rn(rs, 1023);	/* EACCES for nobody */
+	if (!cdo(fd, KRDMA_IOC_LISTEN, &li, "listen(ns)"))
+		cdestroy(fd, li.handle);
+	/* listeners[] without its lock: this process has one thread */
+	tl = listeners[rn(rs, NLISTENERS)];
+	k.dst = ipaddr[tl.used ? tl.ip : ip];
+	k.dst.port = tl.used ? tl.port : 1 + rn(rs, 65535);
+	k.timeout_ms = 200 + rn(rs, 300);
+	if (!cdo(fd, KRDMA_IOC_CONNECT, &k, "connect(ns)"))
+		cdestroy(fd, k.handle);
+	/* Past the 128 KiB memlock of nobody sometimes */
+	own_buffer(fd, 0, pagesz * (chance(rs, 20) ? 64 : 1 + rn(rs, 4)),
+		   "child in a namespace");
+}
+
+/*
+ * unshare(CLONE_NEWUSER) refuses a chrooted caller, and the guest test bed
+ * runs chrooted (as krdma_hostile_test does): as root, leave the chroot for
+ * the mount namespace's root (chroot into a directory below, walk up from
+ * outside it); a descriptor of the old root for ns_enter_chroot(), or -1
+ */
+static int ns_leave_chroot(void)
+{
+	char dir[] = "/tmp/krdma_fuzz.XXXXXX";
+	int rootfd, i, ret = 0;
+
+	rootfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0 || !mkdtemp(dir))
+		return -1;
+	ret |= chroot(dir) | fchdir(rootfd);
+	for (i = 0; i < 64; i++)
+		ret |= chdir("..");
+	ret |= chroot(".");
+	unlinkat(rootfd, dir + 1, AT_REMOVEDIR);
+	if (ret) {
+		close(rootfd);
+		return -1;
+	}
+	return rootfd;
+}
+
+/* In the new user namespace: back into the chroot, @uid and @gid mapped */
+static int ns_enter_chroot(int rootfd, unsigned int uid, unsigned int gid)
+{
+	char map[32];
+	int ret = 0;
+
+	if (rootfd >= 0) {
+		ret |= fchdir(rootfd) | chroot(".") | chdir("/");
+		close(rootfd);
+	}
+	ret |= write_str("/proc/self/setgroups", "deny");
+	snprintf(map, sizeof(map), "0 %u 1", uid);
+	ret |= write_str("/proc/self/uid_map", map);
+	snprintf(map, sizeof(map), "0 %u 1", gid);
+	ret |= write_str("/proc/self/gid_map", map);
+	return ret;
+}
+
+/* ns: a child as nobody and/or in new user and network namespaces */
+static void op_ns(struct ctx *c)
+{
+	struct thr *t = c->t;
+	uint64_t *rs = c->rs;
+	int mode = 1 + rn(rs, 4), fd, s = rn(rs, NSLOTS);
+	unsigned int gen;
+	pid_t pid;
+
+	if (!fam_ns)
+		return;
+	/* bit 0: uid/gid 65534; bit 1: new user and network namespaces */
+	fd = slot_fd(s, &gen);
+	t->what = "fork(ns)";
+	t->in_call_since_ms = now_ms();
+	pid = fork();
+	t->in_call_since_ms = 0;
+	if (!pid) {
+		struct rlimit rl = { 128 << 10, 128 << 10 };
+		int own, e, rootfd = -1;
+		uid_t id = 65534;
+
+		alarm(30);
+		atomic_fetch_add(&sh->children, 1);
+		if (mode & 2)
+			rootfd = ns_leave_chroot();
+		if (mode & 1) {
+			if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) ||
+			    setresgid(id, id, id) || setresuid(id, id, id)) {
+				check_fail("cannot become uid 65534: %s",
+					   strerror(errno));
+				_exit(1);
+			}
+			/* Our /proc/self files stay ours (uid_map) */
+			prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+			atomic_fetch_add(&sh->nobody, 1);
+		}
+		if (mode & 2) {
+			uid_t uid = getuid();
+			gid_t gid = getgid();
+
+			if (unshare(CLONE_NEWUSER | CLONE_NEWNET)) {
+				atomic_fetch_add(&sh->unshare_failed, 1);
+				if (rootfd >= 0 && (fchdir(rootfd) ||
+						    chroot(".") || chdir("/")))
+					_exit(0);	/* outside the chroot */
+			} else if (ns_enter_chroot(rootfd, uid, gid)) {
+				check_fail("back into the chroot, uid and gid maps in a new user namespace: %s",
+					   strerror(errno));
+				_exit(1);
+			} else {
+				atomic_fetch_add(&sh->userns, 1);
+				atomic_fetch_add(&sh->netns, 1);
+			}
+		} else if (mode == 4 || (!(mode & 1) && chance(rs, 50))) {
+			if (!unshare(CLONE_NEWNET))
+				atomic_fetch_add(&sh->netns, 1);
+		}
+		own = open(KRDMA_DEV_PATH, O_RDWR | O_CLOEXEC);
+		e = own < 0 ? errno : 0;
+		atomic_fetch_add(&sh->calls, 1);
+		atomic_fetch_add(&sh->errs[e < MAX_ERRNO ? e : MAX_ERRNO], 1);
+		if (e == EACCES)
+			atomic_fetch_add(&sh->open_eacces, 1);
+		else if (e)
+			check_fail("open(%s) as uid %d: %s", KRDMA_DEV_PATH,
+				   (int)getuid(), strerror(e));
+		if (own >= 0) {
+			ns_burst(own, rs);
+			close(own);
+		}
+		ns_burst(fd, rs);	/* the inherited file */
+		_exit(0);
+	}
+	if (pid > 0)
+		wait_child(t, pid, mode == 1 ? "child as nobody" :
+			   mode == 4 ? "child in a new netns" :
+			   "child in new user and network namespaces");
+}
+
+/* ------------------------------------------------------------------ */
+/* mem: the userfaultfd's faults, resolved after a random delay */
+
+static atomic_bool uffd_stop;
+
+static void *uffd_main(void *arg)
+{
+	uint64_t rs = (uintptr_t)arg | 1;
+	struct pollfd pfd = { .fd = uffd, .events = POLLIN };
+	static uint8_t fill[1 << 16] __attribute__((aligned(4096)));
+	struct uffd_msg msg;
+
+	memset(fill, 0xa5, sizeof(fill));
+	while (!atomic_load(&uffd_stop)) {
+		uint64_t page;
+		unsigned int ms;
+		int ret;
+
+		if (poll(&pfd, 1, 50) <= 0)
+			continue;
+		if (read(uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+		    msg.event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		atomic_fetch_add(&sh->uffd_faults, 1);
+		/* Mostly quick, sometimes slow, never more than 200 ms */
+		ms = chance(&rs, 70) ? rn(&rs, 3) :
+		     chance(&rs, 80) ? rn(&rs, 40) : rn(&rs, 201);
+		if (ms)
+			sleep_ms(ms);
+		page = msg.arg.pagefault.address & ~((uint64_t)pagesz - 1);
+		if (chance(&rs, 50)) {
+			struct uffdio_zeropage z = { .range = { page, pagesz } };
+
+			ret = ioctl(uffd, UFFDIO_ZEROPAGE, &z);
+		} else {
+			struct uffdio_copy cp = {
+				.dst = page, .src = (uintptr_t)fill,
+				.len = pagesz,
+			};
+
+			ret = ioctl(uffd, UFFDIO_COPY, &cp);
+		}
+		if (ret) {
+			/* Resolved already, or unmapped meanwhile: wake it */
+			struct uffdio_range r = { page, pagesz };
+
+			ioctl(uffd, UFFDIO_WAKE, &r);
+		}
+	}
+	return NULL;
+}
+
+static int uffd_open(void)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	int fd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return -1;
+	if (ioctl(fd, UFFDIO_API, &api)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* ------------------------------------------------------------------ */
+/* remove: rdma link delete and add of the test devices, under the calls */
+
+struct rmdev {
+	const char *dev, *type, *netdev;
+};
+
+static struct rmdev rmdevs[2];
+static _Atomic uint64_t rm_since_ms;
+static const char *_Atomic rm_what;
+static uint64_t run_seed;
+static atomic_bool rm_stop;
+
+static bool dev_active(const char *dev)
+{
+	char path[128], st[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/state",
+		 dev);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (!fgets(st, sizeof(st), f))
+		st[0] = 0;
+	fclose(f);
+	return strstr(st, "ACTIVE");
+}
+
+static bool dev_exists(const char *dev)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s", dev);
+	return !access(path, F_OK);
+}
+
+/* A command, timed for the watchdog; its exit status */
+static int rm_cmd(const char *fmt, ...)
+{
+	static char cmd[256];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	rm_what = cmd;
+	rm_since_ms = now_ms();
+	st = system(cmd);
+	rm_since_ms = 0;
+	return st;
+}
+
+/* Add @d again (if missing) and wait, bounded, until it is ACTIVE */
+static bool dev_restore(const struct rmdev *d)
+{
+	int i;
+
+	for (i = 0; i < 50 && !dev_exists(d->dev); i++) {
+		if (!rm_cmd("rdma link add %s type %s netdev %s 2>/dev/null",
+			    d->dev, d->type, d->netdev))
+			break;
+		sleep_ms(100);
+	}
+	for (i = 0; i < 200 && !dev_active(d->dev); i++)
+		sleep_ms(50);
+	return dev_active(d->dev);
+}
+
+static void *remover_main(void *arg)
+{
+	uint64_t rs = run_seed * 0xD1B54A32D192ED03ULL + 7;
+	unsigned int wait, i;
+
+	while (!atomic_load(&rm_stop)) {
+		const struct rmdev *d = &rmdevs[rand_ip(&rs)];
+
+		wait = 300 + rn(&rs, 1700);
+		for (i = 0; i < wait / 50 && !atomic_load(&rm_stop); i++)
+			sleep_ms(50);
+		if (atomic_load(&rm_stop))
+			break;
+		if (rm_cmd("rdma link delete %s", d->dev))
+			check_fail("rdma link delete %s failed", d->dev);
+		sleep_ms(rn(&rs, 300));
+		if (!dev_restore(d))
+			check_fail("%s (%s on %s) not ACTIVE again within 10 s",
+				   d->dev, d->type, d->netdev);
+		atomic_fetch_add(&sh->removals, 1);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
 
 struct opdesc {
 	void (*fn)(struct ctx *c);
@@ -1151,10 +2102,15 @@ static const struct opdesc opsw[] = {
 	{ op_raw, 4 },
 	{ op_ephemeral, 1 },
 	{ op_signal, 1 },
+	{ op_mprotect, 2 },
 };
 
 /* per mille: file replacement is rarer than everything above */
 #define REPLACE_PERMILLE 3
+/* per mille, each: the scripted actions of the families */
+#define COPYOUT_PERMILLE 3
+#define FORK_PERMILLE 1
+#define NS_PERMILLE 1
 
 static void *thread_main(void *arg)
 {
@@ -1163,6 +2119,18 @@ static void *thread_main(void *arg)
 	struct ctx c = { .t = t, .rs = &t->rs };
 
 	t->ktid = syscall(SYS_gettid);
+	/* Its pages: a struct copy, userfaultfd memory, a buffer */
+	t->ro_page = mmap(NULL, 3 * pagesz, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t->ro_page == MAP_FAILED) {
+		t->ro_page = NULL;
+	} else {
+		t->slow_page = t->ro_page + pagesz;
+		t->own = t->ro_page + 2 * pagesz;
+		memset(t->own, 0x77, pagesz);
+		if (uffd_register(t->slow_page, pagesz))
+			t->slow_page = NULL;
+	}
 	pthread_barrier_wait(&start_barrier);
 	for (i = 0; i < sizeof(opsw) / sizeof(opsw[0]); i++)
 		total += opsw[i].weight;
@@ -1171,8 +2139,24 @@ static void *thread_main(void *arg)
 	       atomic_load(&total_calls) < target_calls) {
 		int shared;
 
-		if (rn(c.rs, 1000) < REPLACE_PERMILLE) {
+		w = rn(c.rs, 1000);
+		if (w < REPLACE_PERMILLE) {
 			op_replace(&c);
+			continue;
+		}
+		w -= REPLACE_PERMILLE;
+		if (w < COPYOUT_PERMILLE) {
+			op_copyout(&c);
+			continue;
+		}
+		w -= COPYOUT_PERMILLE;
+		if (w < FORK_PERMILLE) {
+			op_fork(&c);
+			continue;
+		}
+		w -= FORK_PERMILLE;
+		if (w < NS_PERMILLE) {
+			op_ns(&c);
 			continue;
 		}
 		/* Which file: a shared one mostly */
@@ -1250,6 +2234,15 @@ static void *watchdog_main(void *arg)
 				fflush(stdout);
 				_exit(1);
 			}
+		}
+		if (rm_since_ms && now > rm_since_ms &&
+		    now - rm_since_ms > hang_seconds * 1000ULL) {
+			printf("# HANG: '%s' for %llu ms\n", rm_what,
+			       (unsigned long long)(now - rm_since_ms));
+			*failed = 1;
+			printf("not ok 1 fuzz: device removal hung (seed above)\n");
+			fflush(stdout);
+			_exit(1);
 		}
 		if (now / 10000 != last_progress) {
 			last_progress = now / 10000;
@@ -1391,7 +2384,8 @@ static void on_signal(int sig)
 static void usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [--seed N] [--calls N] [--threads N] [--max-seconds N] [--hang-seconds N] [--devices rxe|siw|both] [-v]\n",
+		"usage: %s [--seed N] [--calls N] [--threads N] [--max-seconds N] [--hang-seconds N] [--devices rxe|siw|both]\n"
+		"          [--no-mem] [--no-copyout] [--no-fork] [--no-ns] [--remove] [-v]\n",
 		prog);
 	exit(2);
 }
@@ -1450,6 +2444,13 @@ int main(int argc, char **argv)
 		{ "hang-seconds", required_argument, NULL, 'H' },
 		{ "devices", required_argument, NULL, 'd' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "no-mem", no_argument, NULL, 'M' },
+		{ "no-copyout", no_argument, NULL, 'C' },
+		{ "no-fork", no_argument, NULL, 'F' },
+		{ "no-ns", no_argument, NULL, 'N' },
+		{ "remove", no_argument, NULL, 'R' },
+		{ "no-remove", no_argument, NULL, 'r' },
+		{ "exec-child", required_argument, NULL, 'X' },
 		{}
 	};
 	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
@@ -1459,7 +2460,9 @@ int main(int argc, char **argv)
 	uint64_t hist[MAX_ERRNO + 1][2];
 	long acq0, rel0, acq = -1, rel = -1, ref0, ref = -1;
 	int opt, i, e, nhist = 0, failed = 0, bad_errnos = 0, kproblems;
-	pthread_t wd;
+	pthread_t wd, uffd_tid, rm_tid;
+	bool uffd_started = false, rm_started = false, devs_back = true;
+	uint64_t child_calls;
 	double secs;
 	char line[4096];
 	size_t pos;
@@ -1500,6 +2503,26 @@ int main(int argc, char **argv)
 		case 'v':
 			verbose = true;
 			break;
+		case 'M':
+			fam_mem = false;
+			break;
+		case 'C':
+			fam_copyout = false;
+			break;
+		case 'F':
+			fam_fork = false;
+			break;
+		case 'N':
+			fam_ns = false;
+			break;
+		case 'R':
+			fam_remove = true;
+			break;
+		case 'r':
+			fam_remove = false;
+			break;
+		case 'X':
+			return exec_child(optarg);
 		default:
 			usage(argv[0]);
 		}
@@ -1510,10 +2533,14 @@ int main(int argc, char **argv)
 	if (!calls_given && getenv("KRDMA_DEBUG_KERNEL"))
 		target_calls = 40000;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("TAP version 13\n1..4\n");
+	run_seed = seed;
+	printf("TAP version 13\n1..6\n");
 	printf("# seed %llu (--seed %llu reproduces each thread's choices), %llu calls, %d threads, %d shared files\n",
 	       (unsigned long long)seed, (unsigned long long)seed,
 	       (unsigned long long)target_calls, nthreads, NSLOTS);
+	printf("# families:%s%s%s%s%s\n", fam_mem ? " mem" : "",
+	       fam_copyout ? " copyout" : "", fam_fork ? " fork" : "",
+	       fam_ns ? " ns" : "", fam_remove ? " remove" : "");
 
 	pagesz = sysconf(_SC_PAGESIZE);
 	edge_page = mmap(NULL, 2 * pagesz, PROT_READ | PROT_WRITE,
@@ -1523,6 +2550,44 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	munmap(edge_page + pagesz, pagesz);
+	ro_const = mmap(NULL, pagesz, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS,
+			-1, 0);
+	/* The children's counters: a memfd, which an exec'd child maps too */
+	sh_fd = memfd_create("krdma_fuzz_shared", MFD_CLOEXEC);
+	if (sh_fd < 0 || ftruncate(sh_fd, sizeof(*sh)) ||
+	    (sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED,
+		       sh_fd, 0)) == MAP_FAILED || ro_const == MAP_FAILED) {
+		printf("Bail out! memfd/mmap: %s\n", strerror(errno));
+		return 1;
+	}
+	if (readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1) < 0)
+		snprintf(exe_path, sizeof(exe_path), "%s", argv[0]);
+	if (fam_mem) {
+		uffd = uffd_open();
+		if (uffd < 0)
+			printf("# userfaultfd: %s: no userfaultfd memory\n",
+			       strerror(errno));
+		else if (!pthread_create(&uffd_tid, NULL, uffd_main,
+					 (void *)(uintptr_t)seed))
+			uffd_started = true;
+	}
+	if (fam_remove) {
+		const char *e;
+
+		rmdevs[0] = (struct rmdev){ "rxe0", "rxe", "veth0" };
+		rmdevs[1] = (struct rmdev){ "siw0", "siw", "veth2" };
+		if ((e = getenv("KRDMA_RXE_DEV")))
+			rmdevs[0].dev = e;
+		if ((e = getenv("KRDMA_RXE_NETDEV")))
+			rmdevs[0].netdev = e;
+		if ((e = getenv("KRDMA_SIW_DEV")))
+			rmdevs[1].dev = e;
+		if ((e = getenv("KRDMA_SIW_NETDEV")))
+			rmdevs[1].netdev = e;
+		for (i = ip_first; i < ip_first + ip_count; i++)
+			printf("# --remove: deletes and adds %s (%s on %s)\n",
+			       rmdevs[i].dev, rmdevs[i].type, rmdevs[i].netdev);
+	}
 	/* siw charges its registrations to RLIMIT_MEMLOCK even for root */
 	if (setrlimit(RLIMIT_MEMLOCK, &unlimited))
 		printf("# setrlimit(RLIMIT_MEMLOCK): %s\n", strerror(errno));
@@ -1567,8 +2632,20 @@ int main(int argc, char **argv)
 		}
 	pthread_barrier_wait(&start_barrier);
 	pthread_create(&wd, NULL, watchdog_main, &failed);
+	if (fam_remove && !pthread_create(&rm_tid, NULL, remover_main, NULL))
+		rm_started = true;
 	for (i = 0; i < nthreads; i++)
 		pthread_join(thrs[i].tid, NULL);
+	if (rm_started) {
+		atomic_store(&rm_stop, true);	/* it ends its round */
+		pthread_join(rm_tid, NULL);
+		for (i = ip_first; i < ip_first + ip_count; i++)
+			if (!dev_restore(&rmdevs[i])) {
+				printf("# %s is not back and ACTIVE\n",
+				       rmdevs[i].dev);
+				devs_back = false;
+			}
+	}
 
 	/* Close everything; the watchdog still watches for a hang */
 	for (i = 0; i < NSLOTS; i++) {
@@ -1580,6 +2657,12 @@ int main(int argc, char **argv)
 	secs = (now_ms() - start_ms) / 1000.0;
 	atomic_store(&stop, true);
 	pthread_join(wd, NULL);
+	if (uffd_started) {
+		atomic_store(&uffd_stop, true);
+		pthread_join(uffd_tid, NULL);
+	}
+	if (uffd >= 0)
+		close(uffd);	/* wakes whatever still waits */
 	/* mmap'd regions still registered are gone with the files */
 	for (i = 0; i < NREGIONS; i++)
 		if (regions[i].mapped)
@@ -1588,6 +2671,10 @@ int main(int argc, char **argv)
 	for (i = 0; i < nthreads; i++)
 		for (e = 0; e <= MAX_ERRNO; e++)
 			errs[e] += thrs[i].errs[e];
+	/* The children's calls count too */
+	for (e = 0; e <= MAX_ERRNO; e++)
+		errs[e] += sh->errs[e];
+	child_calls = sh->calls;
 	for (e = 0; e <= MAX_ERRNO; e++) {
 		if (!errs[e])
 			continue;
@@ -1603,19 +2690,19 @@ int main(int argc, char **argv)
 	qsort(hist, nhist, sizeof(hist[0]), cmp_desc);
 	/* Per kind of ioctl: how many went through */
 	for (i = 1; i < nthreads; i++)
-		for (e = 0; e < 32 && thrs[i].opname[e]; e++) {
+		for (e = 0; e < NOPNAMES && thrs[i].opname[e]; e++) {
 			int k;
 
-			for (k = 0; k < 32 && thrs[0].opname[k]; k++)
+			for (k = 0; k < NOPNAMES && thrs[0].opname[k]; k++)
 				if (!strcmp(thrs[0].opname[k], thrs[i].opname[e]))
 					break;
-			if (k == 32)
+			if (k == NOPNAMES)
 				continue;
 			thrs[0].opname[k] = thrs[i].opname[e];
 			thrs[0].opcalls[k] += thrs[i].opcalls[e];
 			thrs[0].opok[k] += thrs[i].opok[e];
 		}
-	for (e = 0; e < 32 && thrs[0].opname[e]; e++)
+	for (e = 0; e < NOPNAMES && thrs[0].opname[e]; e++)
 		printf("# %-18s %7llu calls, %7llu succeeded\n", thrs[0].opname[e],
 		       (unsigned long long)thrs[0].opcalls[e],
 		       (unsigned long long)thrs[0].opok[e]);
@@ -1662,9 +2749,36 @@ int main(int argc, char **argv)
 		       bad_errnos);
 	else
 		printf("ok 4 every errno is one the ABI documents\n");
+	printf("# families: %llu children (%llu exec'd krdma_fuzz, %llu as nobody, %llu in a new user+net namespace, %llu in a new netns, %llu unshare refused, %llu open EACCES), %llu EPERM for a parent's buffer, %llu copy-out checks, %llu userfaultfd faults, %llu device removals, %llu calls in children\n",
+	       (unsigned long long)sh->children, (unsigned long long)sh->execs,
+	       (unsigned long long)sh->nobody, (unsigned long long)sh->userns,
+	       (unsigned long long)(sh->netns - sh->userns),
+	       (unsigned long long)sh->unshare_failed,
+	       (unsigned long long)sh->open_eacces,
+	       (unsigned long long)sh->eperm, (unsigned long long)sh->copyout,
+	       (unsigned long long)sh->uffd_faults,
+	       (unsigned long long)sh->removals,
+	       (unsigned long long)child_calls);
+	for (i = 0; i < sh->nmsg && i < NMSG; i++)
+		printf("# %s\n", sh->msg[i]);
+	if (sh->nmsg > NMSG)
+		printf("# ... and %d more\n", sh->nmsg - NMSG);
+	if (sh->failures)
+		printf("not ok 5 the families' scripted checks hold (%llu failed)\n",
+		       (unsigned long long)sh->failures);
+	else
+		printf("ok 5 the families' scripted checks hold\n");
+	if (!fam_remove)
+		printf("ok 6 # SKIP no --remove\n");
+	else if (devs_back)
+		printf("ok 6 the test devices are back and ACTIVE after %llu removals\n",
+		       (unsigned long long)sh->removals);
+	else
+		printf("not ok 6 the test devices are back and ACTIVE\n");
 
 	pos = snprintf(line, sizeof(line), "fuzz: %llu calls, %.1f s, errnos:",
-		       (unsigned long long)atomic_load(&total_calls), secs);
+		       (unsigned long long)(atomic_load(&total_calls) +
+					    child_calls), secs);
 	for (i = 0; i < nhist && pos < sizeof(line) - 32; i++)
 		pos += snprintf(line + pos, sizeof(line) - pos, " %s=%llu",
 				errname(hist[i][1]),
@@ -1672,6 +2786,6 @@ int main(int argc, char **argv)
 	printf("%s\n", line);
 
 	return (atomic_load(&total_calls) < target_calls || failed ||
-		kproblems > 0 || bad_errnos ||
+		kproblems > 0 || bad_errnos || sh->failures || !devs_back ||
 		(acq >= 0 && acq - acq0 != rel - rel0) || ref != ref0) ? 1 : 0;
 }

@@ -24,28 +24,9 @@ msg() { echo "krdma-check: $*" >&2; }
 
 "$repo/scripts/install-deps.sh" || exit 1
 
-installed() {
-	local v
-	for v in /boot/vmlinuz-*-amd64; do
-		v=${v#/boot/vmlinuz-}
-		[[ -f /lib/modules/$v/build/Makefile && -f /lib/modules/$v/modules.dep ]] && echo "$v"
-	done | sort -V
-}
-
-kernels=()
-if [[ -n ${GUEST_KVER:-} ]]; then
-	kernels=("$GUEST_KVER")
-else
-	mapfile -t all < <(installed)
-	want=${KRDMA_KERNELS:-all}
-	for w in $want; do
-		for v in "${all[@]}"; do
-			if [[ $w == all || $v == "$w" || $v == "$w".* || $v == "$w"-* ]]; then
-				[[ " ${kernels[*]} " == *" $v "* ]] || kernels+=("$v")
-			fi
-		done
-	done
-fi
+# shellcheck source=selftests/qemu/kernels.sh
+. "$here/kernels.sh"
+pick_kernels
 if ((${#kernels[@]} == 0)); then
 	msg "no installed kernel matches KRDMA_KERNELS=${KRDMA_KERNELS:-all} (scripts/install-deps.sh installs 6.1 and 6.12)"
 	echo "0 passed, 1 failed, 0 skipped"
@@ -58,11 +39,8 @@ summary=()
 start=$SECONDS
 for k in "${kernels[@]}"; do
 	t0=$SECONDS
-	log=$(mktemp)
-	GUEST_KVER=$k "$here/run.sh" check 2>&1 | tee "$log"
-	st=${PIPESTATUS[0]}
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$log" | tail -n1)
-	rm -f "$log"
+	run_for_line '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' \
+		env GUEST_KVER="$k" "$here/run.sh" check
 	if [[ -z $line ]]; then
 		summary+=("$k: no result line (run.sh exit $st)")
 		fail=$((fail + 1))
@@ -78,11 +56,8 @@ done
 # Two machines (two-guests.sh): once, on the newest kernel of the list
 if [[ ${KRDMA_TWO_GUESTS:-1} == 1 ]]; then
 	t0=$SECONDS
-	log=$(mktemp)
-	GUEST_KVER=${kernels[-1]} "$here/two-guests.sh" 2>&1 | tee "$log"
-	st=${PIPESTATUS[0]}
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n1)
-	rm -f "$log"
+	run_for_line '^[0-9]+ passed, [0-9]+ failed$' \
+		env GUEST_KVER="${kernels[-1]}" "$here/two-guests.sh"
 	if [[ -z $line ]]; then
 		summary+=("two guests (${kernels[-1]}): no result line (exit $st)")
 		fail=$((fail + 1))
