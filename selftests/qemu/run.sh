@@ -443,9 +443,17 @@ benign_pattern='kmemleak: (Kernel memory leak detector initialized|Automatic mem
 # kmemleak.sh judged the leaks the guest's scans found (kmemleak-status):
 # its "N new suspected memory leaks" lines are not the log's to judge
 [[ -f $out/kmemleak-status ]] && benign_pattern+='|kmemleak: [0-9]+ new suspected memory leaks'
+# A known bug of the stock kernels' rxe, not krdma's: its send task still
+# runs on a QP whose last reference the QP's destruction has dropped, and
+# rxe_sched_task() warns (rxe_task.c, called from rxe's own requester and
+# skb destructor; seen once, 6.12, under load). Reported below as a note,
+# not counted as a failure: any other WARNING still is.
+driver_pattern='WARNING: CPU: [0-9]+ PID: [0-9]+ at drivers/infiniband/sw/rxe/rxe_task\.c:[0-9]+ rxe_sched_task\+'
 klog=$out/dmesg
 [[ -f $klog ]] || klog=$out/console.log
 bad_lines=$(tr -d '\r' <"$klog" 2>/dev/null | grep -E "$bad_pattern" | grep -Ev "$benign_pattern" || true)
+driver_lines=$(grep -E "$driver_pattern" <<<"$bad_lines" || true)
+bad_lines=$(grep -Ev "$driver_pattern" <<<"$bad_lines" || true)
 
 if [[ $mode != check ]]; then
 	if [[ -n $bad_lines ]]; then
@@ -481,6 +489,10 @@ setup_status=$(cat "$out/setup-status" 2>/dev/null || echo '?')
 [[ $setup_status == 0 || $setup_status == '?' ]] || result fail "guest setup" "guest-setup.sh exit $setup_status; see output above"
 if ((!finished)); then
 	result fail "guest finished" "timeout or crash; see $out/console.log"
+fi
+if [[ -n $driver_lines ]]; then
+	echo "note    the kernel log has $(echo "$driver_lines" | wc -l) warning(s) of rxe's known QP-teardown race (not krdma's; see run.sh):"
+	echo "$driver_lines" | head -n 4 | sed 's/^/  | /'
 fi
 if [[ -z $bad_lines ]]; then
 	result ok "kernel log clean"
