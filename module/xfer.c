@@ -813,6 +813,15 @@ static void krdma_post_deferred_run(struct krdma_conn *conn, bool flush)
 	}
 }
 
+/*
+ * New operations are taken only while this holds: under post_mutex or
+ * sq_lock, both of which the teardown takes to set qp_dead
+ */
+static bool krdma_conn_postable(struct krdma_conn *conn)
+{
+	return !conn->qp_dead && READ_ONCE(conn->state) == KRDMA_CS_CONNECTED;
+}
+
 /* krdma_post() from softirq context: queue it for the post work */
 static int krdma_post_atomic(struct krdma_conn *conn, struct krdma_req *req)
 {
@@ -821,7 +830,7 @@ static int krdma_post_atomic(struct krdma_conn *conn, struct krdma_req *req)
 	if (!req->done)
 		return -EINVAL;
 	spin_lock_bh(&conn->sq_lock);
-	if (conn->qp_dead || READ_ONCE(conn->state) != KRDMA_CS_CONNECTED) {
+	if (!krdma_conn_postable(conn)) {
 		ret = -ENOTCONN;
 	} else {
 		krdma_conn_get(conn);
@@ -1365,7 +1374,7 @@ static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
 	req->lwin = NULL;
 	/* Under post_mutex the QP, and conn->kdev, cannot go away */
 	mutex_lock(&conn->post_mutex);
-	if (conn->qp_dead || READ_ONCE(conn->state) != KRDMA_CS_CONNECTED) {
+	if (!krdma_conn_postable(conn)) {
 		ret = -ENOTCONN;
 		goto out_unlock;
 	}
@@ -1379,8 +1388,7 @@ static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
 		if (ret)
 			return ret;
 		mutex_lock(&conn->post_mutex);
-		if (conn->qp_dead ||
-		    READ_ONCE(conn->state) != KRDMA_CS_CONNECTED)
+		if (!krdma_conn_postable(conn))
 			ret = -ENOTCONN;
 	}
 	if (ret)
