@@ -88,6 +88,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
 	INIT_LIST_HEAD(&conn->zombies);
 	INIT_LIST_HEAD(&conn->free_chunks);
 	INIT_LIST_HEAD(&conn->deferred);
+	xa_init(&conn->rkeys);
 	spin_lock_init(&conn->sq_lock);
 	INIT_WORK(&conn->post_work, krdma_post_work);
 	INIT_WORK(&conn->close_work, krdma_conn_close_work);
@@ -108,6 +109,7 @@ static void krdma_conn_release(struct kref *ref)
 	struct krdma_conn *conn = container_of(ref, struct krdma_conn, ref);
 
 	WARN_ON(!conn->torn_down);
+	krdma_conn_drop_rkeys(conn);
 	krdma_registry_del_conn(conn);
 	krdma_listener_put(conn->listener);
 	kfree(conn);
@@ -277,7 +279,8 @@ static int krdma_conn_create_qp(struct krdma_conn *conn)
 	atomic_set(&conn->rq_free, conn->rq_total);
 	conn->max_send_sge = attr.cap.max_send_sge;
 	conn->max_recv_sge = attr.cap.max_recv_sge;
-	conn->max_grant_pages = kdev->max_mr_pages;
+	krdma_conn_set_grant_limits(conn, kdev->max_mr_pages);
+	conn->send_one_mr = kdev->send_one_mr;
 	return 0;
 
 err_free_cq:

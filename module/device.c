@@ -339,6 +339,7 @@ static int krdma_add_one(struct ib_device *ibdev)
 	mutex_init(&kdev->conns_lock);
 	INIT_LIST_HEAD(&kdev->conns);
 	kdev->max_mr_pages = krdma_probe_mr_pages(ibdev);
+	kdev->send_one_mr = ibdev->ops.driver_id == RDMA_DRIVER_SIW;
 
 	ret = xa_insert(&krdma_devices, kdev->index, kdev, GFP_KERNEL);
 	if (ret)

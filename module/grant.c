@@ -9,7 +9,11 @@
  *
  * Copyright (c) 2026 The krdma authors
  */
+#include <linux/log2.h>
+#include <linux/random.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
+#include <linux/xarray.h>
 #include <linux/krdma.h>
 
 #include "krdma.h"
@@ -42,148 +46,248 @@ static int krdma_ib_access(const struct krdma_buf *buf, u32 access)
 	return ib_access;
 }
 
+/* Release one registration: its MR, DMA mapping and scatterlist */
+static void krdma_seg_release(struct ib_device *ibdev, struct krdma_seg *seg,
+			      enum dma_data_direction dir)
+{
+	if (seg->mr)
+		ib_dereg_mr(seg->mr);
+	seg->mr = NULL;
+	if (seg->mapped)
+		ib_dma_unmap_sgtable_attrs(ibdev, &seg->sgt, dir, 0);
+	seg->mapped = false;
+	sg_free_table(&seg->sgt);
+}
+
 /*
- * Release what a window holds on the device: the MR, the DMA mapping and
- * the scatterlist. Never with conn->lock held (these are device calls);
- * the caller holds conn->reg_sem, so that the PD and the device are there.
+ * Release what a window holds on the device: its registrations, its key
+ * table. Never with conn->lock held (these are device calls); the caller
+ * holds conn->reg_sem, so that the PD and the device are there, and took
+ * win->mr (the window is no longer live), so this runs once.
  */
 static void krdma_window_unmap(struct krdma_conn *conn,
-			       struct krdma_window *win, struct ib_mr *mr)
+			       struct krdma_window *win)
 {
-	if (mr)
-		ib_dereg_mr(mr);
-	if (win->mapped)
-		ib_dma_unmap_sgtable_attrs(conn->kdev->ibdev, &win->sgt,
-					   win->dir, 0);
-	win->mapped = false;
-	sg_free_table(&win->sgt);
+	struct ib_device *ibdev = conn->kdev->ibdev;
+	u32 i;
+
+	krdma_seg_release(ibdev, &win->table, DMA_TO_DEVICE);
+	if (win->keys)
+		free_pages_exact(win->keys, win->keys_bytes);
+	win->keys = NULL;
+	for (i = 0; i < win->nsegs; i++)
+		krdma_seg_release(ibdev, &win->segs[i], win->dir);
 }
 
 /*
- * The one exception to "one pin per buffer": siw maps at most 256 pages
- * (SIW_MAX_SGE_PBL) in a fast registration, so a larger window of a user
- * buffer on siw is registered as before, with ib_reg_user_mr(), which
- * pins the range again (siw charges it to RLIMIT_MEMLOCK) and maps what
- * is mapped at the buffer's address now. siw needs no udata. Until a
- * token can span several registrations (Documentation/design.rst), this
- * keeps siw's large windows working; krdma_window_still_mapped() makes
- * sure it maps the buffer's own pages and faults nothing in.
+ * Map @seg->sgt (filled in by the caller) for the device and make a
+ * fast-registration MR of it, of at most @max_pages pages, whose first
+ * byte is @iova. The MR still needs its IB_WR_REG_MR. On failure the
+ * caller releases @seg.
  */
-static bool krdma_window_needs_user_mr(struct krdma_conn *conn,
-				       struct krdma_window *win, u64 npages)
+static int krdma_seg_map(struct krdma_conn *conn, struct krdma_seg *seg,
+			 enum dma_data_direction dir, u32 max_pages, u64 iova)
 {
-	return npages > krdma_conn_max_grant_pages(conn) && win->buf->mm &&
-	       conn->kdev->ibdev->ops.driver_id == RDMA_DRIVER_SIW;
+	struct ib_device *ibdev = conn->kdev->ibdev;
+	struct ib_mr *mr;
+	int n, ret;
+
+	ret = ib_dma_map_sgtable_attrs(ibdev, &seg->sgt, dir, 0);
+	if (ret)
+		return ret;
+	seg->mapped = true;
+
+	mr = ib_alloc_mr(conn->pd, IB_MR_TYPE_MEM_REG, max_pages);
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	seg->mr = mr;
+	n = ib_map_mr_sg(mr, seg->sgt.sgl, seg->sgt.nents, NULL, PAGE_SIZE);
+	if (n != seg->sgt.nents)
+		return n < 0 ? n : -E2BIG;
+	/* Same offset in the page as the DMA address: only the base moves */
+	mr->iova = iova;
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	seg->lkey = mr->lkey;
+	return 0;
 }
 
-/* Pages compared at a time by krdma_window_still_mapped() */
-#define KRDMA_MAPPED_BATCH 64
-
-/*
- * Whether the window's range of the process still maps the pages the
- * buffer pinned, with the access it needs, without faulting anything in
- * (GUP-fast only: no mmap_lock, no page fault, so memory that never
- * answers cannot block us). A range that was unmapped, remapped, made
- * PROT_NONE or not present is refused rather than registered. A thread
- * of the same process that remaps the range right after this check can
- * still make the driver's own pin fault: that blocks this caller's
- * registration (and so its connection's teardown) only.
- */
-static bool krdma_window_still_mapped(struct krdma_window *win, bool write)
+/* One registration of the window's bytes [@start, @end) of its range */
+static int krdma_window_map_seg(struct krdma_conn *conn,
+				struct krdma_window *win, struct krdma_seg *seg,
+				u64 range_off, u64 start, u64 end, u64 iova)
 {
 	struct krdma_buf *buf = win->buf;
-	u64 first = (buf->first_offset + win->offset) >> PAGE_SHIFT;
-	u64 npages = krdma_buf_pages(buf, win->offset, win->length);
-	unsigned long start = (buf->uaddr & PAGE_MASK) + first * PAGE_SIZE;
-	struct page *pages[KRDMA_MAPPED_BATCH];
-	u64 done = 0;
-	bool same = true;
+	int ret;
 
-	while (same && done < npages) {
-		int want = min_t(u64, npages - done, KRDMA_MAPPED_BATCH);
-		int got, i;
+	ret = krdma_buf_sgt(buf, win->offset + start - range_off, end - start,
+			    ib_dma_max_seg_size(conn->kdev->ibdev), &seg->sgt);
+	if (ret)
+		return ret;
+	return krdma_seg_map(conn, seg, win->dir,
+			     krdma_buf_pages(buf, win->offset + start -
+					     range_off, end - start), iova);
+}
 
-		got = get_user_pages_fast_only(start + done * PAGE_SIZE, want,
-					       write ? FOLL_WRITE : 0, pages);
-		same = got == want;
-		for (i = 0; i < max(got, 0); i++) {
-			same &= pages[i] == buf->pages[first + done + i];
-			put_page(pages[i]);
-		}
-		done += want;
+/* Most keys one key table holds: it is registered as one MR, of 64 KiB */
+#define KRDMA_KEYS_BYTES	SZ_64K
+#define KRDMA_KEYS_HDR		2	/* tag, count */
+#define KRDMA_MAX_KEYS		(KRDMA_KEYS_BYTES / 4 - KRDMA_KEYS_HDR)
+
+/**
+ * krdma_conn_set_grant_limits - how a connection's windows are registered
+ * @conn: the connection, its device known
+ * @mr_pages: pages one fast registration of the device maps
+ */
+void krdma_conn_set_grant_limits(struct krdma_conn *conn, u32 mr_pages)
+{
+	u32 seg_pages = rounddown_pow_of_two(max(mr_pages, 1U));
+
+	conn->mr_pages = mr_pages;
+	conn->seg_shift = PAGE_SHIFT + ilog2(seg_pages);
+	conn->max_grant_pages = min_t(u64, U32_MAX,
+				      (u64)seg_pages * KRDMA_MAX_KEYS);
+}
+
+/*
+ * A window of more pages than one registration maps: one registration per
+ * 2^seg_shift bytes of its address range, which runs from the window's
+ * offset in its first page (so that no page is split between two), and a
+ * key table, read-only for the peer at address 0, naming them.
+ */
+static int krdma_window_map_segs(struct krdma_conn *conn,
+				 struct krdma_window *win)
+{
+	u64 first = offset_in_page(win->buf->first_offset + win->offset);
+	u64 seg_bytes = 1ULL << conn->seg_shift;
+	u64 nsegs = DIV_ROUND_UP(first + win->length, seg_bytes);
+	size_t table_bytes = (KRDMA_KEYS_HDR + nsegs) * sizeof(__le32);
+	u32 i;
+	int ret;
+
+	if (nsegs > KRDMA_MAX_KEYS ||
+	    DIV_ROUND_UP(table_bytes, PAGE_SIZE) > conn->mr_pages)
+		return -E2BIG;
+	win->segs = kcalloc(nsegs, sizeof(*win->segs), GFP_KERNEL_ACCOUNT);
+	if (!win->segs)
+		return -ENOMEM;
+	win->nsegs = nsegs;
+	for (i = 0; i < nsegs; i++) {
+		u64 start = max(i * seg_bytes, first);
+		u64 end = min((i + 1) * seg_bytes, first + win->length);
+
+		ret = krdma_window_map_seg(conn, win, &win->segs[i], first,
+					   start, end, start);
+		if (ret)
+			return ret;
+		cond_resched();
 	}
-	return same;
+	win->token.addr = first;
+	win->token.seg_shift = conn->seg_shift;
+	/* A local window has no peer: no key table */
+	if (win->local) {
+		win->mr = win->segs[0].mr;
+		return 0;
+	}
+
+	/*
+	 * Page aligned, as the table's address (0) is: devices take an
+	 * access's offset in the page from its address. Contiguous: one SGE.
+	 */
+	win->keys_bytes = PAGE_ALIGN(table_bytes);
+	win->keys = alloc_pages_exact(win->keys_bytes,
+				      GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+	if (!win->keys)
+		return -ENOMEM;
+	win->token.tag = get_random_u32();
+	win->keys[0] = cpu_to_le32(win->token.tag);
+	win->keys[1] = cpu_to_le32(nsegs);
+	for (i = 0; i < nsegs; i++)
+		win->keys[KRDMA_KEYS_HDR + i] = cpu_to_le32(win->segs[i].mr->rkey);
+	ret = sg_alloc_table(&win->table.sgt, 1, GFP_KERNEL);
+	if (ret)
+		return ret;
+	sg_set_buf(win->table.sgt.sgl, win->keys, table_bytes);
+	ret = krdma_seg_map(conn, &win->table, DMA_TO_DEVICE,
+			    win->keys_bytes >> PAGE_SHIFT, 0);
+	if (ret)
+		return ret;
+	win->mr = win->table.mr;
+	return 0;
 }
 
 /*
  * Map a window of the buffer's own pinned pages for the connection's
- * device, in one fast-registration MR: nothing is pinned again and no
- * user memory is touched, so this cannot block on userspace. *@reg is set
- * when the MR still needs its IB_WR_REG_MR.
+ * device, with fast registration: nothing is pinned again and no user
+ * memory is touched, so this cannot block on userspace. The MRs still
+ * need their IB_WR_REG_MR. On failure the caller unmaps what was made.
  */
-static int krdma_window_map(struct krdma_conn *conn, struct krdma_window *win,
-			    int ib_access, struct ib_mr **out, bool *reg)
+static int krdma_window_map(struct krdma_conn *conn, struct krdma_window *win)
 {
-	struct ib_device *ibdev = conn->kdev->ibdev;
 	struct krdma_buf *buf = win->buf;
-	struct ib_mr *mr;
-	u64 npages;
-	int n, ret;
+	u64 npages = krdma_buf_pages(buf, win->offset, win->length);
+	int ret;
 
-	npages = krdma_buf_pages(buf, win->offset, win->length);
-	if (krdma_window_needs_user_mr(conn, win, npages)) {
-		if (!krdma_window_still_mapped(win, ib_access &
-					       IB_ACCESS_LOCAL_WRITE))
-			return -EFAULT;
-		mr = ib_reg_user_mr(conn->pd, buf->uaddr + win->offset,
-				    win->length, buf->uaddr + win->offset,
-				    ib_access);
-		if (IS_ERR(mr))
-			return PTR_ERR(mr);
-		*out = mr;
-		*reg = false;
-		return 0;
-	}
-	if (npages > krdma_conn_max_grant_pages(conn))
+	if (npages > conn->max_grant_pages)
 		return -E2BIG;
-	ret = krdma_buf_sgt(buf, win->offset, win->length,
-			    ib_dma_max_seg_size(ibdev), &win->sgt);
-	if (ret)
-		return ret;
-	ret = ib_dma_map_sgtable_attrs(ibdev, &win->sgt, win->dir, 0);
-	if (ret)
-		goto err_free_sgt;
-	win->mapped = true;
+	if (npages > conn->mr_pages)
+		return krdma_window_map_segs(conn, win);
 
-	mr = ib_alloc_mr(conn->pd, IB_MR_TYPE_MEM_REG, npages);
-	if (IS_ERR(mr)) {
-		ret = PTR_ERR(mr);
-		goto err_unmap;
-	}
-	n = ib_map_mr_sg(mr, win->sgt.sgl, win->sgt.nents, NULL, PAGE_SIZE);
-	if (n != win->sgt.nents) {
-		ret = n < 0 ? n : -E2BIG;
-		goto err_dereg_mr;
-	}
+	win->segs = kcalloc(1, sizeof(*win->segs), GFP_KERNEL_ACCOUNT);
+	if (!win->segs)
+		return -ENOMEM;
+	win->nsegs = 1;
 	/*
 	 * The window's address is its offset from the start of the buffer's
-	 * first page (same offset in the page as the DMA address: only the
-	 * base moves), never a kernel or user address.
+	 * first page, never a kernel or user address.
 	 */
-	mr->iova = buf->first_offset + win->offset;
-	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
-	*out = mr;
-	*reg = true;
+	ret = krdma_window_map_seg(conn, win, &win->segs[0], 0, 0, win->length,
+				   buf->first_offset + win->offset);
+	if (ret)
+		return ret;
+	win->mr = win->segs[0].mr;
+	win->token.addr = win->mr->iova;
 	return 0;
+}
 
-err_dereg_mr:
-	ib_dereg_mr(mr);
-err_unmap:
-	ib_dma_unmap_sgtable_attrs(ibdev, &win->sgt, win->dir, 0);
-	win->mapped = false;
-err_free_sgt:
-	sg_free_table(&win->sgt);
-	return ret;
+/* Registrations posted at a time, each batch waited for */
+#define KRDMA_REG_BATCH 16
+
+/*
+ * Post the REG_MRs of @win's registrations, the key table last, a batch
+ * at a time. Return: 0 or as krdma_post_local_wrs(); on -ETIMEDOUT and
+ * -EINTR some may still be queued.
+ */
+static int krdma_window_register(struct krdma_conn *conn,
+				 struct krdma_window *win, int ib_access)
+{
+	struct ib_reg_wr reg[KRDMA_REG_BATCH];
+	u32 batch = clamp_t(u32, conn->sq_total / 2, 1, KRDMA_REG_BATCH);
+	u32 total = win->nsegs + (win->table.mr ? 1 : 0);
+	u32 i, n;
+	int ret;
+
+	for (i = 0; i < total; i += n) {
+		u32 j;
+
+		n = min(batch, total - i);
+		memset(reg, 0, n * sizeof(reg[0]));
+		for (j = 0; j < n; j++) {
+			bool table = i + j == win->nsegs;
+
+			reg[j].wr.opcode = IB_WR_REG_MR;
+			reg[j].mr = table ? win->table.mr : win->segs[i + j].mr;
+			reg[j].key = reg[j].mr->rkey;
+			reg[j].access = table ? IB_ACCESS_REMOTE_READ :
+						ib_access;
+			if (j)
+				reg[j - 1].wr.next = &reg[j].wr;
+		}
+		ret = krdma_post_local_wrs(conn, &reg[0].wr, n,
+					   KRDMA_REG_TIMEOUT);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 /*
@@ -192,10 +296,8 @@ err_free_sgt:
  * now. The window waits on conn->reg_zombies, holding its buffer, until
  * the teardown has destroyed the QP.
  */
-static void krdma_window_bury(struct krdma_conn *conn, struct krdma_window *win,
-			      struct ib_mr *mr)
+static void krdma_window_bury(struct krdma_conn *conn, struct krdma_window *win)
 {
-	win->mr = mr;
 	win->conn = conn;
 	krdma_conn_get(conn);
 	krdma_buf_get(win->buf);
@@ -221,14 +323,11 @@ static void krdma_conn_release_windows(struct krdma_conn *conn,
 	list_splice_init(list, &taken);
 	mutex_unlock(&conn->lock);
 	list_for_each_entry_safe(win, tmp, &taken, conn_entry) {
-		struct ib_mr *mr;
-
 		mutex_lock(&conn->lock);
-		mr = win->mr;
 		WRITE_ONCE(win->mr, NULL);
 		list_del_init(&win->conn_entry);
 		mutex_unlock(&conn->lock);
-		krdma_window_unmap(conn, win, mr);
+		krdma_window_unmap(conn, win);
 		if (put)
 			krdma_grant_put(win);
 	}
@@ -250,9 +349,6 @@ static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
 						u32 access, bool local)
 {
 	struct krdma_window *win;
-	struct ib_reg_wr reg = {};
-	struct ib_mr *mr;
-	bool needs_reg;
 	int ret;
 
 	if (offset > buf->length || length > buf->length - offset)
@@ -300,23 +396,17 @@ static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
 	if (ret)
 		goto err_up;
 
-	ret = krdma_window_map(conn, win, krdma_ib_access(buf, access), &mr,
-			       &needs_reg);
+	ret = krdma_window_map(conn, win);
 	if (ret)
-		goto err_up;
-	reg.wr.opcode = IB_WR_REG_MR;
-	reg.mr = mr;
-	reg.key = mr->rkey;
-	reg.access = krdma_ib_access(buf, access);
-	ret = needs_reg ? krdma_post_local_wr(conn, &reg.wr,
-					      KRDMA_REG_TIMEOUT) : 0;
+		goto err_unmap;
+	ret = krdma_window_register(conn, win, krdma_ib_access(buf, access));
 	if (ret == -ETIMEDOUT || ret == -EINTR) {
 		/*
 		 * Still queued on the device: keep it all until the QP goes,
-		 * and fail the connection, so that the MR never becomes valid
-		 * for the peer behind its owner's back
+		 * and fail the connection, so that the MRs never become valid
+		 * for the peer behind their owner's back
 		 */
-		krdma_window_bury(conn, win, mr);
+		krdma_window_bury(conn, win);
 		krdma_conn_qp_failed(conn, ret == -ETIMEDOUT ? -ETIMEDOUT :
 					   -ECONNABORTED);
 		up_read(&conn->reg_sem);
@@ -328,9 +418,8 @@ static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
 	if (ret)
 		goto err_unmap;
 
-	win->token.addr = mr->iova;
 	win->token.length = length;
-	win->token.rkey = mr->rkey;
+	win->token.rkey = win->mr->rkey;
 	win->token.access = access;
 
 	mutex_lock(&buf->lock);
@@ -340,7 +429,6 @@ static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
 		goto err_unmap;
 	}
 	mutex_lock(&conn->lock);
-	win->mr = mr;
 	win->conn = conn;
 	krdma_conn_get(conn);
 	krdma_buf_get(buf);
@@ -352,10 +440,12 @@ static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
 	return win;
 
 err_unmap:
-	krdma_window_unmap(conn, win, mr);
+	win->mr = NULL;
+	krdma_window_unmap(conn, win);
 err_up:
 	up_read(&conn->reg_sem);
 err_free_win:
+	kfree(win->segs);
 	kfree(win);
 	return ERR_PTR(ret);
 }
@@ -405,17 +495,17 @@ EXPORT_SYMBOL_NS_GPL(krdma_grant_create, KRDMA);
 void krdma_grant_revoke(struct krdma_window *grant)
 {
 	struct krdma_conn *conn = grant->conn;
-	struct ib_mr *mr;
+	bool live;
 
 	/* Teardown frees the PD under reg_sem (write): not while we dereg */
 	down_read(&conn->reg_sem);
 	mutex_lock(&conn->lock);
-	mr = grant->mr;
+	live = grant->mr;
 	WRITE_ONCE(grant->mr, NULL);
 	list_del_init(&grant->conn_entry);
 	mutex_unlock(&conn->lock);
-	if (mr)
-		krdma_window_unmap(conn, grant, mr);
+	if (live)
+		krdma_window_unmap(conn, grant);
 	up_read(&conn->reg_sem);
 
 	mutex_lock(&grant->buf->lock);
@@ -470,6 +560,7 @@ static void krdma_grant_release(struct kref *ref)
 	WARN_ON(grant->mr);
 	krdma_conn_put(grant->conn);
 	krdma_buf_put(grant->buf);
+	kfree(grant->segs);
 	kfree(grant);
 }
 
@@ -517,4 +608,196 @@ void krdma_grant_put(struct krdma_window *grant)
 {
 	if (grant)
 		kref_put(&grant->ref, krdma_grant_release);
+}
+
+/* Key tables of the peer a connection keeps, at most */
+#define KRDMA_RKEYS_CACHED 64
+/* How long reading a key table may take */
+#define KRDMA_RKEYS_TIMEOUT (10 * HZ)
+
+static void krdma_rkeys_release(struct kref *ref)
+{
+	kfree(container_of(ref, struct krdma_rkeys, ref));
+}
+
+/**
+ * krdma_rkeys_put - drop a reference to a peer's key table
+ * @rkeys: the table, or NULL
+ *
+ * Context: any.
+ */
+void krdma_rkeys_put(struct krdma_rkeys *rkeys)
+{
+	if (rkeys)
+		kref_put(&rkeys->ref, krdma_rkeys_release);
+}
+EXPORT_SYMBOL_NS_GPL(krdma_rkeys_put, KRDMA);
+
+/* A cached table that is the one @token names, referenced, or NULL */
+static struct krdma_rkeys *krdma_rkeys_lookup(struct krdma_conn *conn,
+					      const struct krdma_token *token,
+					      u32 nkeys)
+{
+	struct krdma_rkeys *rk;
+
+	xa_lock(&conn->rkeys);
+	rk = xa_load(&conn->rkeys, token->rkey);
+	if (rk && (rk->tag != token->tag || rk->shift != token->seg_shift ||
+		   rk->nkeys != nkeys))
+		rk = NULL;
+	if (rk)
+		kref_get(&rk->ref);
+	xa_unlock(&conn->rkeys);
+	return rk;
+}
+
+/* Cache @rk (the caller's reference stays the caller's) */
+static void krdma_rkeys_cache(struct krdma_conn *conn, struct krdma_rkeys *rk)
+{
+	struct krdma_rkeys *old = NULL, *evicted = NULL;
+	unsigned long index = 0;
+	u32 n = 0;
+	void *entry;
+
+	kref_get(&rk->ref);
+	xa_lock(&conn->rkeys);
+	xa_for_each(&conn->rkeys, index, entry)
+		n++;
+	if (n >= KRDMA_RKEYS_CACHED) {
+		index = 0;
+		evicted = xa_find(&conn->rkeys, &index, ULONG_MAX, XA_PRESENT);
+		if (evicted)
+			__xa_erase(&conn->rkeys, index);
+	}
+	old = __xa_store(&conn->rkeys, rk->rkey, rk, GFP_ATOMIC);
+	if (xa_is_err(old)) {
+		old = NULL;
+		krdma_rkeys_put(rk);	/* not cached: only the caller's */
+	}
+	xa_unlock(&conn->rkeys);
+	krdma_rkeys_put(old);
+	krdma_rkeys_put(evicted);
+}
+
+/* RDMA READ the peer's key table of @nkeys keys into @keys */
+static int krdma_rkeys_read(struct krdma_conn *conn,
+			    const struct krdma_token *token, __le32 *keys,
+			    size_t bytes)
+{
+	struct krdma_buf *buf;
+	struct krdma_req *req;
+	struct krdma_wc wc;
+	int ret;
+
+	buf = krdma_buf_reg_kernel(keys, bytes, KRDMA_ACCESS_LOCAL_WRITE);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	req = kzalloc(sizeof(*req), GFP_KERNEL);
+	if (!req) {
+		ret = -ENOMEM;
+		goto out_dereg;
+	}
+	req->opcode = KRDMA_OP_READ;
+	req->num_sge = 1;
+	req->sge[0].buf = buf;
+	req->sge[0].length = bytes;
+	req->remote_addr = 0;
+	req->rkey = token->rkey;
+	ret = krdma_post_sync(conn, req, KRDMA_RKEYS_TIMEOUT, &wc);
+	if (!ret && wc.status != IB_WC_SUCCESS)
+		ret = wc.status == IB_WC_WR_FLUSH_ERR ? -ENOTCONN : -EIO;
+	kfree(req);
+out_dereg:
+	krdma_buf_dereg(buf);
+	return ret;
+}
+
+/**
+ * krdma_rkeys_get - the peer's key table a token names
+ * @conn: the connection the token was granted on, by the peer
+ * @token: a token whose seg_shift is not 0
+ *
+ * A window larger than one registration comes as a token naming a key
+ * table (struct krdma_token in <linux/krdma.h>). The first call for it
+ * reads the table from the peer by RDMA READ and waits for it; the
+ * connection keeps the last tables it read, so later calls do not. Put
+ * the result in krdma_req.rkeys of each operation through the token.
+ *
+ * Context: process context; sleeps, up to 10 s (the connection fails
+ * after that).
+ * Return: the table, referenced (krdma_rkeys_put()), or ERR_PTR():
+ * -EINVAL (seg_shift not within 12..63, an empty or wrapping window, or
+ * more keys than a table holds), -EOPNOTSUPP (the peer serves no RDMA
+ * READ), -EPROTO (what was read is not the token's table), -ENOTCONN,
+ * -ETIMEDOUT, -EIO (the READ failed: the token was revoked), -ENOMEM.
+ */
+struct krdma_rkeys *krdma_rkeys_get(struct krdma_conn *conn,
+				    const struct krdma_token *token)
+{
+	struct krdma_rkeys *rk;
+	__le32 *keys;
+	size_t bytes;
+	u64 last;
+	u32 nkeys, i;
+	int ret;
+
+	if (token->seg_shift < 12 || token->seg_shift > 63 || !token->length ||
+	    token->addr + token->length < token->addr)
+		return ERR_PTR(-EINVAL);
+	last = (token->addr + token->length - 1) >> token->seg_shift;
+	if (last >= KRDMA_MAX_KEYS)
+		return ERR_PTR(-EINVAL);
+	nkeys = last + 1;
+
+	rk = krdma_rkeys_lookup(conn, token, nkeys);
+	if (rk)
+		return rk;
+	if (!READ_ONCE(conn->initiator_depth))
+		return ERR_PTR(-EOPNOTSUPP);
+
+	bytes = (KRDMA_KEYS_HDR + nkeys) * sizeof(*keys);
+	keys = kzalloc(bytes, GFP_KERNEL);
+	rk = kzalloc(struct_size(rk, keys, nkeys), GFP_KERNEL);
+	if (!keys || !rk) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	ret = krdma_rkeys_read(conn, token, keys, bytes);
+	if (ret)
+		goto err_free;
+	if (le32_to_cpu(keys[0]) != token->tag ||
+	    le32_to_cpu(keys[1]) != nkeys) {
+		ret = -EPROTO;
+		goto err_free;
+	}
+	kref_init(&rk->ref);
+	rk->rkey = token->rkey;
+	rk->tag = token->tag;
+	rk->shift = token->seg_shift;
+	rk->nkeys = nkeys;
+	for (i = 0; i < nkeys; i++)
+		rk->keys[i] = le32_to_cpu(keys[KRDMA_KEYS_HDR + i]);
+	kfree(keys);
+	krdma_rkeys_cache(conn, rk);
+	return rk;
+
+err_free:
+	kfree(rk);
+	kfree(keys);
+	return ERR_PTR(ret);
+}
+EXPORT_SYMBOL_NS_GPL(krdma_rkeys_get, KRDMA);
+
+/**
+ * krdma_conn_drop_rkeys - forget the peer's key tables
+ * @conn: the connection, at its release
+ */
+void krdma_conn_drop_rkeys(struct krdma_conn *conn)
+{
+	struct krdma_rkeys *rk;
+	unsigned long index;
+
+	xa_for_each(&conn->rkeys, index, rk)
+		krdma_rkeys_put(rk);
+	xa_destroy(&conn->rkeys);
 }

@@ -49,7 +49,11 @@ struct seq_file;
  * @conns: every connection whose QP lives on this device
  * @removing: set by krdma_remove_one(); no connection may join @conns
  * @max_mr_pages: pages one fast registration maps (probed at add: at
- *                least max_fast_reg_page_list_len): the largest grant
+ *                least max_fast_reg_page_list_len)
+ * @send_one_mr: a send WR may name one fast-registered MR at most: siw's
+ *               transmit path keeps its page-list index from one SGE to
+ *               the next (siw_tx_hdt()), so a second such SGE sends from
+ *               the wrong page or fails (Documentation/design.rst)
  *
  * Created by the ib_client .add callback, published in the krdma_devices
  * xarray once fully built, unpublished first thing in .remove. Lookups take
@@ -65,6 +69,7 @@ struct krdma_device {
 	struct list_head conns;
 	bool removing;
 	u32 max_mr_pages;
+	bool send_one_mr;
 };
 
 /**
@@ -293,7 +298,14 @@ enum krdma_conn_state {
  * @params: queue depths as created
  * @max_send_sge: SGEs one send WR may carry
  * @max_recv_sge: SGEs one receive WR may carry
- * @max_grant_pages: pages one window may map (the device's max_mr_pages)
+ * @mr_pages: pages one registration maps (the device's max_mr_pages)
+ * @seg_shift: a window of more than @mr_pages pages is registered in
+ *             pieces of 2^@seg_shift bytes of its address range
+ * @max_grant_pages: pages one window may map: @mr_pages times the keys
+ *                   one key table holds
+ * @send_one_mr: the device's send_one_mr, kept with the QP
+ * @rkeys: the peer's key tables this side has read, by their rkey
+ *         (struct krdma_rkeys, referenced); at most KRDMA_RKEYS_CACHED
  * @wait: woken on every state change
  * @listener: passive connections: the listener (referenced)
  * @listen_entry: in @listener->queue while waiting to be accepted
@@ -362,7 +374,11 @@ struct krdma_conn {
 	struct krdma_conn_params params;
 	u32 max_send_sge;
 	u32 max_recv_sge;
+	u32 mr_pages;
+	u32 seg_shift;
 	u32 max_grant_pages;
+	bool send_one_mr;
+	struct xarray rkeys;
 	wait_queue_head_t wait;
 	struct krdma_listener *listener;
 	struct list_head listen_entry;
@@ -409,28 +425,47 @@ static inline void krdma_conn_get(struct krdma_conn *conn)
 }
 
 /**
+ * struct krdma_seg - one fast registration of (part of) a window
+ * @mr: the MR in the connection's PD; NULL once released
+ * @lkey: its lkey, for the SGEs of operations through a local window
+ * @sgt: the pages it maps, DMA-mapped for it
+ * @mapped: @sgt is DMA-mapped
+ */
+struct krdma_seg {
+	struct ib_mr *mr;
+	u32 lkey;
+	struct sg_table sgt;
+	bool mapped;
+};
+
+/**
  * struct krdma_window - a grant: a window of a buffer opened to one
  *                       connection (named so as not to clash with the
  *                       uapi's struct krdma_grant, the ioctl argument)
  * @ref: the owner's handle
  * @conn: the connection (referenced)
  * @buf: the buffer (referenced)
- * @mr: the fast-registration MR in @conn's PD; NULL once revoked (under
- *      @conn->lock)
+ * @mr: the MR the token names: the window's own, or its key table's when
+ *      it spans several registrations (a local window: its first); NULL
+ *      once revoked (under @conn->lock)
  * @conn_entry: in @conn->grants
  * @buf_entry: in @buf->grants
  * @offset: start of the window in @buf
  * @length: length of the window
  * @access: KRDMA_ACCESS_REMOTE_* granted; 0 for a local window
- * @sgt: the window's pages (the buffer's pinned ones), DMA-mapped for
- *       the MR
- * @mapped: @sgt is DMA-mapped
- * @dir: the direction it is mapped in: to the device only for a buffer
- *       nothing may write
+ * @nsegs: registrations of the window's pages (the buffer's pinned ones):
+ *         one, or one per 2^@token.seg_shift bytes of its address range
+ * @segs: those registrations
+ * @table: the key table's registration, when @nsegs > 1
+ * @keys: the key table (tag, count, the rkey of each of @segs, all
+ *        little-endian u32), when @nsegs > 1
+ * @keys_bytes: its size, whole pages
+ * @dir: the direction @segs are mapped in: to the device only for a
+ *       buffer nothing may write
  * @token: what the peer is given; fixed when the registration completed
  * @local: a local window: the whole buffer, local access only, made by
  *         krdma for SENDs and RECVs too large for the SGEs; cached on the
- *         buffer, which owns it
+ *         buffer, which owns it; no key table
  */
 struct krdma_window {
 	struct kref ref;
@@ -442,11 +477,33 @@ struct krdma_window {
 	u64 offset;
 	u64 length;
 	u32 access;
-	struct sg_table sgt;
-	bool mapped;
+	u32 nsegs;
+	struct krdma_seg *segs;
+	struct krdma_seg table;
+	__le32 *keys;
+	size_t keys_bytes;
 	enum dma_data_direction dir;
 	struct krdma_token token;
 	bool local;
+};
+
+/**
+ * struct krdma_rkeys - a peer's key table, for its tokens that span
+ *                      several registrations
+ * @ref: the connection's cache and each operation using it
+ * @rkey: the token's rkey: the table's own key
+ * @tag: the token's tag, also the table's first word
+ * @shift: log2 of the bytes each key covers
+ * @nkeys: entries of @keys
+ * @keys: the rkey of the range [i << @shift, (i + 1) << @shift)
+ */
+struct krdma_rkeys {
+	struct kref ref;
+	u32 rkey;
+	u32 tag;
+	u32 shift;
+	u32 nkeys;
+	u32 keys[];
 };
 
 /* grant.c */
@@ -454,6 +511,8 @@ void krdma_grant_revoke(struct krdma_window *grant);
 void krdma_grant_put(struct krdma_window *grant);
 void krdma_conn_revoke_grants(struct krdma_conn *conn);
 void krdma_conn_bury_windows(struct krdma_conn *conn);
+void krdma_conn_drop_rkeys(struct krdma_conn *conn);
+void krdma_conn_set_grant_limits(struct krdma_conn *conn, u32 mr_pages);
 struct krdma_window *krdma_local_window_get(struct krdma_conn *conn,
 					    struct krdma_buf *buf);
 
@@ -463,10 +522,9 @@ void krdma_xfer_reap(struct krdma_conn *conn);
 void krdma_xfer_free_zombies(struct krdma_conn *conn);
 void krdma_xfer_flush_local_wrs(struct krdma_conn *conn);
 void krdma_post_work(struct work_struct *work);
-int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr,
-			long timeout);
+int krdma_post_local_wrs(struct krdma_conn *conn, struct ib_send_wr *wr,
+			 u32 nr, long timeout);
 void krdma_conn_drain(struct krdma_conn *conn);
-u32 krdma_conn_max_grant_pages(struct krdma_conn *conn);
 int krdma_post_heartbeat(struct krdma_conn *conn);
 int krdma_post_queue(struct krdma_conn *conn, struct krdma_req *req);
 void krdma_xfer_push(struct krdma_conn *conn);

@@ -648,16 +648,36 @@ static bool krdma_op_is_remote(u32 opcode)
 	       opcode == KRDMA_OP_CMP_SWAP;
 }
 
+/*
+ * The keys of the token of @op: its own rkey, or, for a window in pieces,
+ * its key table (read from the peer the first time: this may sleep)
+ */
+static int krdma_uop_remote(struct krdma_conn *conn, const struct krdma_op *op,
+			    struct krdma_req *req)
+{
+	struct krdma_rkeys *rkeys;
+
+	req->remote_addr = op->remote.addr + op->remote_offset;
+	req->rkey = op->remote.rkey;
+	if (!op->remote.seg_shift)
+		return op->remote.tag ? -EINVAL : 0;
+	rkeys = krdma_rkeys_get(conn, &op->remote);
+	if (IS_ERR(rkeys))
+		return PTR_ERR(rkeys);
+	req->rkeys = rkeys;
+	return 0;
+}
+
 /* Resolve the handles and the token of @op into @req */
-static int krdma_uop_fill(struct krdma_file *kfile, const struct krdma_op *op,
-			  struct krdma_req *req)
+static int krdma_uop_fill(struct krdma_file *kfile, struct krdma_conn *conn,
+			  const struct krdma_op *op, struct krdma_req *req)
 {
 	struct krdma_sge sges[KRDMA_MAX_SGE];
 	const struct krdma_sge *usge = sges;
 	u64 total = 0;
 	u32 i;
 
-	if (op->flags || op->__reserved || op->remote.__reserved)
+	if (op->flags || op->__reserved)
 		return -EINVAL;
 	if (op->num_sge > KRDMA_MAX_SGE)
 		return -EINVAL;
@@ -694,20 +714,18 @@ static int krdma_uop_fill(struct krdma_file *kfile, const struct krdma_op *op,
 		total += usge[i].length;
 	}
 
-	if (krdma_op_is_remote(op->opcode)) {
-		if (op->remote.addr + op->remote_offset < op->remote.addr ||
-		    op->remote_offset + total < op->remote_offset)
-			return -EOVERFLOW;
-		if (op->remote_offset + total > op->remote.length)
-			return -EINVAL;
-		req->remote_addr = op->remote.addr + op->remote_offset;
-		req->rkey = op->remote.rkey;
-	}
 	req->imm_data = op->imm_data;
 	req->compare_add = op->compare_add;
 	req->swap = op->swap;
 	req->done = krdma_uop_done;
-	return 0;
+	if (!krdma_op_is_remote(op->opcode))
+		return 0;
+	if (op->remote.addr + op->remote_offset < op->remote.addr ||
+	    op->remote_offset + total < op->remote_offset)
+		return -EOVERFLOW;
+	if (op->remote_offset + total > op->remote.length)
+		return -EINVAL;
+	return krdma_uop_remote(conn, op, req);
 }
 
 static void krdma_uop_put_bufs(struct krdma_req *req)
@@ -716,6 +734,7 @@ static void krdma_uop_put_bufs(struct krdma_req *req)
 
 	for (i = 0; i < req->num_sge; i++)
 		krdma_buf_put(req->sge[i].buf);
+	krdma_rkeys_put(req->rkeys);
 }
 
 /*
@@ -740,6 +759,7 @@ static int krdma_submit_one(struct krdma_file *kfile, const struct krdma_op *op,
 			    bool wait, struct krdma_submit_plug *plug)
 {
 	struct krdma_local_sge bufs[KRDMA_OP_MAX_SGE];
+	struct krdma_rkeys *rkeys;
 	struct krdma_conn *conn;
 	struct krdma_uop *uop;
 	u32 nbufs;
@@ -759,7 +779,7 @@ static int krdma_submit_one(struct krdma_file *kfile, const struct krdma_op *op,
 	uop->cookie = op->cookie;
 	uop->conn_handle = op->conn;
 
-	ret = krdma_uop_fill(kfile, op, &uop->req);
+	ret = krdma_uop_fill(kfile, conn, op, &uop->req);
 	if (ret)
 		goto err_free_uop;
 	ret = krdma_ucq_reserve(&kfile->ucq, false);
@@ -773,6 +793,7 @@ static int krdma_submit_one(struct krdma_file *kfile, const struct krdma_op *op,
 	/* Once posted, the completion may come at any time, and frees uop */
 	nbufs = uop->req.num_sge;
 	memcpy(bufs, uop->req.sge, nbufs * sizeof(bufs[0]));
+	rkeys = uop->req.rkeys;
 	ret = krdma_post_queue(conn, &uop->req);
 	if (ret) {
 		krdma_ucq_unreserve(&kfile->ucq);
@@ -783,6 +804,7 @@ static int krdma_submit_one(struct krdma_file *kfile, const struct krdma_op *op,
 	}
 	while (nbufs--)
 		krdma_buf_put(bufs[nbufs].buf);
+	krdma_rkeys_put(rkeys);
 	goto out_put_conn;
 
 err_free_uop:

@@ -124,6 +124,7 @@ static void krdma_req_complete(struct krdma_req *req)
 	if (req->opcode != KRDMA_OP_RECV && wc.status == IB_WC_SUCCESS)
 		wc.byte_len = min_t(u64, req->total, U32_MAX);
 	struct krdma_window *lwin = req->lwin;
+	struct krdma_rkeys *rkeys = req->rkeys;
 
 	for (i = 0; i < n; i++)
 		bufs[i] = req->sge[i].buf;
@@ -136,6 +137,7 @@ static void krdma_req_complete(struct krdma_req *req)
 	for (i = 0; i < n; i++)
 		krdma_buf_put(bufs[i]);
 	krdma_grant_put(lwin);
+	krdma_rkeys_put(rkeys);
 	krdma_conn_put(conn);
 }
 
@@ -414,8 +416,44 @@ err_free_parts:
 }
 
 /*
- * Describe a SEND's or RECV's pages: through the operation's local window
- * (one SGE), or DMA-mapped, one SGE per segment.
+ * A SEND's or RECV's range through its buffer's local window: one SGE per
+ * registration of the window it touches. The keys were recorded when the
+ * window was made: one revoked meanwhile fails the WR, harmlessly.
+ */
+static int krdma_chunk_map_lwin(struct krdma_req *req, struct krdma_chunk *chunk,
+				u32 max_sge)
+{
+	const struct krdma_window *win = req->lwin;
+	u64 addr = win->token.addr + req->sge[0].offset - win->offset;
+	u64 left = req->sge[0].length, mask, len;
+	u32 n = 0;
+
+	if (!READ_ONCE(win->mr))
+		return -ENOENT;	/* the buffer was deregistered */
+	if (win->nsegs == 1) {
+		chunk->sges[0].addr = addr;
+		chunk->sges[0].length = left;
+		chunk->sges[0].lkey = win->segs[0].lkey;
+		return 1;
+	}
+	mask = (1ULL << win->token.seg_shift) - 1;
+	while (left) {
+		if (n == max_sge)
+			return -EMSGSIZE;
+		len = min(left, mask - (addr & mask) + 1);
+		chunk->sges[n].addr = addr;
+		chunk->sges[n].length = len;
+		chunk->sges[n].lkey = win->segs[addr >> win->token.seg_shift].lkey;
+		addr += len;
+		left -= len;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Describe a SEND's or RECV's pages: through the operation's local window,
+ * or DMA-mapped, one SGE per segment.
  */
 static int krdma_chunk_map(struct krdma_conn *conn, struct krdma_chunk *chunk,
 			   u32 max_sge)
@@ -423,20 +461,10 @@ static int krdma_chunk_map(struct krdma_conn *conn, struct krdma_chunk *chunk,
 	struct ib_device *ibdev = conn->kdev->ibdev;
 	struct krdma_req *req = chunk->req;
 	struct scatterlist *sg;
-	struct ib_mr *mr;
 	int i, ret;
 
-	if (req->lwin) {
-		mr = READ_ONCE(req->lwin->mr);
-		if (!mr)
-			return -ENOENT;	/* the buffer was deregistered */
-		/* The window's address of the range: iova + offset in it */
-		chunk->sges[0].addr = mr->iova + req->sge[0].offset -
-				      req->lwin->offset;
-		chunk->sges[0].length = req->sge[0].length;
-		chunk->sges[0].lkey = mr->lkey;
-		return 1;
-	}
+	if (req->lwin)
+		return krdma_chunk_map_lwin(req, chunk, max_sge);
 
 	if (req->num_sge == 1)
 		ret = krdma_chunk_sgt(conn, chunk, req->sge[0].buf,
@@ -535,12 +563,32 @@ static int krdma_chain_add(struct krdma_conn *conn, struct krdma_chain *chain,
 	return ret;
 }
 
+/*
+ * The peer's key for its address @addr, and in @len (when not NULL) no
+ * more bytes than that key covers from there: a token with a key table
+ * has one key per 2^shift bytes of its range.
+ */
+static u32 krdma_req_rkey(const struct krdma_req *req, u64 addr, u64 *len)
+{
+	const struct krdma_rkeys *rk = req->rkeys;
+	u64 mask;
+
+	if (!rk)
+		return req->rkey;
+	mask = (1ULL << rk->shift) - 1;
+	if (len)
+		*len = min(*len, mask - (addr & mask) + 1);
+	return rk->keys[addr >> rk->shift];
+}
+
 /* The next WRITE/READ chunk; -EAGAIN: no room now; 1: nothing left */
 static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req,
 			       struct krdma_chain *chain)
 {
 	struct krdma_local_sge *sge = &req->sge[req->sge_idx];
+	u64 raddr = req->remote_addr + req->rdone;
 	struct krdma_chunk *chunk;
+	u32 rkey;
 	u64 len;
 	int nr, ret;
 
@@ -548,6 +596,7 @@ static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req,
 		return 1;
 
 	len = min_t(u64, sge->length - req->sge_off, KRDMA_CHUNK);
+	rkey = krdma_req_rkey(req, raddr, &len);
 	chunk = krdma_chunk_alloc(conn, req, KRDMA_CHUNK_RW);
 	if (!chunk)
 		return -ENOMEM;
@@ -561,8 +610,7 @@ static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req,
 	}
 	nr = rdma_rw_ctx_init(&chunk->rw, conn->qp, conn->port_num,
 			      chunk->sgt.sgl, chunk->sgt.orig_nents, 0,
-			      req->remote_addr + req->rdone, req->rkey,
-			      chunk->dir);
+			      raddr, rkey, chunk->dir);
 	if (nr < 0) {
 		krdma_chunk_free(conn, chunk);
 		return nr;
@@ -628,14 +676,17 @@ static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req,
 		chunk->wr.rdma.wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
 		chunk->wr.rdma.wr.ex.imm_data = cpu_to_be32(req->imm_data);
 		chunk->wr.rdma.remote_addr = req->remote_addr + req->total;
-		chunk->wr.rdma.rkey = req->rkey;
+		/* Zero bytes, at the end: the key of the last byte */
+		chunk->wr.rdma.rkey = krdma_req_rkey(req, req->remote_addr +
+						     req->total - 1, NULL);
 		break;
 	case KRDMA_OP_FETCH_ADD:
 	case KRDMA_OP_CMP_SWAP:
 		chunk->wr.atomic.wr.opcode = req->opcode == KRDMA_OP_FETCH_ADD ?
 			IB_WR_ATOMIC_FETCH_AND_ADD : IB_WR_ATOMIC_CMP_AND_SWP;
 		chunk->wr.atomic.remote_addr = req->remote_addr;
-		chunk->wr.atomic.rkey = req->rkey;
+		chunk->wr.atomic.rkey = krdma_req_rkey(req, req->remote_addr,
+						       NULL);
 		chunk->wr.atomic.compare_add = req->compare_add;
 		chunk->wr.atomic.swap = req->swap;
 		break;
@@ -1003,18 +1054,6 @@ void krdma_conn_drain(struct krdma_conn *conn)
 }
 
 /**
- * krdma_conn_max_grant_pages - the most pages one window may map
- * @conn: a connection with a device
- *
- * One fast registration maps what the device was seen to take when krdma
- * found it (krdma_device.max_mr_pages).
- */
-u32 krdma_conn_max_grant_pages(struct krdma_conn *conn)
-{
-	return conn->max_grant_pages;
-}
-
-/**
  * krdma_xfer_flush_pending - complete every operation never posted
  * @conn: a connection whose QP is dead and drained
  *
@@ -1075,6 +1114,20 @@ static int krdma_check_msg_pages(struct krdma_conn *conn,
 	return 1;
 }
 
+/* A key table covers every byte of the remote range */
+static int krdma_check_rkeys(const struct krdma_req *req, u64 total)
+{
+	const struct krdma_rkeys *rk = req->rkeys;
+
+	if (!rk)
+		return 0;
+	if (!total || req->remote_addr + total < req->remote_addr)
+		return -EINVAL;
+	if ((req->remote_addr + total - 1) >> rk->shift >= rk->nkeys)
+		return -EINVAL;
+	return 0;
+}
+
 static int krdma_check_req(struct krdma_conn *conn, struct krdma_req *req,
 			   u64 *total)
 {
@@ -1087,6 +1140,10 @@ static int krdma_check_req(struct krdma_conn *conn, struct krdma_req *req,
 	ret = krdma_check_sges(req, total);
 	if (ret)
 		return ret;
+	if (req->rkeys && (req->opcode == KRDMA_OP_SEND ||
+			   req->opcode == KRDMA_OP_SEND_IMM ||
+			   req->opcode == KRDMA_OP_RECV))
+		return -EINVAL;
 
 	switch (req->opcode) {
 	case KRDMA_OP_READ:
@@ -1102,7 +1159,7 @@ static int krdma_check_req(struct krdma_conn *conn, struct krdma_req *req,
 			return -EINVAL;
 		if (req->remote_addr + *total < req->remote_addr)
 			return -EOVERFLOW;
-		return 0;
+		return krdma_check_rkeys(req, *total);
 	case KRDMA_OP_SEND_IMM:
 		if (iwarp)
 			return -EOPNOTSUPP;
@@ -1123,7 +1180,7 @@ static int krdma_check_req(struct krdma_conn *conn, struct krdma_req *req,
 		    !IS_ALIGNED(req->sge[0].buf->first_offset +
 				req->sge[0].offset, 8))
 			return -EINVAL;
-		return 0;
+		return krdma_check_rkeys(req, *total);
 	default:
 		return -EINVAL;
 	}
@@ -1136,21 +1193,35 @@ static int krdma_check_req(struct krdma_conn *conn, struct krdma_req *req,
  */
 static int krdma_post_get_lwin(struct krdma_conn *conn, struct krdma_req *req)
 {
+	u32 max_sge = req->opcode == KRDMA_OP_RECV ? conn->max_recv_sge :
+			conn->send_one_mr ? 1 : conn->max_send_sge;
 	struct krdma_window *win;
+	u64 first, last;
 
 	win = krdma_local_window_get(conn, req->sge[0].buf);
 	if (IS_ERR(win))
-		/* A buffer larger than one registration: too big a message */
+		/* A buffer larger than a window may be: too big a message */
 		return PTR_ERR(win) == -E2BIG ? -EMSGSIZE : PTR_ERR(win);
+	if (win->nsegs > 1) {
+		/* One SGE per registration of the window the message touches */
+		first = win->token.addr + req->sge[0].offset - win->offset;
+		last = first + req->sge[0].length - 1;
+		if ((last >> win->token.seg_shift) -
+		    (first >> win->token.seg_shift) >= max_sge) {
+			krdma_grant_put(win);
+			return -EMSGSIZE;
+		}
+	}
 	req->lwin = win;
 	return 0;
 }
 
 /**
- * struct krdma_local_wr - a work request of krdma's own (MR registration)
- * @cqe: its completion
+ * struct krdma_local_wr - work requests of krdma's own (MR registrations)
+ * @cqe: the completion of the last one, the only one signaled
  * @done: completed by the CQE
  * @status: the CQE's status
+ * @nr_wrs: send queue slots they hold, given back by the CQE
  * @ref: the poster and the CQE (or the teardown, for a CQE never to come)
  * @entry: in conn->local_wrs from its post until its CQE
  */
@@ -1158,6 +1229,7 @@ struct krdma_local_wr {
 	struct ib_cqe cqe;
 	struct completion done;
 	enum ib_wc_status status;
+	u32 nr_wrs;
 	refcount_t ref;
 	struct list_head entry;
 };
@@ -1178,7 +1250,7 @@ static void krdma_local_wr_done(struct ib_cq *cq, struct ib_wc *wc)
 	list_del_init(&lw->entry);
 	spin_unlock_bh(&conn->sq_lock);
 	lw->status = wc->status;
-	krdma_sq_release(conn, 1);
+	krdma_sq_release(conn, lw->nr_wrs);
 	complete(&lw->done);
 	krdma_local_wr_put(lw);
 }
@@ -1211,23 +1283,27 @@ void krdma_xfer_flush_local_wrs(struct krdma_conn *conn)
 }
 
 /**
- * krdma_post_local_wr - post one local work request and wait for it
+ * krdma_post_local_wrs - post local work requests and wait for them
  * @conn: the connection
- * @wr: the work request (a REG_MR); its wr_cqe and flags are krdma's
- * @timeout: jiffies to wait for its completion
+ * @wr: the first of @nr chained work requests (REG_MRs); their wr_cqe and
+ *      flags are krdma's: only the last is signaled
+ * @nr: how many, at most the send queue's depth
+ * @timeout: jiffies to wait for the last one's completion
  *
- * On -ETIMEDOUT and -EINTR the work request may still be queued on the
- * device: whatever it names (an MR, pages) must be kept until the QP is
- * destroyed. Its completion finds only krdma's own record, which it frees.
+ * On -ETIMEDOUT and -EINTR the work requests may still be queued on the
+ * device: whatever they name (MRs, pages) must be kept until the QP is
+ * destroyed. The completion finds only krdma's own record, which it frees.
+ * One that fails moves the QP to the error state, which flushes the last.
  *
  * Context: process context; sleeps, killably. Hold no lock that a CM
  * handler or the teardown takes.
  * Return: 0, -ENOTCONN, -EAGAIN (send queue full), -ETIMEDOUT, -EINTR (a
- * fatal signal), -EIO (the work request failed) or the driver's error.
+ * fatal signal), -EIO (a work request failed) or the driver's error.
  */
-int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr,
-			long timeout)
+int krdma_post_local_wrs(struct krdma_conn *conn, struct ib_send_wr *wr,
+			 u32 nr, long timeout)
 {
+	struct ib_send_wr *first = wr;
 	struct krdma_local_wr *lw;
 	long left;
 	int ret;
@@ -1237,8 +1313,15 @@ int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr,
 		return -ENOMEM;
 	lw->cqe.done = krdma_local_wr_done;
 	init_completion(&lw->done);
+	lw->nr_wrs = nr;
 	refcount_set(&lw->ref, 2);
 	INIT_LIST_HEAD(&lw->entry);
+	while (--nr) {
+		/* An unsignaled WR's error CQE names no cqe: ib_core skips it */
+		wr->wr_cqe = NULL;
+		wr->send_flags = 0;
+		wr = wr->next;
+	}
 	wr->wr_cqe = &lw->cqe;
 	wr->send_flags = IB_SEND_SIGNALED;
 	wr->next = NULL;
@@ -1246,14 +1329,14 @@ int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr,
 	mutex_lock(&conn->post_mutex);
 	if (conn->qp_dead) {
 		ret = -ENOTCONN;
-	} else if (!krdma_sq_reserve(conn, 1)) {
+	} else if (!krdma_sq_reserve(conn, lw->nr_wrs)) {
 		ret = -EAGAIN;
 	} else {
 		/* Tracked first: its CQE may come before ib_post_send() returns */
 		spin_lock_bh(&conn->sq_lock);
 		list_add_tail(&lw->entry, &conn->local_wrs);
 		spin_unlock_bh(&conn->sq_lock);
-		ret = ib_post_send(conn->qp, wr, NULL);
+		ret = ib_post_send(conn->qp, first, NULL);
 		/*
 		 * Refused: a CQE may still come (a partial flush), else the
 		 * teardown, which this starts, completes it
@@ -1292,7 +1375,7 @@ int krdma_post_local_wr(struct krdma_conn *conn, struct ib_send_wr *wr,
  * answered by the peer's device alone.
  *
  * Context: process context; sleeps.
- * Return: 0 when the peer answered, else as krdma_post_local_wr().
+ * Return: 0 when the peer answered, else as krdma_post_local_wrs().
  */
 int krdma_post_heartbeat(struct krdma_conn *conn)
 {
@@ -1300,7 +1383,7 @@ int krdma_post_heartbeat(struct krdma_conn *conn)
 		.wr.opcode = IB_WR_RDMA_WRITE,
 	};
 
-	return krdma_post_local_wr(conn, &wr.wr, KRDMA_HEARTBEAT_TIMEOUT);
+	return krdma_post_local_wrs(conn, &wr.wr, 1, KRDMA_HEARTBEAT_TIMEOUT);
 }
 
 /**
@@ -1408,6 +1491,8 @@ static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
 	krdma_conn_get(conn);
 	for (i = 0; i < req->num_sge; i++)
 		krdma_buf_get(req->sge[i].buf);
+	if (req->rkeys)
+		kref_get(&req->rkeys->ref);
 
 	if (req->opcode == KRDMA_OP_RECV) {
 		/* Receives do not wait behind sends: posted now, in order */
@@ -1430,6 +1515,8 @@ static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
 err_put:
 	for (i = 0; i < req->num_sge; i++)
 		krdma_buf_put(req->sge[i].buf);
+	if (req->rkeys)
+		krdma_rkeys_put(req->rkeys);
 	krdma_conn_put(conn);
 out_unlock:
 	mutex_unlock(&conn->post_mutex);

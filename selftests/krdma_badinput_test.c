@@ -1016,7 +1016,13 @@ static const struct row rows[] = {
 	R("operation flags not 0", I_SUBMIT, m_op_u32, OPOFF(flags), 1, EINVAL),
 	R("operation reserved not 0", I_SUBMIT, m_op_u32, OPOFF(__reserved), 1,
 	  EINVAL),
-	R("token reserved not 0", I_SUBMIT, m_op_u64, OPOFF(remote.__reserved),
+	R("token seg_shift 1", I_SUBMIT, m_op_u32, OPOFF(remote.seg_shift), 1,
+	  EINVAL),
+	R("token seg_shift 11", I_SUBMIT, m_op_u32, OPOFF(remote.seg_shift), 11,
+	  EINVAL),
+	R("token seg_shift 64", I_SUBMIT, m_op_u32, OPOFF(remote.seg_shift), 64,
+	  EINVAL),
+	R("token tag without seg_shift", I_SUBMIT, m_op_u32, OPOFF(remote.tag),
 	  1, EINVAL),
 	R("range reserved not 0", I_SUBMIT, m_op_u32, OPOFF(sge.__reserved), 1,
 	  EINVAL),
@@ -1735,7 +1741,8 @@ TEST_F(badin, outputs_carry_no_stale_bytes)
 	gr->length = 100;
 	gr->access = KRDMA_ACCESS_REMOTE_READ;
 	call_out(_metadata, c->cfd, KRDMA_IOC_GRANT, b, sizeof(*gr), "GRANT");
-	EXPECT_EQ(0, gr->token.__reserved);
+	EXPECT_EQ(0, gr->token.seg_shift);
+	EXPECT_EQ(0, gr->token.tag);
 	EXPECT_EQ(100, gr->token.length);
 	EXPECT_EQ(KRDMA_ACCESS_REMOTE_READ, gr->token.access);
 	EXPECT_EQ(0, krdma_destroy_handle(c->cfd, gr->handle));

@@ -50,9 +50,15 @@
 #include "libkrdma.h"
 #include "kselftest_harness.h"
 
-#define LEN		(64 * 1024)	/* the WRITE and the grant; 16 pages */
-/* The destination buffer is twice the window: nothing may land past it */
-#define DST_LEN		(2 * LEN)
+/*
+ * The WRITE and the grant: 16 pages, or, in the *_pieces variants, more
+ * than one registration of siw maps (256 pages): a window in pieces and a
+ * key table, which the WRITE reads first. The destination buffer is twice
+ * the window: nothing may land past it.
+ */
+#define LEN		(64 * 1024)
+#define LEN_PIECES	(1024 * 1024 + 8192)
+#define DST_LEN(len)	(2 * (len))
 #define WAIT_MS		60000
 #define MAX_NTH		2000		/* fault points of one step, at most */
 #define CLEAN_WAIT_MS	30000
@@ -88,7 +94,8 @@ struct run {
 	uint32_t listener, sconn, cconn, sbuf, cbuf, grant;
 	struct krdma_addr addr;
 	struct krdma_token token;
-	uint8_t *src, *dst;		/* LEN, DST_LEN; mapped once per test */
+	size_t len;			/* of the WRITE and the grant */
+	uint8_t *src, *dst;		/* len, DST_LEN; mapped once per test */
 	unsigned int seed;
 	uint64_t cookie;		/* of the last WRITE submitted */
 	struct krdma_completion wc;	/* the last one polled */
@@ -318,8 +325,8 @@ static void run_init(struct run *r)
 	r->cbuf = 0;
 	r->grant = 0;
 	memset(&r->token, 0, sizeof(r->token));
-	pattern(r->src, LEN, r->seed);
-	memset(r->dst, GUARD, DST_LEN);
+	pattern(r->src, r->len, r->seed);
+	memset(r->dst, GUARD, DST_LEN(r->len));
 }
 
 static int destroy(int fd, uint32_t *h)
@@ -362,13 +369,13 @@ static int do_step(struct run *r, const char *ip, enum step s)
 		return krdma_accept_conn(r->sfd, r->listener, 0, WAIT_MS,
 					 &r->sconn);
 	case S_REG_SRC:
-		return krdma_buf_register(r->cfd, r->src, LEN, 0, &r->cbuf);
+		return krdma_buf_register(r->cfd, r->src, r->len, 0, &r->cbuf);
 	case S_REG_DST:
-		return krdma_buf_register(r->sfd, r->dst, DST_LEN,
+		return krdma_buf_register(r->sfd, r->dst, DST_LEN(r->len),
 					  KRDMA_ACCESS_LOCAL_WRITE |
 					  KRDMA_ACCESS_REMOTE_WRITE, &r->sbuf);
 	case S_GRANT:
-		return krdma_grant_window(r->sfd, r->sconn, r->sbuf, 0, LEN,
+		return krdma_grant_window(r->sfd, r->sconn, r->sbuf, 0, r->len,
 					  KRDMA_ACCESS_REMOTE_WRITE, &r->grant,
 					  &r->token);
 	case S_SUBMIT:
@@ -378,7 +385,7 @@ static int do_step(struct run *r, const char *ip, enum step s)
 		op.conn = r->cconn;
 		op.num_sge = 1;
 		op.sge.buf = r->cbuf;
-		op.sge.length = LEN;
+		op.sge.length = r->len;
 		op.remote = r->token;
 		return krdma_submit_ops(r->cfd, &op, 1, 0, NULL);
 	case S_POLL:
@@ -387,7 +394,7 @@ static int do_step(struct run *r, const char *ip, enum step s)
 		if (r->nwc < 0)
 			return r->nwc;
 		if (r->nwc != 1 || r->wc.cookie != r->cookie ||
-		    r->wc.status != KRDMA_WC_SUCCESS || r->wc.byte_len != LEN)
+		    r->wc.status != KRDMA_WC_SUCCESS || r->wc.byte_len != r->len)
 			return -EBADMSG;	/* not an errno of krdma's */
 		/* and no other completion: a failed submit has none */
 		ret = krdma_poll_wc(r->cfd, &wc, 1, 0);
@@ -457,6 +464,7 @@ static const char *err_name(int err)
 
 struct sweep {
 	const char *ip;
+	size_t len;		/* of the WRITE and the grant */
 	enum step last;		/* the sequence ends with this step */
 	enum step first_swept;	/* faults from this step on */
 	bool close_early;	/* close with every object alive */
@@ -548,19 +556,19 @@ static void check_bytes(struct __test_metadata *_metadata, struct run *r,
 {
 	size_t i;
 
-	pattern(r->src, LEN, r->seed);	/* the expected bytes */
-	for (i = 0; i < LEN && r->dst[i] == r->src[i]; i++)
+	pattern(r->src, r->len, r->seed);	/* the expected bytes */
+	for (i = 0; i < r->len && r->dst[i] == r->src[i]; i++)
 		;
-	if (i < LEN)
+	if (i < r->len)
 		TH_LOG("byte %zu of the WRITE: 0x%02x, expected 0x%02x (fault point %u of %s)",
 		       i, r->dst[i], r->src[i], nth->n, step_name[armed]);
-	ASSERT_EQ(LEN, i);
-	for (i = LEN; i < DST_LEN && r->dst[i] == GUARD; i++)
+	ASSERT_EQ(r->len, i);
+	for (i = r->len; i < DST_LEN(r->len) && r->dst[i] == GUARD; i++)
 		;
-	if (i < DST_LEN)
+	if (i < DST_LEN(r->len))
 		TH_LOG("byte %zu, past the window, was written (fault point %u of %s)",
 		       i, nth->n, step_name[armed]);
-	ASSERT_EQ(DST_LEN, i);
+	ASSERT_EQ(DST_LEN(r->len), i);
 }
 
 /*
@@ -618,7 +626,7 @@ static void sweep(struct __test_metadata *_metadata, struct sweep *sw)
 {
 	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
 	struct counters c0, c;
-	struct run r = { .seed = 1 };
+	struct run r = { .seed = 1, .len = sw->len };
 	struct nth nth;
 	char path[64];
 	enum step s;
@@ -630,9 +638,9 @@ static void sweep(struct __test_metadata *_metadata, struct sweep *sw)
 	nth.fd = open(path, O_RDWR);
 	ASSERT_LE(0, nth.fd);
 	/* Mapped and touched now: no page faults while a fault is armed */
-	r.src = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
+	r.src = mmap(NULL, r.len, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	r.dst = mmap(NULL, DST_LEN, PROT_READ | PROT_WRITE,
+	r.dst = mmap(NULL, DST_LEN(r.len), PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	ASSERT_NE(MAP_FAILED, r.src);
 	ASSERT_NE(MAP_FAILED, r.dst);
@@ -666,8 +674,8 @@ static void sweep(struct __test_metadata *_metadata, struct sweep *sw)
 	EXPECT_EQ(0, problems) TH_LOG("the kernel log shows %d problem(s)", problems);
 	close(kmsg_fd);
 	close(nth.fd);
-	munmap(r.src, LEN);
-	munmap(r.dst, DST_LEN);
+	munmap(r.src, r.len);
+	munmap(r.dst, DST_LEN(r.len));
 }
 
 FIXTURE(fail_nth) {
@@ -677,6 +685,7 @@ FIXTURE(fail_nth) {
 FIXTURE_VARIANT(fail_nth) {
 	const char *dev;
 	const char *ip;		/* the device is its own peer there */
+	size_t len;
 };
 
 FIXTURE_VARIANT_ADD(fail_nth, rxe) {
@@ -687,6 +696,13 @@ FIXTURE_VARIANT_ADD(fail_nth, rxe) {
 FIXTURE_VARIANT_ADD(fail_nth, siw) {
 	.dev = "siw",
 	.ip = "198.18.1.1",
+};
+
+/* A window of two pieces on siw, and its key table */
+FIXTURE_VARIANT_ADD(fail_nth, siw_pieces) {
+	.dev = "siw",
+	.ip = "198.18.1.1",
+	.len = LEN_PIECES,
 };
 
 /* Each test runs in its own child: the knobs are set, and put back, there */
@@ -712,6 +728,7 @@ TEST_F_TIMEOUT(fail_nth, every_step, 7200)
 {
 	struct sweep sw = {
 		.ip = variant->ip,
+		.len = variant->len ?: LEN,
 		.last = S_CLOSE,
 		.first_swept = S_OPEN,
 	};
@@ -726,6 +743,7 @@ TEST_F_TIMEOUT(fail_nth, close_with_objects_alive, 3600)
 {
 	struct sweep sw = {
 		.ip = variant->ip,
+		.len = variant->len ?: LEN,
 		.last = S_CLOSE,
 		.first_swept = S_CLOSE,
 		.close_early = true,

@@ -1034,7 +1034,9 @@ static void fill_op(struct ctx *c, int s, struct krdma_op *op,
 		if (chance(rs, 3))
 			op->remote_offset = ~0ULL - rn(rs, 16);
 		if (chance(rs, 2))
-			op->remote.__reserved = 1;
+			op->remote.tag = 1;
+		if (chance(rs, 2))
+			op->remote.seg_shift = rn(rs, 70);
 	}
 	op->imm_data = rnd(rs);
 	op->compare_add = rn(rs, 4);
@@ -2366,7 +2368,7 @@ static bool errno_documented(int e)
 		EOVERFLOW, ENOMEM, ENOENT, ENOTCONN, ETIMEDOUT, EAGAIN,
 		ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EADDRINUSE, EADDRNOTAVAIL,
 		EMSGSIZE, ENOBUFS, EPERM, EPROTO, ECONNRESET, EOPNOTSUPP,
-		EINTR, EACCES, EBADF, EMFILE, ENFILE,
+		EINTR, EACCES, EBADF, EMFILE, ENFILE, EIO,
 	};
 	size_t i;
 

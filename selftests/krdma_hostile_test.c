@@ -1894,6 +1894,208 @@ TEST_F_TIMEOUT(dev, grant_at_the_memlock_limit, 60)
 	close(p2c[1]);
 }
 
+/* A fast pattern for large windows: 8 bytes per step */
+static uint64_t lw_word(uint64_t j, unsigned int seed)
+{
+	return (j + 1) * 0x9e3779b97f4a7c15ULL ^ ((uint64_t)seed << 48);
+}
+
+static void lw_fill(uint8_t *p, size_t len, unsigned int seed)
+{
+	uint64_t w;
+	size_t j;
+
+	for (j = 0; j < len / 8; j++) {
+		w = lw_word(j, seed);
+		memcpy(p + j * 8, &w, 8);
+	}
+	for (j = len & ~7UL; j < len; j++)
+		p[j] = (uint8_t)(j ^ seed);
+}
+
+/* Offset of the first byte of [p, p + len) not lw_fill()'s, or -1 */
+static long lw_check(const uint8_t *p, size_t len, unsigned int seed)
+{
+	uint64_t w, v;
+	size_t j, k;
+
+	for (j = 0; j < len / 8; j++) {
+		w = lw_word(j, seed);
+		memcpy(&v, p + j * 8, 8);
+		if (v != w)
+			for (k = 0; k < 8; k++)
+				if (((uint8_t *)&v)[k] != ((uint8_t *)&w)[k])
+					return j * 8 + k;
+	}
+	for (j = len & ~7UL; j < len; j++)
+		if (p[j] != (uint8_t)(j ^ seed))
+			return j;
+	return -1;
+}
+
+/* Bytes of memory the guest can still give, from /proc/meminfo */
+static size_t mem_available(void)
+{
+	char line[128];
+	size_t kb = 0;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * KiB;
+}
+
+/*
+ * The client's WRITEs (or READs) of the whole window in pieces of @piece
+ * bytes, piece k with the pattern of seed @seed + k: filled before each
+ * WRITE, checked after each READ. 0, or -1 when one failed.
+ */
+static int lw_move(struct __test_metadata *_metadata,
+		   FIXTURE_DATA(dev) *self, uint32_t opcode,
+		   const struct kt_mem *cli, const struct krdma_token *tok,
+		   size_t len, size_t piece, unsigned int seed)
+{
+	struct krdma_op op;
+	uint32_t status;
+	size_t off, n;
+	unsigned int k;
+	long bad;
+	int ret;
+
+	for (off = 0, k = seed; off < len; off += n, k++) {
+		n = len - off < piece ? len - off : piece;
+		if (opcode == KRDMA_OP_WRITE)
+			lw_fill(cli->p, n, k);
+		else
+			memset(cli->p, KT_GUARD, n);
+		kt_op(&op, opcode, self->cconn, cli->h, 0, n, tok, off, k);
+		ret = run_op(self->cfd, &op, &status);
+		EXPECT_EQ(0, ret) TH_LOG("%s %u at %zu: %s, status %s",
+					 krdma_opcode_str(opcode), k, off,
+					 strerror(-ret),
+					 krdma_wc_status_str(status));
+		if (ret)
+			return -1;
+		if (opcode == KRDMA_OP_WRITE)
+			continue;
+		bad = lw_check(cli->p, n, k);
+		EXPECT_EQ(-1, bad) TH_LOG("READ %u: byte %zu of the window", k,
+					  off + bad);
+		if (bad != -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* Where the window starts in its buffer: not page aligned */
+#define LW_OFF 5
+
+/*
+ * One token for a window of @len bytes (issue 12): the server registers
+ * @len + one page once and grants [LW_OFF, LW_OFF + @len); the client
+ * WRITEs every byte in pieces of @piece bytes (odd, so that pieces cross
+ * the boundaries of the window's registrations), each with a pattern of
+ * its own, and READs them back. Every byte is checked on both sides, and
+ * the GRANT pins nothing (VmPin).
+ */
+static void large_window(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(dev) *self, const char *devname,
+			 size_t len, size_t piece)
+{
+	struct krdma_conn_query q;
+	struct kt_mem srv = {}, cli = {};
+	struct krdma_token tok;
+	struct krdma_op op;
+	uint32_t g;
+	size_t off, n;
+	long kb, kb0 = kt_vmpin_kb(), bad;
+	unsigned int k;
+	int ret;
+
+	ASSERT_EQ(0, kt_mem_get(self->sfd, &srv, len + PG,
+				KRDMA_ACCESS_LOCAL_WRITE |
+				KRDMA_ACCESS_REMOTE_READ |
+				KRDMA_ACCESS_REMOTE_WRITE));
+	ASSERT_EQ(0, kt_mem_get(self->cfd, &cli, piece,
+				KRDMA_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(0, krdma_conn_info(self->sfd, self->sconn, &q));
+	kb = kt_vmpin_kb();
+	ret = krdma_grant_window(self->sfd, self->sconn, srv.h, LW_OFF, len,
+				 KRDMA_ACCESS_REMOTE_READ |
+				 KRDMA_ACCESS_REMOTE_WRITE, &g, &tok);
+	ASSERT_EQ(0, ret) TH_LOG("GRANT of %zu MiB: %s", len >> 20,
+				 strerror(-ret));
+	EXPECT_EQ(kb, kt_vmpin_kb()) TH_LOG("the GRANT pinned again");
+	EXPECT_EQ(len, tok.length);
+	/* More pages than one registration maps: a token with a key table */
+	if ((len + LW_OFF + PG - 1) / PG > 262144 ||
+	    (!strcmp(devname, "siw") && len > 256 * PG)) {
+		EXPECT_LE(12, tok.seg_shift);
+		EXPECT_GE(63, tok.seg_shift);
+	} else {
+		EXPECT_EQ(0, tok.seg_shift);
+		EXPECT_EQ(0, tok.tag);
+	}
+	TH_LOG("%s: %zu MiB window, seg_shift %u, max_grant_pages %u",
+	       devname, len >> 20, tok.seg_shift, q.max_grant_pages);
+
+	ASSERT_EQ(0, lw_move(_metadata, self, KRDMA_OP_WRITE, &cli, &tok, len,
+			     piece, 1));
+	EXPECT_EQ(KT_GUARD, srv.p[LW_OFF - 1]);
+	EXPECT_EQ(KT_GUARD, srv.p[LW_OFF + len]);
+	for (off = 0, k = 1; off < len; off += n, k++) {
+		n = len - off < piece ? len - off : piece;
+		bad = lw_check(srv.p + LW_OFF + off, n, k);
+		ASSERT_EQ(-1, bad) TH_LOG("WRITE %u: byte %zu of the window",
+					  k, off + bad);
+	}
+
+	/* Back, by READ, after the owner changed every byte */
+	for (off = 0, k = 101; off < len; off += n, k++) {
+		n = len - off < piece ? len - off : piece;
+		lw_fill(srv.p + LW_OFF + off, n, k);
+	}
+	ASSERT_EQ(0, lw_move(_metadata, self, KRDMA_OP_READ, &cli, &tok, len,
+			     piece, 101));
+
+	/* Past the end is refused locally, as with any token */
+	kt_op(&op, KRDMA_OP_WRITE, self->cconn, cli.h, 0, 2, &tok, len - 1, 9);
+	EXPECT_EQ(-EINVAL, krdma_submit_ops(self->cfd, &op, 1, 0, NULL));
+	EXPECT_EQ(0, krdma_destroy_handle(self->sfd, g));
+	kt_mem_put(self->cfd, &cli);
+	kt_mem_put(self->sfd, &srv);
+	/* Unpinned by a work item, soon after */
+	EXPECT_EQ(kb0, vmpin_within(kb0, 10000))
+		TH_LOG("pins left after the buffers went");
+}
+
+/* 64 MiB: 64 registrations on siw, one on rxe; pieces cross them */
+TEST_F_TIMEOUT(dev, one_token_for_64_mib, 180)
+{
+	large_window(_metadata, self, variant->name, 64 << 20,
+		     (3 << 20) + 4099);
+}
+
+/*
+ * 1 GiB where the guest has the memory (else the largest multiple of
+ * 64 MiB it has): on rxe too, the window's unaligned start makes it one
+ * page more than one registration maps.
+ */
+TEST_F_TIMEOUT(dev, one_token_for_1_gib, 300)
+{
+	size_t piece = (64 << 20) + 4099, len = 1UL << 30;
+	size_t avail = mem_available();
+
+	if (avail < len + piece + (384 << 20))
+		len = (avail - piece - (384 << 20)) & ~((64UL << 20) - 1);
+	ASSERT_LE(256UL << 20, len) TH_LOG("MemAvailable %zu MiB", avail >> 20);
+	large_window(_metadata, self, variant->name, len, piece);
+}
+
 /*
  * A known limit (security.rst, "Known limits"), recorded: a SEND that
  * finds no RECV. On RoCE (rxe) it waits without limit, RNR retries for

@@ -4,7 +4,7 @@
  *
  * krdma_verbs_peer (built next to this program) knows nothing of krdma but
  * the wire format: the handshake header in the rdma_cm private data and
- * the 24-byte token. Each test starts it as a child, with its output
+ * the 32-byte token. Each test starts it as a child, with its output
  * piped here, and plays the krdma side of its script (described at the
  * top of krdma_verbs_peer.c) through libkrdma: tokens over SEND/RECV, then
  * RDMA WRITE and READ in both directions, every byte checked on both sides.
@@ -72,13 +72,20 @@
 #define COOKIE_WRITE		300
 #define COOKIE_READ		301
 
-/* A token as it goes over the wire: 24 bytes, little-endian */
+/*
+ * A token as it goes over the wire: 32 bytes, little-endian; a sender may
+ * leave out the last 8 (a token of one registration)
+ */
 struct wire_token {
 	uint64_t addr;
 	uint64_t length;
 	uint32_t rkey;
 	uint32_t access;
+	uint32_t seg_shift;
+	uint32_t tag;
 } __attribute__((packed));
+
+#define WIRE_TOKEN_MIN 24
 
 struct wire_msg {
 	uint32_t type;
@@ -467,7 +474,7 @@ static void krdma_side(struct __test_metadata *_metadata,
 					&grant, &tok));
 	ASSERT_EQ(wlen, tok.length);
 
-	/* Every RECV the peer will need, then our token: 24 bytes, LE */
+	/* Every RECV the peer will need, then our token: 32 bytes, LE */
 	for (i = 0; i < MSG_NRECV; i++)
 		op_init(&ops[i], KRDMA_OP_RECV, conn, msg.h, i * MSG_SLOT,
 			MSG_SLOT, COOKIE_RECV(i));
@@ -475,6 +482,8 @@ static void krdma_side(struct __test_metadata *_metadata,
 	wt.length = htole64(tok.length);
 	wt.rkey = htole32(tok.rkey);
 	wt.access = htole32(tok.access);
+	wt.seg_shift = htole32(tok.seg_shift);
+	wt.tag = htole32(tok.tag);
 	memcpy(msg.p + MSG_SEND_SLOT * MSG_SLOT, &wt, sizeof(wt));
 	op_init(&ops[MSG_NRECV], KRDMA_OP_SEND, conn, msg.h,
 		MSG_SEND_SLOT * MSG_SLOT, sizeof(wt), COOKIE_SEND);
@@ -485,8 +494,9 @@ static void krdma_side(struct __test_metadata *_metadata,
 	/* The peer's token: its MR's VA, length and rkey */
 	ASSERT_EQ(0, wait_cookie(self, COOKIE_RECV(0), &wc));
 	EXPECT_WC(wc, COOKIE_RECV(0));
-	ASSERT_EQ(sizeof(wt), wc.byte_len);
-	memcpy(&wt, msg.p, sizeof(wt));
+	ASSERT_EQ(WIRE_TOKEN_MIN, wc.byte_len);
+	memset(&wt, 0, sizeof(wt));
+	memcpy(&wt, msg.p, WIRE_TOKEN_MIN);
 	peer.addr = le64toh(wt.addr);
 	peer.length = le64toh(wt.length);
 	peer.rkey = le32toh(wt.rkey);
@@ -691,6 +701,16 @@ TEST_F_TIMEOUT(interop, verbs_client_without_hdr, 240)
 	for (i = 0; i < ARRAY_SIZE(runs); i++)
 		verbs_client(_metadata, self, variant, runs[i].size,
 			     runs[i].off, false);
+}
+
+/*
+ * A window of 64 MiB: on siw more than one registration maps, so krdma's
+ * token names a key table, which the verbs peer reads by RDMA READ and
+ * uses to split its WRITE and READ (issue 12); one registration on rxe
+ */
+TEST_F_TIMEOUT(interop, large_window_with_a_key_table, 300)
+{
+	verbs_client(_metadata, self, variant, 32 * MiB, 4093, true);
 }
 
 /* A verbs server that answers without a header is fine too */

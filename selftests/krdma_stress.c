@@ -5,8 +5,8 @@
  *   krdma_stress serve ADDR [FILE] [-p PORT] [-s SIZE] [-S] [-t SECS]
  *	Listen on ADDR (PORT, default a free one), accept one connection,
  *	register SIZE bytes (default 1M + 64K), grant them with READ and WRITE
- *	access and write "port=P token=ADDR,LEN,RKEY,ACCESS" to FILE (the
- *	port alone once listening); with -S, also SEND the token to the
+ *	access and write "port=P token=ADDR,LEN,RKEY,ACCESS,SEG_SHIFT,TAG"
+ *	to FILE (the port alone once listening); with -S, also SEND the token to the
  *	client (as struct krdma_token, in a 64-byte message: a "load -r"
  *	client on another machine). Then wait until the connection fails,
  *	SECS pass (default 60; also the limit of the accept) or SIGTERM,
@@ -430,9 +430,10 @@ static int cmd_serve(int argc, char **argv)
 	if (ret)
 		die(ret, "grant");
 	if (file)
-		write_file(file, "port=%u token=%" PRIu64 ",%" PRIu64 ",%u,%u\n",
+		write_file(file, "port=%u token=%" PRIu64 ",%" PRIu64 ",%u,%u,%u,%u\n",
 			   bound.port, (uint64_t)tok.addr,
-			   (uint64_t)tok.length, tok.rkey, tok.access);
+			   (uint64_t)tok.length, tok.rkey, tok.access,
+			   tok.seg_shift, tok.tag);
 	if (send)
 		send_token(fd, c, &tok);
 	peak = kt_vmpin_kb();
@@ -470,7 +471,7 @@ static void read_file(const char *path, uint32_t *port, struct krdma_token *tok,
 {
 	int64_t deadline = mono_ms() + WAIT_MS;
 	uint64_t addr, len;
-	unsigned int rkey, access, p;
+	unsigned int rkey, access, seg_shift, tag, p;
 	char line[512];
 	FILE *f;
 	int n;
@@ -480,11 +481,12 @@ static void read_file(const char *path, uint32_t *port, struct krdma_token *tok,
 		f = fopen(path, "r");
 		if (f) {
 			if (fgets(line, sizeof(line), f))
-				n = sscanf(line, "port=%u token=%" SCNu64 ",%" SCNu64 ",%u,%u",
-					   &p, &addr, &len, &rkey, &access);
+				n = sscanf(line, "port=%u token=%" SCNu64 ",%" SCNu64 ",%u,%u,%u,%u",
+					   &p, &addr, &len, &rkey, &access,
+					   &seg_shift, &tag);
 			fclose(f);
 		}
-		if (n == 5 || (n >= 1 && !want_token))
+		if (n == 7 || (n >= 1 && !want_token))
 			break;
 		if (mono_ms() > deadline)
 			die(0, "nothing usable in %s after %d ms", path, WAIT_MS);
@@ -497,6 +499,8 @@ static void read_file(const char *path, uint32_t *port, struct krdma_token *tok,
 		tok->length = len;
 		tok->rkey = rkey;
 		tok->access = access;
+		tok->seg_shift = seg_shift;
+		tok->tag = tag;
 	}
 }
 

@@ -39,11 +39,15 @@
  * and refuses one with another magic or version. This peer always expects
  * krdma's header in what it receives.
  *
- * The token (<linux/krdma.h>): 24 bytes, little-endian: addr (u64, the
+ * The token (<linux/krdma.h>): 32 bytes, little-endian: addr (u64, the
  * remote_addr of the window's first byte), length (u64), rkey (u32),
  * access (u32, KRDMA_ACCESS_REMOTE_READ 0x2 | KRDMA_ACCESS_REMOTE_WRITE
- * 0x4). A verbs peer uses remote_addr = addr + offset, rkey = rkey. The
- * same 24 bytes describe a verbs MR to krdma: (its VA, length, rkey).
+ * 0x4), seg_shift (u32), tag (u32). A verbs peer uses remote_addr = addr
+ * + offset and, when seg_shift is 0, rkey = rkey. Otherwise the window is
+ * registered in pieces: it RDMA READs the key table (tag, count, one rkey
+ * per 2^seg_shift bytes of the address range) at address 0 with rkey, and
+ * splits its operations there. The first 24 bytes, the rest taken as
+ * zero, describe a verbs MR to krdma: (its VA, length, rkey).
  *
  * The script, after the connection is up. S is -n, O is -o. Each side has
  * a window of W = O + 2 * S bytes, anywhere in its memory: bytes [0, O)
@@ -54,7 +58,7 @@
  * (iWARP has no RNR retry): this peer posts all its RECVs before it
  * connects or accepts, and sends only in answer to krdma.
  *
- *   krdma -> peer   its token (24 bytes; krdma has posted 3 RECVs first)
+ *   krdma -> peer   its token (32 bytes; krdma has posted 3 RECVs first)
  *   peer -> krdma   its token (24 bytes)
  *   peer            RDMA WRITEs S bytes of pattern PEER_WRITE to krdma's
  *                   window at O + S, RDMA READs S bytes at O (krdma's
@@ -130,6 +134,8 @@
 #define WRID_SEND		200
 #define WRID_WRITE		300
 #define WRID_READ		301
+#define WRID_PIECE		302
+#define WRID_KEYS		303
 
 enum {
 	EXIT_OK = 0,
@@ -159,9 +165,16 @@ struct kvp_token {
 	uint64_t length;
 	uint32_t rkey;
 	uint32_t access;
+	uint32_t seg_shift;
+	uint32_t tag;
 } __attribute__((packed));
 
-_Static_assert(sizeof(struct kvp_token) == 24, "a token is 24 bytes");
+_Static_assert(sizeof(struct kvp_token) == 32, "a token is 32 bytes");
+
+/* What a token of one registration needs on the wire (this peer's own) */
+#define KVP_TOKEN_MIN		24
+/* Keys a key table holds at most (64 KiB with its two words) */
+#define KVP_MAX_KEYS		16382
 
 struct kvp_msg {
 	uint32_t type;
@@ -196,6 +209,9 @@ struct peer {
 	int nstash;
 
 	struct kvp_token remote;
+	/* krdma's key table, when its token has one (seg_shift not 0) */
+	uint32_t *keys;
+	struct ibv_mr *keys_mr;
 };
 
 static const char *prog = "krdma_verbs_peer";
@@ -717,13 +733,14 @@ static int recv_msg(struct peer *p, unsigned int slot, uint32_t type,
 	return 0;
 }
 
-static int post_rdma(struct peer *p, enum ibv_wr_opcode opcode,
-		     uint64_t wr_id, uint8_t *local, uint64_t roff)
+static int post_one(struct peer *p, enum ibv_wr_opcode opcode, uint64_t wr_id,
+		    uint64_t laddr, uint32_t len, uint32_t lkey,
+		    uint64_t raddr, uint32_t rkey)
 {
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)local,
-		.length = p->size,
-		.lkey = p->io_mr->lkey,
+		.addr = laddr,
+		.length = len,
+		.lkey = lkey,
 	};
 	struct ibv_send_wr wr = {
 		.wr_id = wr_id,
@@ -734,15 +751,98 @@ static int post_rdma(struct peer *p, enum ibv_wr_opcode opcode,
 	}, *bad;
 	int ret;
 
-	/* krdma's token: remote_addr = addr + offset, rkey = rkey */
-	wr.wr.rdma.remote_addr = p->remote.addr + roff;
-	wr.wr.rdma.rkey = p->remote.rkey;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
 	ret = ibv_post_send(p->id->qp, &wr, &bad);
 	if (ret) {
 		err("ibv_post_send(%s): %s",
 		    opcode == IBV_WR_RDMA_WRITE ? "WRITE" : "READ",
 		    strerror(ret));
 		return EXIT_CONN;
+	}
+	return 0;
+}
+
+/*
+ * krdma's key table (<linux/krdma.h>, struct krdma_token): RDMA READ of
+ * 8 + 4 n bytes at remote address 0 with the token's rkey: le32 tag, le32
+ * n, then the rkey of each 2^seg_shift bytes of the window's range.
+ */
+static int read_keys(struct peer *p)
+{
+	const struct kvp_token *t = &p->remote;
+	uint64_t n = ((t->addr + t->length - 1) >> t->seg_shift) + 1;
+	size_t bytes = (2 + n) * 4;
+	struct ibv_wc wc;
+	uint64_t i;
+	int ret;
+
+	if (t->seg_shift < 12 || t->seg_shift > 63 || n > KVP_MAX_KEYS) {
+		err("token: seg_shift %u, %" PRIu64 " keys", t->seg_shift, n);
+		return EXIT_PROTO;
+	}
+	p->keys = calloc(2 + n, 4);
+	if (!p->keys)
+		return EXIT_SETUP;
+	/* iWARP: the sink of a READ is written by the peer */
+	p->keys_mr = ibv_reg_mr(p->pd, p->keys, bytes, IBV_ACCESS_LOCAL_WRITE |
+				IBV_ACCESS_REMOTE_WRITE);
+	if (!p->keys_mr) {
+		err("ibv_reg_mr(key table): %s", strerror(errno));
+		return EXIT_SETUP;
+	}
+	ret = post_one(p, IBV_WR_RDMA_READ, WRID_KEYS, (uintptr_t)p->keys,
+		       bytes, p->keys_mr->lkey, 0, t->rkey);
+	if (!ret)
+		ret = wait_wc(p, WRID_KEYS, &wc);
+	if (ret)
+		return ret;
+	for (i = 0; i < 2 + n; i++)
+		p->keys[i] = le32toh(p->keys[i]);
+	if (p->keys[0] != t->tag || p->keys[1] != n) {
+		err("key table: tag 0x%x count %u, expected 0x%x %" PRIu64,
+		    p->keys[0], p->keys[1], t->tag, n);
+		return EXIT_PROTO;
+	}
+	printf("krdma key table: %" PRIu64 " keys of %" PRIu64 " bytes each\n",
+	       n, (uint64_t)1 << t->seg_shift);
+	return 0;
+}
+
+/*
+ * RDMA WRITE or READ of p->size bytes at offset @roff of krdma's window:
+ * remote_addr = addr + offset, with the token's rkey, or, when the token
+ * has a key table, one work request per 2^seg_shift bytes of the range,
+ * each with its key. All but the last are waited for here; the caller
+ * waits for @wr_id.
+ */
+static int post_rdma(struct peer *p, enum ibv_wr_opcode opcode,
+		     uint64_t wr_id, uint8_t *local, uint64_t roff)
+{
+	const struct kvp_token *t = &p->remote;
+	uint64_t raddr = t->addr + roff, done = 0, n, mask;
+	struct ibv_wc wc;
+	int ret;
+
+	if (!t->seg_shift)
+		return post_one(p, opcode, wr_id, (uintptr_t)local, p->size,
+				p->io_mr->lkey, raddr, t->rkey);
+	mask = ((uint64_t)1 << t->seg_shift) - 1;
+	while (done < p->size) {
+		uint64_t a = raddr + done;
+
+		n = mask - (a & mask) + 1;
+		if (n > p->size - done)
+			n = p->size - done;
+		ret = post_one(p, opcode, done + n == p->size ? wr_id :
+			       WRID_PIECE, (uintptr_t)(local + done), n,
+			       p->io_mr->lkey, a,
+			       p->keys[2 + (a >> t->seg_shift)]);
+		if (!ret && done + n < p->size)
+			ret = wait_wc(p, WRID_PIECE, &wc);
+		if (ret)
+			return ret;
+		done += n;
 	}
 	return 0;
 }
@@ -786,18 +886,23 @@ static int run_script(struct peer *p)
 	ret = wait_wc(p, WRID_RECV(0), &wc);
 	if (ret)
 		return ret;
-	if (wc.byte_len < sizeof(p->remote)) {
-		err("token: %u bytes, expected 24", wc.byte_len);
+	if (wc.byte_len < KVP_TOKEN_MIN || wc.byte_len > sizeof(p->remote)) {
+		err("token: %u bytes, expected 24 to 32", wc.byte_len);
 		return EXIT_PROTO;
 	}
-	memcpy(&p->remote, p->msg_mem, sizeof(p->remote));
+	/* A sender may leave out the last 8 bytes: zeros */
+	memset(&p->remote, 0, sizeof(p->remote));
+	memcpy(&p->remote, p->msg_mem, wc.byte_len);
 	p->remote.addr = le64toh(p->remote.addr);
 	p->remote.length = le64toh(p->remote.length);
 	p->remote.rkey = le32toh(p->remote.rkey);
 	p->remote.access = le32toh(p->remote.access);
+	p->remote.seg_shift = le32toh(p->remote.seg_shift);
+	p->remote.tag = le32toh(p->remote.tag);
 	printf("krdma token (%u bytes): addr 0x%" PRIx64 " length %" PRIu64
-	       " rkey 0x%x access 0x%x\n", wc.byte_len, p->remote.addr,
-	       p->remote.length, p->remote.rkey, p->remote.access);
+	       " rkey 0x%x access 0x%x seg_shift %u\n", wc.byte_len,
+	       p->remote.addr, p->remote.length, p->remote.rkey,
+	       p->remote.access, p->remote.seg_shift);
 	if (p->remote.length != p->wlen ||
 	    (p->remote.access & (KVP_ACCESS_REMOTE_READ |
 				 KVP_ACCESS_REMOTE_WRITE)) !=
@@ -806,13 +911,20 @@ static int run_script(struct peer *p)
 		    p->wlen);
 		return EXIT_PROTO;
 	}
+	if (p->remote.seg_shift) {
+		ret = read_keys(p);
+		if (ret)
+			return ret;
+	}
 
 	/* Ours: the MR's VA of the window, its length and rkey */
+	memset(&mine, 0, sizeof(mine));
 	mine.addr = htole64((uintptr_t)(p->win_mem + WIN_LEAD));
 	mine.length = htole64(p->wlen);
 	mine.rkey = htole32(p->win_mr->rkey);
 	mine.access = htole32(KVP_ACCESS_REMOTE_READ | KVP_ACCESS_REMOTE_WRITE);
-	ret = post_send(p, &mine, sizeof(mine));
+	/* One registration: the first 24 bytes are the whole token */
+	ret = post_send(p, &mine, KVP_TOKEN_MIN);
 	if (ret)
 		return ret;
 
@@ -877,6 +989,9 @@ static void cleanup(struct peer *p)
 {
 	if (p->id && p->id->qp)
 		rdma_destroy_qp(p->id);
+	if (p->keys_mr)
+		ibv_dereg_mr(p->keys_mr);
+	free(p->keys);
 	if (p->win_mr)
 		ibv_dereg_mr(p->win_mr);
 	if (p->io_mr)

@@ -8,7 +8,7 @@
  *
  * A client (krdmactl bench ADDR) connects to a server (krdmactl bench -l;
  * port 18516 unless told otherwise). Control messages are SEND/RECV of
- * exactly 64 bytes (struct kb_msg, host byte order: both ends are
+ * exactly 72 bytes (struct kb_msg, host byte order: both ends are
  * expected to be the same kind of machine). The client keeps
  * KB_CLIENT_RECVS RECVs posted for them at all times; the server keeps one
  * posted while it waits for the next message, and posts it before it
@@ -73,7 +73,7 @@
 
 #define KB_PORT			18516
 #define KB_MAGIC		0x434e424bU	/* "KBNC" */
-#define KB_VERSION		1
+#define KB_VERSION		2	/* 2: the token's seg_shift and tag */
 #define KB_MAX_SIZE		(64ULL << 20)
 #define KB_SEND_MAX		(1ULL << 20)	/* 256 pages: krdma's SEND limit */
 #define KB_MAX_DEPTH		128
@@ -81,7 +81,7 @@
 #define KB_MAX_ITERS		1000000
 #define KB_MAX_SIZES		32
 #define KB_SLOTS		16		/* RECV slots, then SEND slots */
-#define KB_SLOT			64
+#define KB_SLOT			128
 #define KB_CLIENT_RECVS		8
 #define KB_MBOX			32
 #define KB_IWARP_GRACE_MS	20
@@ -120,9 +120,11 @@ struct kb_msg {
 	uint64_t tok_length;
 	uint32_t tok_rkey;
 	uint32_t tok_access;
+	uint32_t tok_seg_shift;
+	uint32_t tok_tag;
 };
 
-_Static_assert(sizeof(struct kb_msg) == 64, "64 bytes on the wire");
+_Static_assert(sizeof(struct kb_msg) == 72, "72 bytes on the wire");
 
 enum kb_op {
 	KB_OP_WRITE, KB_OP_READ, KB_OP_SEND, KB_OP_LAT, KB_OP_CONN, KB_NOPS
@@ -661,6 +663,8 @@ static int server_one(struct kb_sess *s, uint64_t max_size)
 	m.tok_length = s->tok.length;
 	m.tok_rkey = s->tok.rkey;
 	m.tok_access = s->tok.access;
+	m.tok_seg_shift = s->tok.seg_shift;
+	m.tok_tag = s->tok.tag;
 	ret = kb_server_recv(s);
 	if (!ret)
 		ret = kb_send(s, &m);
@@ -691,6 +695,8 @@ static int server_one(struct kb_sess *s, uint64_t max_size)
 			peer.length = m.tok_length;
 			peer.rkey = m.tok_rkey;
 			peer.access = m.tok_access;
+			peer.seg_shift = m.tok_seg_shift;
+			peer.tag = m.tok_tag;
 			memset(&r, 0, sizeof(r));
 			r.type = KB_READY;
 			r.status = bad ? EINVAL : 0;
@@ -918,6 +924,8 @@ static int client_run(struct kb_sess *s, const struct bench_opts *o,
 			m.tok_length = mine.length;
 			m.tok_rkey = mine.rkey;
 			m.tok_access = mine.access;
+			m.tok_seg_shift = mine.seg_shift;
+			m.tok_tag = mine.tag;
 			ret = kb_send(s, &m);
 			if (!ret)
 				ret = kb_recv(s, KB_READY, &m, "READY");
@@ -1380,6 +1388,8 @@ static int bench_client(const struct bench_opts *o)
 		s.tok.length = m.tok_length;
 		s.tok.rkey = m.tok_rkey;
 		s.tok.access = m.tok_access;
+		s.tok.seg_shift = m.tok_seg_shift;
+		s.tok.tag = m.tok_tag;
 	}
 	if (!ret && !o->json) {
 		printf("KRDMA BENCH %s via %s (%s): depth %u, batch %u, busy-polled completions\n",

@@ -117,7 +117,8 @@ struct kp_msg {
 	uint64_t tok_length;
 	uint32_t tok_rkey;
 	uint32_t tok_access;
-	uint64_t reserved;	/* 0 */
+	uint32_t tok_seg_shift;	/* 0, or the token's key table */
+	uint32_t tok_tag;
 };
 
 _Static_assert(sizeof(struct kp_msg) == 64, "64 bytes on the wire");
@@ -459,6 +460,8 @@ static int kp_post_send(struct kp_sess *s, const struct kp_msg *m,
 	w->tok_length = htole64(m->tok_length);
 	w->tok_rkey = htole32(m->tok_rkey);
 	w->tok_access = htole32(m->tok_access);
+	w->tok_seg_shift = htole32(m->tok_seg_shift);
+	w->tok_tag = htole32(m->tok_tag);
 
 	memset(&op, 0, sizeof(op));
 	op.opcode = KRDMA_OP_SEND;
@@ -523,6 +526,8 @@ static int kp_recv(struct kp_sess *s, uint64_t cookie, unsigned int type,
 	m->tok_length = le64toh(r->tok_length);
 	m->tok_rkey = le32toh(r->tok_rkey);
 	m->tok_access = le32toh(r->tok_access);
+	m->tok_seg_shift = le32toh(r->tok_seg_shift);
+	m->tok_tag = le32toh(r->tok_tag);
 	if (type && m->type != type) {
 		kp_fail(s, 0, NULL, "%s: got a %s message instead", what,
 			kp_type_str(m->type));
@@ -740,6 +745,8 @@ static enum serve_outcome serve_one(struct kp_sess *s)
 			r.tok_length = s->tok.length;
 			r.tok_rkey = s->tok.rkey;
 			r.tok_access = s->tok.access;
+			r.tok_seg_shift = s->tok.seg_shift;
+			r.tok_tag = s->tok.tag;
 		}
 	}
 	if (r.status) {
@@ -1200,6 +1207,8 @@ static int ping_setup(struct kp_sess *s, const struct ping_opts *o,
 	s->tok.length = m.tok_length;
 	s->tok.rkey = m.tok_rkey;
 	s->tok.access = m.tok_access;
+	s->tok.seg_shift = m.tok_seg_shift;
+	s->tok.tag = m.tok_tag;
 	return 0;
 }
 

@@ -1254,23 +1254,7 @@ static void doctor_ports(struct doctor *dr, struct dev_info *devs,
 		       "no port with a netdev to check");
 }
 
-/* siw: its node description says "Software iWARP stack" */
-static bool dev_is_siw(const char *name)
-{
-	char path[PATH_MAX], desc[128] = "";
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/node_desc", name);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	if (!fgets(desc, sizeof(desc), f))
-		desc[0] = '\0';
-	fclose(f);
-	return strstr(desc, "Software iWARP") != NULL;
-}
-
-static void doctor_memlock(struct check *c, bool siw)
+static void doctor_memlock(struct check *c)
 {
 	struct rlimit rl;
 	char b[32];
@@ -1281,12 +1265,9 @@ static void doctor_memlock(struct check *c, bool siw)
 		return;
 	}
 	if (cap) {
-		/* siw charges its registrations (grants) to it regardless */
-		ck_set(c, CK_OK, "CAP_IPC_LOCK: no limit on pinned memory (ulimit -l %s%s)",
+		ck_set(c, CK_OK, "CAP_IPC_LOCK: no limit on pinned memory (ulimit -l %s)",
 		       rl.rlim_cur == RLIM_INFINITY ? "unlimited" :
-		       human_kib(rl.rlim_cur, b, sizeof(b)),
-		       siw && rl.rlim_cur != RLIM_INFINITY ?
-		       "; but siw charges every grant to it even so: on siw, grants beyond it fail with ENOMEM" : "");
+		       human_kib(rl.rlim_cur, b, sizeof(b)));
 	} else if (rl.rlim_cur == RLIM_INFINITY) {
 		ck_set(c, CK_OK, "ulimit -l unlimited");
 	} else if (rl.rlim_cur < (64ULL << 20)) {
@@ -1453,7 +1434,7 @@ int doctor_main(int argc, char *argv[])
 	struct krdma_addr tmp;
 	struct doctor *dr;
 	struct check *c;
-	bool json = false, roce = false, siw = false;
+	bool json = false, roce = false;
 	int ch, fd, failed = 0, ret;
 	char *end;
 
@@ -1537,8 +1518,6 @@ int doctor_main(int argc, char *argv[])
 					krdma_transport_str(dq->transport));
 				if (dq->transport == KRDMA_TRANSPORT_ROCE)
 					roce = true;
-				if (dev_is_siw((const char *)dq->name))
-					siw = true;
 			}
 		}
 	}
@@ -1549,7 +1528,7 @@ int doctor_main(int argc, char *argv[])
 		ck_set(ck_new(dr, "gids"), CK_SKIP, "no device");
 		ck_set(ck_new(dr, "mtu"), CK_SKIP, "no device");
 	}
-	doctor_memlock(ck_new(dr, "memlock"), siw);
+	doctor_memlock(ck_new(dr, "memlock"));
 	doctor_netns(ck_new(dr, "netns"), ndevs);
 	doctor_firewall(ck_new(dr, "firewall"), roce);
 	if (addr)

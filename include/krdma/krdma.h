@@ -81,6 +81,7 @@ struct krdma_local_sge {
 #define KRDMA_OP_MAX_SGE 16
 
 struct krdma_req;
+struct krdma_rkeys;
 typedef void (*krdma_done_fn)(struct krdma_req *req,
 			      const struct krdma_wc *wc);
 
@@ -91,7 +92,10 @@ typedef void (*krdma_done_fn)(struct krdma_req *req,
  * @num_sge: entries of @sge in use
  * @sge: the local ranges
  * @remote_addr: WRITE, READ, atomics: the peer's address
- * @rkey: the peer's key
+ * @rkey: the peer's key, when its token's seg_shift is 0
+ * @rkeys: NULL, or, for a token whose seg_shift is not 0, its key table
+ *         from krdma_rkeys_get(): krdma then takes the key of each piece
+ *         from it, and holds its own reference while the operation runs
  * @imm_data: WRITE_IMM, SEND_IMM: immediate data, host order
  * @compare_add: atomics
  * @swap: compare-and-swap
@@ -119,6 +123,7 @@ struct krdma_req {
 	struct krdma_local_sge sge[KRDMA_OP_MAX_SGE];
 	u64 remote_addr;
 	u32 rkey;
+	struct krdma_rkeys *rkeys;
 	u32 imm_data;
 	u64 compare_add;
 	u64 swap;
@@ -262,6 +267,9 @@ struct krdma_window *krdma_grant_create(struct krdma_conn *conn,
 					struct krdma_buf *buf, u64 offset,
 					u64 length, u32 access);
 void krdma_grant_token(struct krdma_window *grant, struct krdma_token *token);
+struct krdma_rkeys *krdma_rkeys_get(struct krdma_conn *conn,
+				    const struct krdma_token *token);
+void krdma_rkeys_put(struct krdma_rkeys *rkeys);
 void krdma_grant_destroy(struct krdma_window *grant);
 
 /* Transfers: module/xfer.c */

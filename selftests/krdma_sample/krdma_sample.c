@@ -23,6 +23,7 @@
 #include <linux/preempt.h>
 #include <linux/seq_buf.h>
 #include <linux/slab.h>
+#include <linux/sizes.h>
 #include <linux/vmalloc.h>
 #include <net/net_namespace.h>
 #include <krdma/krdma.h>
@@ -309,6 +310,19 @@ static void test_write_read(const char *ip, struct pair *p,
 	req->sge[0].length = len;
 	req->remote_addr = tok.addr;
 	req->rkey = tok.rkey;
+	/* A window larger than one registration: its key table */
+	if (tok.seg_shift) {
+		req->rkeys = krdma_rkeys_get(p->client, &tok);
+		if (IS_ERR(req->rkeys)) {
+			result(false, "%s %s write+read %zu: key table: %ld",
+			       ip, mem_names[kind], len, PTR_ERR(req->rkeys));
+			req->rkeys = NULL;
+			goto out;
+		}
+		diag("%s %s %zu bytes: a token of %llu registrations", ip,
+		     mem_names[kind], len,
+		     ((tok.addr + len - 1) >> tok.seg_shift) + 1);
+	}
 	st = run_op(p->client, req);
 	if (!st)
 		bad = check(remote.p + woff, len, len & 0xff);
@@ -328,6 +342,8 @@ static void test_write_read(const char *ip, struct pair *p,
 	if (st || bad != -1)
 		diag("status %d, first bad byte %ld", st, bad);
 out:
+	if (req)
+		krdma_rkeys_put(req->rkeys);
 	if (grant)
 		krdma_grant_destroy(grant);
 	kmem_put(&local, kind);
@@ -812,6 +828,8 @@ static void test_ip(const char *ip)
 	test_write_read(ip, &p, MEM_VMALLOC, 512 * 1024);
 	test_write_read(ip, &p, MEM_PAGES, 300 * 1024);
 	test_write_read(ip, &p, MEM_SGT, 200 * 1024 + 17);
+	/* More than one registration maps on siw: one token all the same */
+	test_write_read(ip, &p, MEM_VMALLOC, SZ_64M);
 	test_send_recv(ip, &p, MEM_KMALLOC);
 	test_send_recv(ip, &p, MEM_VMALLOC);
 	test_send_recv(ip, &p, MEM_PAGES);

@@ -548,7 +548,9 @@ struct krdma_disconnect {
  *                   on this connection's device (E2BIG past it); the
  *                   window's bytes plus its offset in its first page
  *                   must fit in this many pages. 0 from a module older
- *                   than this field (``size`` tells).
+ *                   than this field (``size`` tells). Windows larger
+ *                   than one registration of the device come as tokens
+ *                   with a key table (struct krdma_token).
  * @max_send_sge: Output: pages one SEND may span without a local window
  * @max_recv_sge: Output: pages one RECV may span without a local window
  * @__reserved2: Must be 0
@@ -631,23 +633,37 @@ struct krdma_buf_reg {
  * @addr: address of the first byte of the window, as the peer must name it
  *        in RDMA operations (remote_addr of a verbs work request)
  * @length: length of the window
- * @rkey: the remote key (rkey of a verbs work request)
+ * @rkey: the remote key (rkey of a verbs work request) of the window when
+ *        @seg_shift is 0; else the key of the window's key table
  * @access: KRDMA_ACCESS_REMOTE_* rights granted
- * @__reserved: Written as 0
+ * @seg_shift: 0 when one registration maps the whole window; else the
+ *             window's address range is split into pieces of
+ *             2^@seg_shift bytes, each with its own rkey, listed in the
+ *             key table
+ * @tag: 0 when @seg_shift is 0; else the key table's first word (it tells
+ *       a table from a stale one)
  *
  * The owner sends the token to its peer (over SEND, or any channel). On
- * the wire it is this struct, 32 bytes, little-endian, in this order; the
- * last 8 are zero, and a peer may send only the first 24 (the receiver
- * then zeroes the rest, which SUBMIT requires). A plain verbs peer uses
- * remote_addr = @addr + offset and rkey = @rkey. The token works only on
- * the connection it was granted on.
+ * the wire it is this struct, 32 bytes, little-endian, in this order. A
+ * peer may send only the first 24 (the receiver then zeroes the rest,
+ * which SUBMIT requires): that is a token of one registration. A plain
+ * verbs peer uses remote_addr = @addr + offset and rkey = @rkey when
+ * @seg_shift is 0. Otherwise the rkey of remote address A (any byte of
+ * the window) is entry A >> @seg_shift of the key table, which the peer
+ * reads once by RDMA READ with rkey @rkey at remote address 0: 8 + 4 * n
+ * bytes, n = ((@addr + @length - 1) >> @seg_shift) + 1, little-endian
+ * u32s: @tag, n, then the n keys. An operation may not cross a multiple
+ * of 2^@seg_shift (krdma splits its own operations there).
+ * Documentation/protocol.rst describes it. The token works only on the
+ * connection it was granted on.
  */
 struct krdma_token {
 	__aligned_u64 addr;
 	__aligned_u64 length;
 	__u32 rkey;
 	__u32 access;
-	__aligned_u64 __reserved;
+	__u32 seg_shift;
+	__u32 tag;
 };
 
 /**
@@ -666,11 +682,10 @@ struct krdma_token {
  * registration: nothing is pinned or charged again, and what it exposes
  * does not change if the process unmaps or remaps the memory. A read-only
  * buffer (registered with REMOTE_READ only) can be granted REMOTE_READ.
- * One exception, until a token can span several registrations: on siw,
- * a window of more than 256 pages is registered by the driver's own
- * pinning (it is charged to RLIMIT_MEMLOCK again, and the token's address
- * is the user address); it is refused (EFAULT) unless the range still
- * maps the buffer's pages.
+ * A window larger than one registration of the device maps (256 pages
+ * on siw, 262144 on rxe) is registered in pieces, and its token names a
+ * key table (struct krdma_token): still one token, of any size up to
+ * CONN_QUERY's max_grant_pages.
  *
  * Errors: EOVERFLOW when @offset + @length wraps; ENOENT for an unknown
  * handle, or a buffer destroyed meanwhile; EINVAL when the window is
@@ -680,14 +695,12 @@ struct krdma_token {
  * EACCES wins over EOPNOTSUPP), EPERM for a buffer another process
  * registered; then ENOTCONN when the connection is not (or no longer)
  * connected, EOPNOTSUPP for remote atomics on a device without atomics,
- * E2BIG when the window spans more pages than one registration of the
- * device maps (CONN_QUERY's max_grant_pages: 262144 on rxe, 256 on siw
- * for kernel memory), EFAULT on siw for a window past 256 pages whose
- * range no longer maps the buffer's pages (unmapped, remapped,
- * PROT_NONE), EAGAIN when the send queue has no room for the
- * registration, ETIMEDOUT when the device did not register it within
- * 10 s, EINTR on a fatal signal (after ETIMEDOUT and EINTR the connection
- * fails: the registration may still be queued), ENOMEM.
+ * E2BIG when the window spans more than CONN_QUERY's max_grant_pages
+ * pages, EAGAIN when the send queue has no room for the registration
+ * (a window in pieces posts up to 16 registrations at a time), ETIMEDOUT
+ * when the device did not register a batch within 10 s, EINTR on a fatal
+ * signal (after ETIMEDOUT and EINTR the connection fails: the
+ * registration may still be queued), ENOMEM.
  */
 struct krdma_grant {
 	__u32 size;
@@ -751,6 +764,16 @@ struct krdma_sge {
  * by krdma as the device needs; the operation completes once, when all
  * of it is done. Up to the token's length is checked locally: EINVAL past
  * its end, EOVERFLOW on wrap-around.
+ *
+ * A token with a key table (@remote.seg_shift not 0): the first operation
+ * that uses it reads the table from the peer with an RDMA READ, in the
+ * SUBMIT call, which sleeps for it (up to 10 s; the connection fails
+ * after that); later ones find it cached on the connection. Errors of
+ * that step: EINVAL (@remote.seg_shift below 12 or above 63, or
+ * @remote.tag set with @remote.seg_shift 0), EOPNOTSUPP (the peer serves
+ * no RDMA READ), EPROTO (the table read is not the token's: tag or count
+ * differ), ENOTCONN, ETIMEDOUT, EIO (the READ failed: revoked token),
+ * EINTR, ENOMEM.
  */
 struct krdma_op {
 	__u32 opcode;
