@@ -704,8 +704,10 @@ static int krdma_rkeys_read(struct krdma_conn *conn,
 	req->remote_addr = 0;
 	req->rkey = token->rkey;
 	ret = krdma_post_sync(conn, req, KRDMA_RKEYS_TIMEOUT, &wc);
+	/* Not posted (out of memory), flushed, or refused by the peer */
 	if (!ret && wc.status != IB_WC_SUCCESS)
-		ret = wc.status == IB_WC_WR_FLUSH_ERR ? -ENOTCONN : -EIO;
+		ret = req->post_error ?: wc.status == IB_WC_WR_FLUSH_ERR ?
+		      -ENOTCONN : -EIO;
 	kfree(req);
 out_dereg:
 	krdma_buf_dereg(buf);

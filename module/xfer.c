@@ -785,6 +785,8 @@ static int krdma_push_req(struct krdma_conn *conn, struct krdma_req *req,
 	if (ret) {
 		pr_debug("conn %p: op %u failed to post: %d\n", conn,
 			 req->opcode, ret);
+		if (!req->post_error)
+			req->post_error = ret;
 		krdma_req_fail(req, ret == -EMSGSIZE ? IB_WC_LOC_LEN_ERR :
 				    IB_WC_LOC_QP_OP_ERR);
 	}
@@ -1487,6 +1489,7 @@ static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
 	req->byte_len = 0;
 	req->has_imm = false;
 	req->tail_posted = false;
+	req->post_error = 0;
 	atomic_set(&req->inflight, 1);
 	krdma_conn_get(conn);
 	for (i = 0; i < req->num_sge; i++)

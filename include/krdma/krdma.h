@@ -116,6 +116,8 @@ typedef void (*krdma_done_fn)(struct krdma_req *req,
  * @tail_posted: WRITE_IMM: the immediate-carrying tail WR is posted
  * @lwin: SEND/RECV too large for the SGEs: the local window of its
  *        buffer on this connection (referenced until @done)
+ * @post_error: why krdma could not post a piece of it (a negative errno;
+ *              it then completes with LOC_QP_OP_ERR or LOC_LEN_ERR), or 0
  */
 struct krdma_req {
 	u32 opcode;
@@ -145,6 +147,7 @@ struct krdma_req {
 	bool has_imm;
 	bool tail_posted;
 	struct krdma_window *lwin;
+	int post_error;
 };
 
 /**
