@@ -757,9 +757,13 @@ struct krdma_rkeys *krdma_rkeys_get(struct krdma_conn *conn,
 	if (!READ_ONCE(conn->initiator_depth))
 		return ERR_PTR(-EOPNOTSUPP);
 
+	/*
+	 * Charged to the caller's memory cgroup: a connection keeps up to
+	 * KRDMA_RKEYS_CACHED tables of up to 64 KiB each
+	 */
 	bytes = (KRDMA_KEYS_HDR + nkeys) * sizeof(*keys);
-	keys = kzalloc(bytes, GFP_KERNEL);
-	rk = kzalloc(struct_size(rk, keys, nkeys), GFP_KERNEL);
+	keys = kzalloc(bytes, GFP_KERNEL_ACCOUNT);
+	rk = kzalloc(struct_size(rk, keys, nkeys), GFP_KERNEL_ACCOUNT);
 	if (!keys || !rk) {
 		ret = -ENOMEM;
 		goto err_free;
