@@ -722,8 +722,9 @@ out_dereg:
  * A window larger than one registration comes as a token naming a key
  * table (struct krdma_token in <linux/krdma.h>). The first call for it
  * reads the table from the peer by RDMA READ and waits for it; the
- * connection keeps the last tables it read, so later calls do not. Put
- * the result in krdma_req.rkeys of each operation through the token.
+ * connection keeps up to 64 tables it read, so later calls usually do
+ * not. Put the result in krdma_req.rkeys of each operation through the
+ * token.
  *
  * Context: process context; sleeps, up to 10 s (the connection fails
  * after that).
