@@ -58,7 +58,7 @@ static u32 krdma_depth(u32 want)
 }
 
 static void krdma_conn_close_work(struct work_struct *work);
-static void krdma_conn_queue_close(struct krdma_conn *conn);
+static bool krdma_conn_close_unclaimed(struct krdma_conn *conn);
 static void krdma_conn_error_work(struct work_struct *work);
 static void krdma_conn_set_state(struct krdma_conn *conn,
 				 enum krdma_conn_state state, int error);
@@ -75,6 +75,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
 	mutex_init(&conn->lock);
 	mutex_init(&conn->post_mutex);
 	conn->state = KRDMA_CS_CONNECTING;
+	conn->claim = KRDMA_CLAIM_TAKEN;
 	init_waitqueue_head(&conn->wait);
 	init_completion(&conn->torn_down_done);
 	INIT_LIST_HEAD(&conn->dev_entry);
@@ -108,7 +109,7 @@ static void krdma_conn_release(struct kref *ref)
 {
 	struct krdma_conn *conn = container_of(ref, struct krdma_conn, ref);
 
-	WARN_ON(!conn->torn_down);
+	WARN_ON(conn->state != KRDMA_CS_CLOSED);
 	krdma_conn_drop_rkeys(conn);
 	krdma_registry_del_conn(conn);
 	krdma_listener_put(conn->listener);
@@ -308,20 +309,100 @@ static void krdma_conn_save_addrs(struct krdma_conn *conn)
 	conn->qp_num = conn->qp ? conn->qp->qp_num : 0;
 }
 
+/* The legal transitions of krdma_conn.state (design.rst) */
+static const u8 krdma_conn_next[] = {
+	[KRDMA_CS_CONNECTING] = BIT(KRDMA_CS_CONNECTED) | BIT(KRDMA_CS_FAILED) |
+				BIT(KRDMA_CS_CLOSING),
+	[KRDMA_CS_CONNECTED] = BIT(KRDMA_CS_BROKEN) | BIT(KRDMA_CS_CLOSING),
+	[KRDMA_CS_FAILED] = BIT(KRDMA_CS_CLOSING),
+	[KRDMA_CS_BROKEN] = BIT(KRDMA_CS_CLOSING),
+	[KRDMA_CS_CLOSING] = BIT(KRDMA_CS_CLOSED),
+	[KRDMA_CS_CLOSED] = 0,
+};
+
+/**
+ * krdma_conn_public_state - the state userspace and consumers see
+ * @conn: the connection
+ *
+ * Context: any; exact under @conn->lock.
+ * Return: KRDMA_CONN_*: FAILED and BROKEN are ERROR; a connection torn
+ * down is ERROR if it failed (or its teardown had an error), else CLOSED.
+ */
+u32 krdma_conn_public_state(const struct krdma_conn *conn)
+{
+	switch (READ_ONCE(conn->state)) {
+	case KRDMA_CS_CONNECTING:
+		return KRDMA_CONN_CONNECTING;
+	case KRDMA_CS_CONNECTED:
+		return KRDMA_CONN_CONNECTED;
+	case KRDMA_CS_FAILED:
+	case KRDMA_CS_BROKEN:
+		return KRDMA_CONN_ERROR;
+	default:
+		return READ_ONCE(conn->error) ? KRDMA_CONN_ERROR :
+						KRDMA_CONN_CLOSED;
+	}
+}
+
+/*
+ * Move to @next, recording @error (a negative errno, or 0) if it is the
+ * first; an illegal transition is a bug in krdma: refused with a WARN.
+ */
 static void krdma_conn_set_state(struct krdma_conn *conn,
-				 enum krdma_conn_state state, int error)
+				 enum krdma_conn_state next, int error)
 {
 	enum krdma_conn_state old = conn->state;
+	u32 old_public = krdma_conn_public_state(conn);
 
 	lockdep_assert_held(&conn->lock);
+	if (next == KRDMA_CS_CLOSING) {
+		lockdep_assert_held(&conn->post_mutex);
+		lockdep_assert_held(&conn->sq_lock);
+	}
 
-	if (old == KRDMA_CS_ERROR || old == KRDMA_CS_CLOSED)
+	if (WARN_ONCE(!(krdma_conn_next[old] & BIT(next)),
+		      "krdma: conn %u: illegal state change %d -> %d\n",
+		      conn->id, old, next))
 		return;
-	WRITE_ONCE(conn->state, state);
+	if (old == KRDMA_CS_CONNECTING)
+		conn->connect_error = next == KRDMA_CS_CONNECTED ? 0 :
+				      error ?: -ECONNABORTED;
 	if (error && !conn->error)
-		conn->error = error;
-	krdma_conn_trace_state(conn, old, error);
+		WRITE_ONCE(conn->error, error);
+	WRITE_ONCE(conn->state, next);
+	if (krdma_conn_public_state(conn) != old_public)
+		krdma_conn_trace_state(conn, old_public, error);
 	wake_up_all(&conn->wait);
+}
+
+/*
+ * The connection failed (@error: why, a negative errno): FAILED while
+ * connecting, BROKEN once established. A connection that already failed,
+ * or is being torn down, keeps its state and first error.
+ */
+static void krdma_conn_fail(struct krdma_conn *conn, int error)
+{
+	lockdep_assert_held(&conn->lock);
+
+	if (conn->state == KRDMA_CS_CONNECTING)
+		krdma_conn_set_state(conn, KRDMA_CS_FAILED, error);
+	else if (conn->state == KRDMA_CS_CONNECTED)
+		krdma_conn_set_state(conn, KRDMA_CS_BROKEN, error);
+}
+
+/*
+ * Move to CLOSING: from here the CM handler leaves the connection alone
+ * and nothing is posted (posting holds post_mutex or sq_lock).
+ */
+static void krdma_conn_stop(struct krdma_conn *conn, int error)
+{
+	lockdep_assert_held(&conn->lock);
+
+	mutex_lock(&conn->post_mutex);
+	spin_lock_bh(&conn->sq_lock);
+	krdma_conn_set_state(conn, KRDMA_CS_CLOSING, error);
+	spin_unlock_bh(&conn->sq_lock);
+	mutex_unlock(&conn->post_mutex);
 }
 
 /**
@@ -347,15 +428,14 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	bool owned;
 
 	mutex_lock(&conn->lock);
-	if (conn->tearing) {
+	if (krdma_conn_stopped(conn)) {
 		mutex_unlock(&conn->lock);
 		/* Whoever tears it down may still be at it, or telling the owner */
 		wait_for_completion(&conn->torn_down_done);
 		return;
 	}
-	conn->tearing = true;
-	krdma_conn_set_state(conn, error ? KRDMA_CS_ERROR : KRDMA_CS_CLOSED,
-			     error ?: -ECONNABORTED);
+	/* No new WR after this; the posts before it are drained below */
+	krdma_conn_stop(conn, error);
 	/*
 	 * From here the CM handler leaves the connection alone, and
 	 * conn->lock is not held across rdma_cm and verbs calls: on iWARP,
@@ -363,13 +443,6 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	 * queue, whose handler may be waiting for conn->lock.
 	 */
 	mutex_unlock(&conn->lock);
-
-	/* No new WR after this; the posts before it are drained below */
-	mutex_lock(&conn->post_mutex);
-	spin_lock_bh(&conn->sq_lock);
-	conn->qp_dead = true;
-	spin_unlock_bh(&conn->sq_lock);
-	mutex_unlock(&conn->post_mutex);
 
 	/* Bounded: a QP that cannot drain is taken over by the reaper */
 	if (conn->qp) {
@@ -413,11 +486,9 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	mutex_lock(&conn->lock);
 	id = conn->cm_id;
 	conn->cm_id = NULL;
-	conn->torn_down = true;
-	wake_up_all(&conn->wait);
-	/* Torn down before anyone accepted it: nobody else will close it */
-	if (conn->passive && !READ_ONCE(conn->accepted))
-		krdma_conn_queue_close(conn);
+	krdma_conn_set_state(conn, KRDMA_CS_CLOSED, 0);
+	/* Torn down before anyone claimed it: nobody else will close it */
+	krdma_conn_close_unclaimed(conn);
 	mutex_unlock(&conn->lock);
 
 	/* Outside conn->lock: a running handler may be waiting for it */
@@ -426,11 +497,11 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	krdma_device_put(kdev);
 
 	/*
-	 * A failure, not a close, of a connection someone owns: tell its
-	 * owner (kernel consumers).
+	 * A failure, not a close, of a connection someone owns (it was
+	 * established to be handed out): tell its owner (kernel consumers).
 	 */
-	owned = READ_ONCE(conn->handed_out);
-	if (error && conn->established && owned && conn->params.event)
+	owned = READ_ONCE(conn->claim) == KRDMA_CLAIM_OWNER;
+	if (error && owned && conn->params.event)
 		conn->params.event(conn, error, conn->params.context);
 	complete_all(&conn->torn_down_done);
 }
@@ -449,10 +520,26 @@ void krdma_conn_close(struct krdma_conn *conn)
 EXPORT_SYMBOL_NS_GPL(krdma_conn_close, KRDMA);
 
 /*
+ * Claim a passive connection for whoever calls this: true if nobody had.
+ * A connection claimed is off the accept queue's count; its claimant
+ * closes it or hands it out.
+ */
+static bool krdma_conn_claim(struct krdma_conn *conn)
+{
+	lockdep_assert_held(&conn->listener->lock);
+
+	if (conn->claim != KRDMA_CLAIM_LISTENER &&
+	    conn->claim != KRDMA_CLAIM_DOOMED)
+		return false;
+	WRITE_ONCE(conn->claim, KRDMA_CLAIM_TAKEN);
+	return true;
+}
+
+/*
  * Close a passive connection that failed, or that its listener no longer
- * wants, before anyone accepted it. Whoever sets conn->accepted under the
- * listener's lock owns the connection: krdma_accept(), the listener's
- * close, or this work.
+ * wants, before anyone claimed it. Whoever moves conn->claim from
+ * LISTENER or DOOMED to TAKEN under the listener's lock owns the
+ * connection: krdma_accept(), the listener's close, or this work.
  */
 static void krdma_conn_close_work(struct work_struct *work)
 {
@@ -462,9 +549,8 @@ static void krdma_conn_close_work(struct work_struct *work)
 	bool mine;
 
 	spin_lock(&l->lock);
-	mine = !conn->accepted;
+	mine = krdma_conn_claim(conn);
 	if (mine) {
-		conn->accepted = true;
 		list_del_init(&conn->listen_entry);
 		l->queued--;
 	}
@@ -477,15 +563,30 @@ static void krdma_conn_close_work(struct work_struct *work)
 	krdma_conn_put(conn);	/* the work's reference */
 }
 
-static void krdma_conn_queue_close(struct krdma_conn *conn)
+/*
+ * A passive connection nobody claimed: have close_work claim and close it.
+ * Return: true if it is left to close_work (now or before), false if it
+ * has an owner (or is active) who will close it.
+ */
+static bool krdma_conn_close_unclaimed(struct krdma_conn *conn)
 {
+	struct krdma_listener *l = conn->listener;
+	enum krdma_conn_claim claim;
+
 	lockdep_assert_held(&conn->lock);
 
-	if (conn->close_queued)
-		return;
-	conn->close_queued = true;
-	krdma_conn_get(conn);
-	queue_work(krdma_wq, &conn->close_work);
+	if (!l)
+		return false;
+	spin_lock(&l->lock);
+	claim = conn->claim;
+	if (claim == KRDMA_CLAIM_LISTENER)
+		WRITE_ONCE(conn->claim, KRDMA_CLAIM_DOOMED);
+	spin_unlock(&l->lock);
+	if (claim == KRDMA_CLAIM_LISTENER) {
+		krdma_conn_get(conn);
+		queue_work(krdma_wq, &conn->close_work);
+	}
+	return claim == KRDMA_CLAIM_LISTENER || claim == KRDMA_CLAIM_DOOMED;
 }
 
 /**
@@ -498,8 +599,8 @@ static void krdma_conn_queue_close(struct krdma_conn *conn)
 void krdma_conn_info(struct krdma_conn *conn, struct krdma_conn_info *info)
 {
 	mutex_lock(&conn->lock);
-	info->state = conn->state;
-	info->error = conn->state == KRDMA_CS_ERROR ? conn->error : 0;
+	info->state = krdma_conn_public_state(conn);
+	info->error = info->state == KRDMA_CONN_ERROR ? conn->error : 0;
 	info->local = conn->local;
 	info->peer = conn->peer;
 	info->dev_index = conn->dev_index;
@@ -575,11 +676,12 @@ static int krdma_conn_connect_locked(struct krdma_conn *conn)
 static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 			    struct rdma_cm_event *ev)
 {
+	bool passive = krdma_conn_passive(conn);
 	bool close_it = false;
 	int ret;
 
 	mutex_lock(&conn->lock);
-	if (conn->tearing) {
+	if (krdma_conn_stopped(conn)) {
 		mutex_unlock(&conn->lock);
 		return 0;
 	}
@@ -588,46 +690,47 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		ret = rdma_resolve_route(id, KRDMA_RESOLVE_MS);
 		if (ret)
-			krdma_conn_set_state(conn, KRDMA_CS_ERROR, ret);
+			krdma_conn_fail(conn, ret);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		ret = krdma_conn_connect_locked(conn);
 		if (ret)
-			krdma_conn_set_state(conn, KRDMA_CS_ERROR, ret);
+			krdma_conn_fail(conn, ret);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		if (!conn->passive &&
+		/* Only a connection still connecting can be established */
+		if (conn->state != KRDMA_CS_CONNECTING)
+			break;
+		if (!passive &&
 		    krdma_parse_hdr(conn, ev->param.conn.private_data,
 				    ev->param.conn.private_data_len)) {
-			krdma_conn_set_state(conn, KRDMA_CS_ERROR, -EPROTO);
+			krdma_conn_fail(conn, -EPROTO);
 			rdma_disconnect(id);
 			break;
 		}
 		/* What the accept granted (rdma_cm gives it our way round) */
-		if (!conn->passive && !rdma_protocol_iwarp(id->device,
-							   id->port_num)) {
+		if (!passive && !rdma_protocol_iwarp(id->device,
+						     id->port_num)) {
 			conn->peer_qp_num = ev->param.conn.qp_num;
 			conn->initiator_depth = ev->param.conn.initiator_depth;
 			conn->responder_resources =
 				ev->param.conn.responder_resources;
 		}
 		krdma_conn_save_addrs(conn);
-		conn->established = true;
 		krdma_conn_set_state(conn, KRDMA_CS_CONNECTED, 0);
-		if (conn->passive)
-			close_it = !krdma_listener_enqueue(conn->listener, conn);
+		close_it = passive && !krdma_listener_enqueue(conn->listener,
+							      conn);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		/*
-		 * ERROR first, then the QP to error: whoever sees a flushed
+		 * Failed first, then the QP to error: whoever sees a flushed
 		 * operation finds the connection failed, with its reason
 		 */
-		krdma_conn_set_state(conn, KRDMA_CS_ERROR,
-				     krdma_cm_status_errno(ev));
+		krdma_conn_fail(conn, krdma_cm_status_errno(ev));
 		rdma_disconnect(id);
-		close_it = conn->passive && !READ_ONCE(conn->accepted);
-		if (!close_it)
+		/* Nobody claimed it: close_work closes it, else its owner */
+		if (!krdma_conn_close_unclaimed(conn))
 			krdma_conn_qp_failed(conn, krdma_cm_status_errno(ev));
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
@@ -637,18 +740,31 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	case RDMA_CM_EVENT_REJECTED:
 		pr_debug("conn %p: %s (status %d)\n", conn,
 			 rdma_event_msg(ev->event), ev->status);
-		krdma_conn_set_state(conn, KRDMA_CS_ERROR,
-				     krdma_cm_status_errno(ev));
-		close_it = conn->passive && !READ_ONCE(conn->accepted);
+		krdma_conn_fail(conn, krdma_cm_status_errno(ev));
+		close_it = true;
 		break;
 	default:
 		break;
 	}
 	/* A connection being accepted that failed: nobody else will close it */
 	if (close_it)
-		krdma_conn_queue_close(conn);
+		krdma_conn_close_unclaimed(conn);
 	mutex_unlock(&conn->lock);
 	return 0;
+}
+
+/*
+ * Drop a connection that never got a cm_id of its own (or whose cm_id
+ * rdma_cm destroys): there is nothing to tear down.
+ */
+static void krdma_conn_discard(struct krdma_conn *conn)
+{
+	mutex_lock(&conn->lock);
+	if (!krdma_conn_stopped(conn))
+		krdma_conn_stop(conn, -ECONNABORTED);
+	krdma_conn_set_state(conn, KRDMA_CS_CLOSED, 0);
+	mutex_unlock(&conn->lock);
+	krdma_conn_put(conn);
 }
 
 static bool krdma_conn_settled(struct krdma_conn *conn)
@@ -688,9 +804,7 @@ struct krdma_conn *krdma_connect(struct net *net, struct sockaddr *dst,
 	id = rdma_create_id(net, krdma_cm_handler, conn, RDMA_PS_TCP,
 			    IB_QPT_RC);
 	if (IS_ERR(id)) {
-		conn->torn_down = true;
-		conn->tearing = true;
-		krdma_conn_put(conn);
+		krdma_conn_discard(conn);
 		return ERR_CAST(id);
 	}
 
@@ -706,20 +820,18 @@ struct krdma_conn *krdma_connect(struct net *net, struct sockaddr *dst,
 						krdma_conn_settled(conn),
 						timeout);
 	mutex_lock(&conn->lock);
-	if (conn->state == KRDMA_CS_CONNECTED)
-		ret = 0;
-	else if (conn->state == KRDMA_CS_ERROR && conn->established)
-		/* Failed between ESTABLISHED and now: whatever the QP said */
-		ret = -ECONNRESET;
-	else if (conn->state == KRDMA_CS_ERROR)
-		ret = conn->error ?: -ECONNRESET;
-	else
+	if (conn->state == KRDMA_CS_CONNECTING)
 		ret = left < 0 ? -EINTR : -ETIMEDOUT;
+	else if (conn->state == KRDMA_CS_CONNECTED)
+		ret = 0;
+	else
+		/* Failed after ESTABLISHED: whatever the QP said, a reset */
+		ret = conn->connect_error ?: -ECONNRESET;
 	mutex_unlock(&conn->lock);
 	if (ret)
 		goto err_teardown;
 	krdma_conn_set_owner(conn, _RET_IP_, NULL);
-	WRITE_ONCE(conn->handed_out, true);
+	WRITE_ONCE(conn->claim, KRDMA_CLAIM_OWNER);
 	return conn;
 
 err_teardown:
@@ -795,8 +907,8 @@ static int krdma_listener_request(struct krdma_listener *l,
 	}
 	mutex_lock(&conn->lock);
 	conn->cm_id = id;
-	conn->passive = true;
 	conn->listener = l;
+	conn->claim = KRDMA_CLAIM_LISTENER;
 	conn->peer_qp_num = ev->param.conn.qp_num;
 	ret = krdma_parse_hdr(conn, ev->param.conn.private_data,
 			      ev->param.conn.private_data_len);
@@ -828,11 +940,7 @@ static int krdma_listener_request(struct krdma_listener *l,
 
 err_destroy_qp:
 	/* rdma_cm destroys the id when we return non-zero; the rest is ours */
-	mutex_lock(&conn->post_mutex);
-	spin_lock_bh(&conn->sq_lock);
-	conn->qp_dead = true;
-	spin_unlock_bh(&conn->sq_lock);
-	mutex_unlock(&conn->post_mutex);
+	krdma_conn_stop(conn, ret);
 	rdma_destroy_qp(id);
 	ib_free_cq(conn->cq);
 	ib_dealloc_pd(conn->pd);
@@ -841,11 +949,9 @@ err_destroy_qp:
 	mutex_unlock(&conn->kdev->conns_lock);
 	krdma_device_put(conn->kdev);
 err_free_conn:
-	conn->torn_down = true;
-	conn->tearing = true;
 	conn->cm_id = NULL;
 	mutex_unlock(&conn->lock);
-	krdma_conn_put(conn);	/* and with it, the listener reference */
+	krdma_conn_discard(conn);	/* and with it, the listener reference */
 	spin_lock(&l->lock);
 	l->queued--;
 	spin_unlock(&l->lock);
@@ -1013,7 +1119,7 @@ int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
 						listen_entry);
 		if (conn) {
 			list_del_init(&conn->listen_entry);
-			conn->accepted = true;
+			WARN_ON_ONCE(!krdma_conn_claim(conn));
 			l->queued--;
 		}
 		spin_unlock(&l->lock);
@@ -1021,7 +1127,7 @@ int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
 		if (conn) {
 			if (READ_ONCE(conn->state) == KRDMA_CS_CONNECTED) {
 				krdma_conn_set_owner(conn, _RET_IP_, NULL);
-				WRITE_ONCE(conn->handed_out, true);
+				WRITE_ONCE(conn->claim, KRDMA_CLAIM_OWNER);
 				*out = conn;
 				ret = 0;
 				break;
@@ -1065,11 +1171,11 @@ void krdma_listener_unaccept(struct krdma_listener *l, struct krdma_conn *conn)
 {
 	bool queued;
 
-	WRITE_ONCE(conn->handed_out, false);
+	WRITE_ONCE(conn->claim, KRDMA_CLAIM_TAKEN);
 	spin_lock(&l->lock);
 	queued = !l->closed;
 	if (queued) {
-		conn->accepted = false;
+		WRITE_ONCE(conn->claim, KRDMA_CLAIM_LISTENER);
 		list_add(&conn->listen_entry, &l->queue);
 		l->queued++;
 		wake_up_all(&l->wait);
@@ -1109,7 +1215,7 @@ void krdma_listener_close(struct krdma_listener *l)
 						listen_entry);
 		if (conn) {
 			list_del_init(&conn->listen_entry);
-			conn->accepted = true;
+			WARN_ON_ONCE(!krdma_conn_claim(conn));
 			l->queued--;
 		}
 		spin_unlock(&l->lock);

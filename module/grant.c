@@ -385,7 +385,7 @@ static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
 		goto err_free_win;
 	}
 	mutex_lock(&conn->lock);
-	if (conn->tearing || conn->state != KRDMA_CS_CONNECTED)
+	if (conn->state != KRDMA_CS_CONNECTED)
 		ret = -ENOTCONN;
 	else if (access & KRDMA_ACCESS_REMOTE_ATOMIC &&
 		 conn->kdev->ibdev->attrs.atomic_cap == IB_ATOMIC_NONE)

@@ -235,7 +235,7 @@ struct krdma_listener {
 	struct rdma_cm_id *cm_id;
 	struct net *net;
 	struct krdma_conn_params params;
-	spinlock_t lock; /* @cm_id, @queue, @queued, @closed, ->accepted */
+	spinlock_t lock; /* @cm_id, @queue, @queued, @closed, ->claim */
 	struct list_head queue;
 	u32 queued;
 	u32 backlog;
@@ -253,12 +253,30 @@ struct krdma_drain {
 	struct completion done;
 };
 
-/* krdma_conn.state, same numbers as KRDMA_CONN_* of the uapi */
+/*
+ * The life of a connection (krdma_conn.state). Only the transitions of
+ * design.rst are legal; krdma_conn_set_state() refuses any other with a
+ * WARN. The order matters: from KRDMA_CS_CLOSING on, nothing is posted.
+ */
 enum krdma_conn_state {
-	KRDMA_CS_CONNECTING = 1,
-	KRDMA_CS_CONNECTED = 2,
-	KRDMA_CS_ERROR = 3,
-	KRDMA_CS_CLOSED = 4,
+	KRDMA_CS_CONNECTING,	/* resolving, connecting, being accepted */
+	KRDMA_CS_CONNECTED,	/* established */
+	KRDMA_CS_FAILED,	/* failed before it was established */
+	KRDMA_CS_BROKEN,	/* failed once established */
+	KRDMA_CS_CLOSING,	/* torn down: nothing is posted any more */
+	KRDMA_CS_CLOSED,	/* QP, CQ, PD and cm_id are gone */
+};
+
+/*
+ * Who may end a connection (krdma_conn.claim). A passive connection
+ * belongs to its listener until someone claims it under the listener's
+ * lock: krdma_accept(), the listener's close, or close_work.
+ */
+enum krdma_conn_claim {
+	KRDMA_CLAIM_LISTENER,	/* passive, unclaimed: established or not */
+	KRDMA_CLAIM_DOOMED,	/* passive, unclaimed, close_work queued */
+	KRDMA_CLAIM_TAKEN,	/* claimed, not handed out (yet) */
+	KRDMA_CLAIM_OWNER,	/* returned by krdma_connect()/krdma_accept() */
 };
 
 /**
@@ -266,26 +284,23 @@ enum krdma_conn_state {
  * @kind: KRDMA_CM_CONN, the first field of every cm_id context
  * @ref: the owner, every operation and grant, and each queued work item
  * @lock: serialises rdma_cm calls for @cm_id, state changes and teardown
- * @post_mutex: serialises posting to the send queue with @qp_dead
- * @state: KRDMA_CS_*; written under @lock, read anywhere with READ_ONCE()
- * @error: why the connection failed (negative errno), under @lock
- * @torn_down: the QP and everything under it are gone
- * @tearing: a teardown has started (under @lock); the CM handler then
- *           ignores the connection
- * @qp_dead: set under @post_mutex, @sq_lock and @lock before the QP is
- *           drained:
- *           nothing may be posted any more
- * @passive: made by a listener
- * @accepted: passive: owned by someone (under the listener's lock)
- * @close_queued: @close_work was queued
- * @established: was connected once (under @lock)
- * @handed_out: given to its owner by krdma_connect() or krdma_accept():
- *              only then is the owner's event callback called
+ * @post_mutex: serialises posting to the send queue with the move to
+ *              KRDMA_CS_CLOSING
+ * @state: KRDMA_CS_*, changed only by krdma_conn_set_state(): under @lock,
+ *         and the move to KRDMA_CS_CLOSING also under @post_mutex and
+ *         @sq_lock; read anywhere with READ_ONCE()
+ * @error: why the connection failed (negative errno), set once with the
+ *         move to FAILED, BROKEN or CLOSING; 0 for a close by its owner
+ * @connect_error: how CONNECTING ended: 0 when established, else why;
+ *                 what krdma_connect() returns
+ * @claim: KRDMA_CLAIM_*: under the listener's lock while the connection
+ *         is unclaimed (and to give it back), then written by its claimant
+ *         only (WRITE_ONCE()); read anywhere with READ_ONCE()
  * @torn_down_done: completed when the teardown, owner event included, is
  *                  over
- * @close_work: closes a passive connection nobody accepted
+ * @close_work: claims and closes a passive connection nobody claimed
  * @qp_error: the QP failed (negative errno), set once from any context
- * @error_work: moves the connection to ERROR after @qp_error was set
+ * @error_work: tears the connection down after @qp_error was set
  * @cm_id: the rdma_cm id
  * @kdev: the device the QP lives on, once the route is known
  * @dev_index: its index, kept after teardown for queries
@@ -307,7 +322,8 @@ enum krdma_conn_state {
  * @rkeys: the peer's key tables this side has read, by their rkey
  *         (struct krdma_rkeys, referenced); at most KRDMA_RKEYS_CACHED
  * @wait: woken on every state change
- * @listener: passive connections: the listener (referenced)
+ * @listener: passive connections: the listener (referenced); NULL for
+ *            active ones
  * @listen_entry: in @listener->queue while waiting to be accepted
  * @local: local address, saved when connected
  * @peer: peer address, saved when connected
@@ -348,17 +364,11 @@ struct krdma_conn {
 	enum krdma_cm_kind kind;
 	struct kref ref;
 	struct mutex lock; /* cm calls, state, teardown, @grants */
-	struct mutex post_mutex; /* posting vs. @qp_dead */
+	struct mutex post_mutex; /* posting vs. the move to CLOSING */
 	enum krdma_conn_state state;
 	int error;
-	bool torn_down;
-	bool tearing;
-	bool qp_dead;
-	bool passive;
-	bool accepted;
-	bool close_queued;
-	bool established;
-	bool handed_out;
+	int connect_error;
+	enum krdma_conn_claim claim;
 	struct completion torn_down_done;
 	struct work_struct close_work;
 	atomic_t qp_error;
@@ -419,9 +429,42 @@ void krdma_listener_put(struct krdma_listener *l);
 bool krdma_listener_enqueue(struct krdma_listener *l, struct krdma_conn *conn);
 void krdma_conn_teardown(struct krdma_conn *conn, int error);
 void krdma_conn_qp_failed(struct krdma_conn *conn, int error);
+u32 krdma_conn_public_state(const struct krdma_conn *conn);
 static inline void krdma_conn_get(struct krdma_conn *conn)
 {
 	kref_get(&conn->ref);
+}
+
+/*
+ * A window in pieces covers its address range in pieces of 2^@shift bytes
+ * (struct krdma_token.seg_shift), each its own registration and key.
+ */
+
+/* Bytes from @addr to the end of its piece */
+static inline u64 krdma_piece_left(u64 addr, u32 shift)
+{
+	return (1ULL << shift) - (addr & ((1ULL << shift) - 1));
+}
+
+/* The pieces that @len bytes (at least 1) at @addr touch */
+static inline u64 krdma_pieces(u64 addr, u64 len, u32 shift)
+{
+	return ((addr + len - 1) >> shift) - (addr >> shift) + 1;
+}
+
+/* Made by a listener */
+static inline bool krdma_conn_passive(const struct krdma_conn *conn)
+{
+	return conn->listener;
+}
+
+/*
+ * Torn down, or being torn down: nothing may be posted. Exact under
+ * @post_mutex or @sq_lock, which the move to KRDMA_CS_CLOSING takes.
+ */
+static inline bool krdma_conn_stopped(const struct krdma_conn *conn)
+{
+	return READ_ONCE(conn->state) >= KRDMA_CS_CLOSING;
 }
 
 /**
@@ -578,7 +621,7 @@ void krdma_conn_set_owner(struct krdma_conn *conn, unsigned long caller,
 void krdma_stats_posted(struct krdma_conn *conn, u32 opcode);
 void krdma_stats_done(struct krdma_conn *conn, u32 opcode, u32 status,
 		      u32 vendor_err, u64 bytes);
-void krdma_conn_trace_state(struct krdma_conn *conn,
-			    enum krdma_conn_state old_state, int error);
+void krdma_conn_trace_state(struct krdma_conn *conn, u32 old_state,
+			    int error);
 
 #endif /* _KRDMA_H */

@@ -152,12 +152,12 @@ static void krdma_conn_peer_addr(struct krdma_conn *conn,
 
 /**
  * krdma_conn_trace_state - the krdma_conn_state tracepoint
- * @conn: the connection, whose state just changed
- * @old_state: the state before
+ * @conn: the connection, whose public state just changed
+ * @old_state: the public state before (KRDMA_CONN_*)
  * @error: why (a negative errno), or 0
  */
-void krdma_conn_trace_state(struct krdma_conn *conn,
-			    enum krdma_conn_state old_state, int error)
+void krdma_conn_trace_state(struct krdma_conn *conn, u32 old_state,
+			    int error)
 {
 	struct sockaddr_in6 peer;
 
@@ -166,7 +166,8 @@ void krdma_conn_trace_state(struct krdma_conn *conn,
 	if (!trace_krdma_conn_state_enabled())
 		return;
 	krdma_conn_peer_addr(conn, &peer);
-	trace_krdma_conn_state(conn->id, old_state, conn->state, error, &peer);
+	trace_krdma_conn_state(conn->id, old_state,
+			       krdma_conn_public_state(conn), error, &peer);
 }
 
 /**
@@ -340,16 +341,16 @@ static void krdma_addr_show(struct seq_file *m, const char *key,
 		seq_printf(m, " %s=-", key);
 }
 
-static const char *krdma_conn_state_str(enum krdma_conn_state state)
+static const char *krdma_conn_state_str(u32 state)
 {
 	switch (state) {
-	case KRDMA_CS_CONNECTING:
+	case KRDMA_CONN_CONNECTING:
 		return "CONNECTING";
-	case KRDMA_CS_CONNECTED:
+	case KRDMA_CONN_CONNECTED:
 		return "CONNECTED";
-	case KRDMA_CS_ERROR:
+	case KRDMA_CONN_ERROR:
 		return "ERROR";
-	case KRDMA_CS_CLOSED:
+	case KRDMA_CONN_CLOSED:
 		return "CLOSED";
 	}
 	return "-";
@@ -396,16 +397,17 @@ static void krdma_conn_show(struct seq_file *m, struct krdma_conn *conn)
 	s64 ops[KRDMA_OPC_COUNT][KRDMA_OPS_NR] = {};
 	struct krdma_window *grant;
 	struct krdma_device *kdev;
-	u32 grants = 0, port_num;
+	u32 grants = 0, port_num, state;
 	u64 last;
 
 	mutex_lock(&conn->lock);
+	state = krdma_conn_public_state(conn);
 	list_for_each_entry(grant, &conn->grants, conn_entry)
 		grants += !grant->local;
 	port_num = conn->port_num;
 	seq_printf(m, "id=%u state=%s error=%d", conn->id,
-		   krdma_conn_state_str(conn->state),
-		   conn->state == KRDMA_CS_ERROR ? -conn->error : 0);
+		   krdma_conn_state_str(state),
+		   state == KRDMA_CONN_ERROR ? -conn->error : 0);
 	/* The device may be gone: its name only while krdma still has it */
 	kdev = port_num ? krdma_device_get(conn->dev_index, NULL) : NULL;
 	if (kdev)
@@ -422,7 +424,7 @@ static void krdma_conn_show(struct seq_file *m, struct krdma_conn *conn)
 	krdma_addr_show(m, "peer", &conn->peer);
 	seq_printf(m, " qp=%u peer_qp=%u sq_depth=%u rq_depth=%u passive=%d grants=%u",
 		   conn->qp_num, conn->peer_qp_num, conn->params.sq_depth,
-		   conn->params.rq_depth, conn->passive, grants);
+		   conn->params.rq_depth, krdma_conn_passive(conn), grants);
 	krdma_owner_show(m, &conn->owner);
 	mutex_unlock(&conn->lock);
 

@@ -18,11 +18,6 @@
 #include "krdma.h"
 
 /* Enum values in the format files, for tools that parse them */
-TRACE_DEFINE_ENUM(KRDMA_CS_CONNECTING);
-TRACE_DEFINE_ENUM(KRDMA_CS_CONNECTED);
-TRACE_DEFINE_ENUM(KRDMA_CS_ERROR);
-TRACE_DEFINE_ENUM(KRDMA_CS_CLOSED);
-
 TRACE_DEFINE_ENUM(IB_WC_SUCCESS);
 TRACE_DEFINE_ENUM(IB_WC_LOC_LEN_ERR);
 TRACE_DEFINE_ENUM(IB_WC_LOC_QP_OP_ERR);
@@ -43,10 +38,10 @@ TRACE_DEFINE_ENUM(IB_WC_GENERAL_ERR);
 
 #define krdma_show_conn_state(state)					\
 	__print_symbolic(state,						\
-			 { KRDMA_CS_CONNECTING, "CONNECTING" },		\
-			 { KRDMA_CS_CONNECTED, "CONNECTED" },		\
-			 { KRDMA_CS_ERROR, "ERROR" },			\
-			 { KRDMA_CS_CLOSED, "CLOSED" })
+			 { KRDMA_CONN_CONNECTING, "CONNECTING" },	\
+			 { KRDMA_CONN_CONNECTED, "CONNECTED" },		\
+			 { KRDMA_CONN_ERROR, "ERROR" },			\
+			 { KRDMA_CONN_CLOSED, "CLOSED" })
 
 #define krdma_show_wc_status(status)					\
 	__print_symbolic(status,					\
@@ -80,12 +75,11 @@ TRACE_DEFINE_ENUM(IB_WC_GENERAL_ERR);
 			 { KRDMA_OP_CMP_SWAP, "CMP_SWAP" })
 
 /*
- * A connection changed state. @peer: the peer's address, saved once
+ * A connection changed its public state (KRDMA_CONN_*). @peer: the peer's address, saved once
  * connected, else the one being connected to; 0.0.0.0:0 when not known.
  */
 TRACE_EVENT(krdma_conn_state,
-	    TP_PROTO(u32 conn_id, enum krdma_conn_state old_state,
-		     enum krdma_conn_state new_state, int error,
+	    TP_PROTO(u32 conn_id, u32 old_state, u32 new_state, int error,
 		     const struct sockaddr_in6 *peer),
 	    TP_ARGS(conn_id, old_state, new_state, error, peer),
 	    TP_STRUCT__entry(__field(u32, conn_id)

@@ -486,8 +486,8 @@ int krdma_cmd_conn_query(struct krdma_ucmd *ucmd)
 
 	memset_after(cmd, 0, handle);
 	mutex_lock(&conn->lock);
-	cmd->state = conn->state;
-	cmd->error = conn->state == KRDMA_CS_ERROR ? -conn->error : 0;
+	cmd->state = krdma_conn_public_state(conn);
+	cmd->error = cmd->state == KRDMA_CONN_ERROR ? -conn->error : 0;
 	krdma_addr_out(&conn->local, &cmd->local);
 	krdma_addr_out(&conn->peer, &cmd->peer);
 	cmd->dev_index = conn->dev_index;

@@ -425,7 +425,7 @@ static int krdma_chunk_map_lwin(struct krdma_req *req, struct krdma_chunk *chunk
 {
 	const struct krdma_window *win = req->lwin;
 	u64 addr = win->token.addr + req->sge[0].offset - win->offset;
-	u64 left = req->sge[0].length, mask, len;
+	u64 left = req->sge[0].length, len;
 	u32 n = 0;
 
 	if (!READ_ONCE(win->mr))
@@ -436,11 +436,10 @@ static int krdma_chunk_map_lwin(struct krdma_req *req, struct krdma_chunk *chunk
 		chunk->sges[0].lkey = win->segs[0].lkey;
 		return 1;
 	}
-	mask = (1ULL << win->token.seg_shift) - 1;
 	while (left) {
 		if (n == max_sge)
 			return -EMSGSIZE;
-		len = min(left, mask - (addr & mask) + 1);
+		len = min(left, krdma_piece_left(addr, win->token.seg_shift));
 		chunk->sges[n].addr = addr;
 		chunk->sges[n].length = len;
 		chunk->sges[n].lkey = win->segs[addr >> win->token.seg_shift].lkey;
@@ -571,13 +570,11 @@ static int krdma_chain_add(struct krdma_conn *conn, struct krdma_chain *chain,
 static u32 krdma_req_rkey(const struct krdma_req *req, u64 addr, u64 *len)
 {
 	const struct krdma_rkeys *rk = req->rkeys;
-	u64 mask;
 
 	if (!rk)
 		return req->rkey;
-	mask = (1ULL << rk->shift) - 1;
 	if (len)
-		*len = min(*len, mask - (addr & mask) + 1);
+		*len = min(*len, krdma_piece_left(addr, rk->shift));
 	return rk->keys[addr >> rk->shift];
 }
 
@@ -811,7 +808,7 @@ static void krdma_push(struct krdma_conn *conn)
 		spin_unlock_bh(&conn->sq_lock);
 		if (!req)
 			break;
-		if (conn->qp_dead)
+		if (krdma_conn_stopped(conn))
 			krdma_req_fail(req, IB_WC_WR_FLUSH_ERR);
 		else if (krdma_push_req(conn, req, &chain) == -EAGAIN)
 			break;
@@ -868,11 +865,11 @@ static void krdma_post_deferred_run(struct krdma_conn *conn, bool flush)
 
 /*
  * New operations are taken only while this holds: under post_mutex or
- * sq_lock, both of which the teardown takes to set qp_dead
+ * sq_lock, both of which the teardown takes to leave CONNECTED for CLOSING
  */
 static bool krdma_conn_postable(struct krdma_conn *conn)
 {
-	return !conn->qp_dead && READ_ONCE(conn->state) == KRDMA_CS_CONNECTED;
+	return READ_ONCE(conn->state) == KRDMA_CS_CONNECTED;
 }
 
 /* krdma_post() from softirq context: queue it for the post work */
@@ -1198,7 +1195,7 @@ static int krdma_post_get_lwin(struct krdma_conn *conn, struct krdma_req *req)
 	u32 max_sge = req->opcode == KRDMA_OP_RECV ? conn->max_recv_sge :
 			conn->send_one_mr ? 1 : conn->max_send_sge;
 	struct krdma_window *win;
-	u64 first, last;
+	u64 first;
 
 	win = krdma_local_window_get(conn, req->sge[0].buf);
 	if (IS_ERR(win))
@@ -1207,9 +1204,8 @@ static int krdma_post_get_lwin(struct krdma_conn *conn, struct krdma_req *req)
 	if (win->nsegs > 1) {
 		/* One SGE per registration of the window the message touches */
 		first = win->token.addr + req->sge[0].offset - win->offset;
-		last = first + req->sge[0].length - 1;
-		if ((last >> win->token.seg_shift) -
-		    (first >> win->token.seg_shift) >= max_sge) {
+		if (krdma_pieces(first, req->sge[0].length,
+				 win->token.seg_shift) > max_sge) {
 			krdma_grant_put(win);
 			return -EMSGSIZE;
 		}
@@ -1329,7 +1325,7 @@ int krdma_post_local_wrs(struct krdma_conn *conn, struct ib_send_wr *wr,
 	wr->next = NULL;
 
 	mutex_lock(&conn->post_mutex);
-	if (conn->qp_dead) {
+	if (krdma_conn_stopped(conn)) {
 		ret = -ENOTCONN;
 	} else if (!krdma_sq_reserve(conn, lw->nr_wrs)) {
 		ret = -EAGAIN;

@@ -228,11 +228,13 @@ stop_peer() {
 AS_NOBODY=(setpriv "--reuid=$NOBODY" "--regid=$NOBODY" --clear-groups)
 
 # ended_all ID...: the peer exited 0, the trace has the end of each of the
-# 4 connections, one at least closed by its owner
+# 4 connections, exactly once (ERROR and CLOSED are final), and one at
+# least closed by its owner (CLOSED, error 0)
 ended_all() {
 	((peer_rc == 0)) &&
-		py 'len(ARGS) == 4 and "new=CLOSED" in trace() and
-		    all(re.search(r"krdma_conn_state: conn=%s old=\w+ new=(CLOSED|ERROR)" % i, trace())
+		py 'len(ARGS) == 4 and re.search(r"new=CLOSED error=0 ", trace()) and
+		    all(len(re.findall(r"krdma_conn_state: conn=%s old=\w+ new=(?:CLOSED|ERROR) " % i,
+		                       trace())) == 1
 		        for i in ARGS)' "$@"
 }
 
