@@ -355,10 +355,8 @@ static void krdma_conn_set_state(struct krdma_conn *conn,
 	u32 old_public = krdma_conn_public_state(conn);
 
 	lockdep_assert_held(&conn->lock);
-	if (next == KRDMA_CS_CLOSING) {
-		lockdep_assert_held(&conn->post_mutex);
+	if (next == KRDMA_CS_CLOSING)
 		lockdep_assert_held(&conn->sq_lock);
-	}
 
 	if (WARN_ONCE(!(krdma_conn_next[old] & BIT(next)),
 		      "krdma: conn %u: illegal state change %d -> %d\n",
@@ -392,16 +390,31 @@ static void krdma_conn_fail(struct krdma_conn *conn, int error)
 
 /*
  * Move to CLOSING: from here the CM handler leaves the connection alone
- * and nothing is posted (posting holds post_mutex or sq_lock).
+ * and no new operation is taken. A poster that saw the connection live
+ * under post_mutex may still be posting: krdma_conn_quiesce() waits for
+ * it. post_mutex is not taken here: a poster may hold it for as long as
+ * the device takes to accept a batch, and conn->lock must not wait for
+ * that (the CM handler takes it on a work queue shared by every
+ * connection of the machine).
  */
 static void krdma_conn_stop(struct krdma_conn *conn, int error)
 {
 	lockdep_assert_held(&conn->lock);
 
-	mutex_lock(&conn->post_mutex);
 	spin_lock_bh(&conn->sq_lock);
 	krdma_conn_set_state(conn, KRDMA_CS_CLOSING, error);
 	spin_unlock_bh(&conn->sq_lock);
+}
+
+/*
+ * After krdma_conn_stop(), without conn->lock: wait for the poster that
+ * saw the connection live, if any; after this nothing is posted.
+ */
+static void krdma_conn_quiesce(struct krdma_conn *conn)
+{
+	lockdep_assert_not_held(&conn->lock);
+
+	mutex_lock(&conn->post_mutex);
 	mutex_unlock(&conn->post_mutex);
 }
 
@@ -434,7 +447,7 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 		wait_for_completion(&conn->torn_down_done);
 		return;
 	}
-	/* No new WR after this; the posts before it are drained below */
+	/* No new operation after this; the posts before it are drained below */
 	krdma_conn_stop(conn, error);
 	/*
 	 * From here the CM handler leaves the connection alone, and
@@ -443,6 +456,7 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	 * queue, whose handler may be waiting for conn->lock.
 	 */
 	mutex_unlock(&conn->lock);
+	krdma_conn_quiesce(conn);
 
 	/* Bounded: a QP that cannot drain is taken over by the reaper */
 	if (conn->qp) {
@@ -1109,6 +1123,7 @@ int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
 		 struct krdma_conn **out)
 {
 	struct krdma_conn *conn;
+	bool claimed;
 	long left;
 	int ret;
 
@@ -1119,12 +1134,14 @@ int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
 						listen_entry);
 		if (conn) {
 			list_del_init(&conn->listen_entry);
-			WARN_ON_ONCE(!krdma_conn_claim(conn));
+			claimed = krdma_conn_claim(conn);
 			l->queued--;
 		}
 		spin_unlock(&l->lock);
 
 		if (conn) {
+			/* A queued connection is the listener's to give */
+			WARN_ON_ONCE(!claimed);
 			if (READ_ONCE(conn->state) == KRDMA_CS_CONNECTED) {
 				krdma_conn_set_owner(conn, _RET_IP_, NULL);
 				WRITE_ONCE(conn->claim, KRDMA_CLAIM_OWNER);
@@ -1197,6 +1214,7 @@ void krdma_listener_close(struct krdma_listener *l)
 {
 	struct krdma_conn *conn;
 	struct rdma_cm_id *id;
+	bool claimed;
 
 	spin_lock(&l->lock);
 	l->closed = true;
@@ -1215,12 +1233,13 @@ void krdma_listener_close(struct krdma_listener *l)
 						listen_entry);
 		if (conn) {
 			list_del_init(&conn->listen_entry);
-			WARN_ON_ONCE(!krdma_conn_claim(conn));
+			claimed = krdma_conn_claim(conn);
 			l->queued--;
 		}
 		spin_unlock(&l->lock);
 		if (!conn)
 			break;
+		WARN_ON_ONCE(!claimed);
 		krdma_conn_close(conn);
 	}
 	krdma_listener_put(l);

@@ -284,11 +284,13 @@ enum krdma_conn_claim {
  * @kind: KRDMA_CM_CONN, the first field of every cm_id context
  * @ref: the owner, every operation and grant, and each queued work item
  * @lock: serialises rdma_cm calls for @cm_id, state changes and teardown
- * @post_mutex: serialises posting to the send queue with the move to
- *              KRDMA_CS_CLOSING
+ * @post_mutex: serialises posting to the send queue, one batch at a
+ *              time; the teardown takes it once after the move to
+ *              KRDMA_CS_CLOSING, to wait for a batch in progress. Never
+ *              taken under @lock
  * @state: KRDMA_CS_*, changed only by krdma_conn_set_state(): under @lock,
- *         and the move to KRDMA_CS_CLOSING also under @post_mutex and
- *         @sq_lock; read anywhere with READ_ONCE()
+ *         and the move to KRDMA_CS_CLOSING also under @sq_lock; read
+ *         anywhere with READ_ONCE()
  * @error: why the connection failed (negative errno), set once with the
  *         move to FAILED, BROKEN or CLOSING; 0 for a close by its owner
  * @connect_error: how CONNECTING ended: 0 when established, else why;
@@ -364,7 +366,7 @@ struct krdma_conn {
 	enum krdma_cm_kind kind;
 	struct kref ref;
 	struct mutex lock; /* cm calls, state, teardown, @grants */
-	struct mutex post_mutex; /* posting vs. the move to CLOSING */
+	struct mutex post_mutex; /* one batch of posts at a time */
 	enum krdma_conn_state state;
 	int error;
 	int connect_error;
@@ -459,8 +461,9 @@ static inline bool krdma_conn_passive(const struct krdma_conn *conn)
 }
 
 /*
- * Torn down, or being torn down: nothing may be posted. Exact under
- * @post_mutex or @sq_lock, which the move to KRDMA_CS_CLOSING takes.
+ * Torn down, or being torn down: no new operation is taken. Exact under
+ * @sq_lock, which the move to KRDMA_CS_CLOSING takes; a poster that saw
+ * it false under @post_mutex may finish its batch.
  */
 static inline bool krdma_conn_stopped(const struct krdma_conn *conn)
 {

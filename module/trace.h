@@ -75,8 +75,9 @@ TRACE_DEFINE_ENUM(IB_WC_GENERAL_ERR);
 			 { KRDMA_OP_CMP_SWAP, "CMP_SWAP" })
 
 /*
- * A connection changed its public state (KRDMA_CONN_*). @peer: the peer's address, saved once
- * connected, else the one being connected to; 0.0.0.0:0 when not known.
+ * A connection changed its public state (KRDMA_CONN_*). @peer: the
+ * peer's address, saved once connected, else the one being connected
+ * to; 0.0.0.0:0 when not known.
  */
 TRACE_EVENT(krdma_conn_state,
 	    TP_PROTO(u32 conn_id, u32 old_state, u32 new_state, int error,

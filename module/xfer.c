@@ -94,6 +94,7 @@ struct krdma_chunk {
  */
 struct krdma_chain {
 	u32 n;
+	u32 posted;	/* chunks posted under this hold of post_mutex */
 	struct krdma_chunk *chunk[KRDMA_CHAIN_MAX];
 };
 
@@ -528,6 +529,7 @@ static int krdma_chain_post(struct krdma_conn *conn, struct krdma_chain *chain)
 			wr = wr->next;
 		tail = &wr->next;
 	}
+	chain->posted += chain->n;
 	chain->n = 0;
 	if (!head)
 		return 0;
@@ -543,6 +545,12 @@ static int krdma_chain_post(struct krdma_conn *conn, struct krdma_chain *chain)
 	if (ret)
 		return krdma_post_failed(conn, ret);
 	return 0;
+}
+
+/* This hold of post_mutex has posted, or holds, a batch's worth */
+static bool krdma_chain_spent(const struct krdma_chain *chain)
+{
+	return chain->posted + chain->n >= KRDMA_CHAIN_MAX;
 }
 
 /*
@@ -762,7 +770,8 @@ static int krdma_push_req(struct krdma_conn *conn, struct krdma_req *req,
 	case KRDMA_OP_WRITE_IMM:
 	case KRDMA_OP_READ:
 		while (!(ret = krdma_post_rw_chunk(conn, req, chain)))
-			;
+			if (krdma_chain_spent(chain))
+				return -EAGAIN;
 		if (ret == 1 && req->opcode == KRDMA_OP_WRITE_IMM &&
 		    !req->tail_posted) {
 			ret = krdma_post_wr_chunk(conn, req, chain);
@@ -791,16 +800,20 @@ static int krdma_push_req(struct krdma_conn *conn, struct krdma_req *req,
 }
 
 /*
- * Post the pending operations, in order, while the send queue has room,
- * with one ib_post_send() per KRDMA_CHAIN_MAX chunks
+ * Post one batch of the pending operations, in order, while the send
+ * queue has room: at most KRDMA_CHAIN_MAX chunks, one ib_post_send().
+ * Return: true when the batch is spent and more may be pending.
  */
-static void krdma_push(struct krdma_conn *conn)
+static bool krdma_push_batch(struct krdma_conn *conn)
 {
 	struct krdma_chain chain;
 	struct krdma_req *req;
+	bool more = false;
+
+	lockdep_assert_held(&conn->post_mutex);
 
 	chain.n = 0;
-	mutex_lock(&conn->post_mutex);
+	chain.posted = 0;
 	for (;;) {
 		spin_lock_bh(&conn->sq_lock);
 		req = list_first_entry_or_null(&conn->pending, struct krdma_req,
@@ -808,10 +821,16 @@ static void krdma_push(struct krdma_conn *conn)
 		spin_unlock_bh(&conn->sq_lock);
 		if (!req)
 			break;
-		if (krdma_conn_stopped(conn))
+		if (krdma_conn_stopped(conn)) {
 			krdma_req_fail(req, IB_WC_WR_FLUSH_ERR);
-		else if (krdma_push_req(conn, req, &chain) == -EAGAIN)
+		} else if (krdma_chain_spent(&chain)) {
+			more = true;
 			break;
+		} else if (krdma_push_req(conn, req, &chain) == -EAGAIN) {
+			/* The send queue is full, or the batch is spent */
+			more = krdma_chain_spent(&chain);
+			break;
+		}
 
 		spin_lock_bh(&conn->sq_lock);
 		list_del(&req->entry);
@@ -819,7 +838,34 @@ static void krdma_push(struct krdma_conn *conn)
 		krdma_req_dec(req);	/* the posting reference */
 	}
 	krdma_chain_post(conn, &chain);
-	mutex_unlock(&conn->post_mutex);
+	return more;
+}
+
+/*
+ * Post the pending operations, in order, while the send queue has room,
+ * one batch per hold of post_mutex: whoever waits for it (another
+ * poster, the post work, the teardown) waits for one batch at most,
+ * however much is pending. A caller with a fatal signal pending leaves
+ * the rest to the post work, and returns.
+ */
+static void krdma_push(struct krdma_conn *conn)
+{
+	bool more;
+
+	lockdep_assert_not_held(&conn->lock);
+	do {
+		mutex_lock(&conn->post_mutex);
+		more = krdma_push_batch(conn);
+		/* Queued while post_mutex holds the teardown off its cancel */
+		if (more && fatal_signal_pending(current) &&
+		    !krdma_conn_stopped(conn)) {
+			queue_work(krdma_wq, &conn->post_work);
+			more = false;
+		}
+		mutex_unlock(&conn->post_mutex);
+		if (more)
+			cond_resched();
+	} while (more);
 }
 
 static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
@@ -864,8 +910,9 @@ static void krdma_post_deferred_run(struct krdma_conn *conn, bool flush)
 }
 
 /*
- * New operations are taken only while this holds: under post_mutex or
- * sq_lock, both of which the teardown takes to leave CONNECTED for CLOSING
+ * New operations are taken only while this holds: exact under sq_lock,
+ * which the move to CLOSING takes; under post_mutex, the teardown waits
+ * for the poster that saw it hold.
  */
 static bool krdma_conn_postable(struct krdma_conn *conn)
 {
