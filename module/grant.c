@@ -679,38 +679,96 @@ static void krdma_rkeys_cache(struct krdma_conn *conn, struct krdma_rkeys *rk)
 	krdma_rkeys_put(evicted);
 }
 
-/* RDMA READ the peer's key table of @nkeys keys into @keys */
+/*
+ * The READ of a peer's key table. Its waiter may leave early (killed, or
+ * timed out): the last of the waiter and the completion frees it, so the
+ * device never writes into freed memory.
+ */
+struct krdma_rkeys_fetch {
+	struct krdma_req req;
+	struct completion done;
+	struct krdma_wc wc;
+	refcount_t ref;
+	__le32 keys[];
+};
+
+static void krdma_rkeys_fetch_put(struct krdma_rkeys_fetch *f)
+{
+	if (refcount_dec_and_test(&f->ref))
+		kfree(f);
+}
+
+static void krdma_rkeys_fetch_done(struct krdma_req *req,
+				   const struct krdma_wc *wc)
+{
+	struct krdma_rkeys_fetch *f = container_of(req,
+						   struct krdma_rkeys_fetch,
+						   req);
+
+	f->wc = *wc;
+	complete(&f->done);
+	krdma_rkeys_fetch_put(f);	/* the operation's */
+}
+
+/*
+ * RDMA READ the peer's key table, @bytes of it, into @keys. Waits up to
+ * KRDMA_RKEYS_TIMEOUT, then fails the connection (which flushes the
+ * READ); a fatal signal ends the wait at once.
+ */
 static int krdma_rkeys_read(struct krdma_conn *conn,
 			    const struct krdma_token *token, __le32 *keys,
 			    size_t bytes)
 {
+	struct krdma_rkeys_fetch *f;
 	struct krdma_buf *buf;
-	struct krdma_req *req;
-	struct krdma_wc wc;
+	long left;
 	int ret;
 
-	buf = krdma_buf_reg_kernel(keys, bytes, KRDMA_ACCESS_LOCAL_WRITE);
-	if (IS_ERR(buf))
-		return PTR_ERR(buf);
-	req = kzalloc(sizeof(*req), GFP_KERNEL);
-	if (!req) {
-		ret = -ENOMEM;
+	f = kzalloc(struct_size(f, keys, bytes / sizeof(*keys)),
+		    GFP_KERNEL_ACCOUNT);
+	if (!f)
+		return -ENOMEM;
+	init_completion(&f->done);
+	refcount_set(&f->ref, 1);
+	buf = krdma_buf_reg_kernel(f->keys, bytes, KRDMA_ACCESS_LOCAL_WRITE);
+	if (IS_ERR(buf)) {
+		ret = PTR_ERR(buf);
+		goto out_put;
+	}
+	f->req.opcode = KRDMA_OP_READ;
+	f->req.num_sge = 1;
+	f->req.sge[0].buf = buf;
+	f->req.sge[0].length = bytes;
+	f->req.remote_addr = 0;
+	f->req.rkey = token->rkey;
+	f->req.done = krdma_rkeys_fetch_done;
+	refcount_inc(&f->ref);
+	ret = krdma_post(conn, &f->req);
+	if (ret) {
+		refcount_dec(&f->ref);	/* not taken: no completion */
 		goto out_dereg;
 	}
-	req->opcode = KRDMA_OP_READ;
-	req->num_sge = 1;
-	req->sge[0].buf = buf;
-	req->sge[0].length = bytes;
-	req->remote_addr = 0;
-	req->rkey = token->rkey;
-	ret = krdma_post_sync(conn, req, KRDMA_RKEYS_TIMEOUT, &wc);
-	/* Not posted (out of memory), flushed, or refused by the peer */
-	if (!ret && wc.status != IB_WC_SUCCESS)
-		ret = req->post_error ?: wc.status == IB_WC_WR_FLUSH_ERR ?
+
+	left = wait_for_completion_killable_timeout(&f->done,
+						    KRDMA_RKEYS_TIMEOUT);
+	if (left < 0) {
+		ret = -EINTR;
+	} else if (!left) {
+		/* Fails the connection: the READ completes with a flush */
+		krdma_conn_qp_failed(conn, -ETIMEDOUT);
+		ret = -ETIMEDOUT;
+	} else if (f->wc.status != IB_WC_SUCCESS) {
+		/* Not posted (out of memory), flushed, or refused by the peer */
+		ret = f->req.post_error ?: f->wc.status == IB_WC_WR_FLUSH_ERR ?
 		      -ENOTCONN : -EIO;
-	kfree(req);
+	} else {
+		memcpy(keys, f->keys, bytes);
+	}
 out_dereg:
+	/* The READ, if still in flight, keeps the buffer until it ends */
 	krdma_buf_dereg(buf);
+out_put:
+	krdma_rkeys_fetch_put(f);
 	return ret;
 }
 
@@ -727,12 +785,13 @@ out_dereg:
  * token.
  *
  * Context: process context; sleeps, up to 10 s (the connection fails
- * after that).
+ * after that), or until a fatal signal.
  * Return: the table, referenced (krdma_rkeys_put()), or ERR_PTR():
  * -EINVAL (seg_shift not within 12..63, an empty or wrapping window, or
  * more keys than a table holds), -EOPNOTSUPP (the peer serves no RDMA
  * READ), -EPROTO (what was read is not the token's table), -ENOTCONN,
- * -ETIMEDOUT, -EIO (the READ failed: the token was revoked), -ENOMEM.
+ * -ETIMEDOUT, -EIO (the READ failed: the token was revoked), -ENOMEM,
+ * -EINTR (a fatal signal).
  */
 struct krdma_rkeys *krdma_rkeys_get(struct krdma_conn *conn,
 				    const struct krdma_token *token)

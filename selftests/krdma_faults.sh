@@ -32,6 +32,13 @@
 #                      seconds): within 30 s. A new connection works once
 #                      the link is up again (rxe's devices added again
 #                      first: see renew_pair).
+#   key table stalled  siw only: the first WRITE through a token with a
+#                      key table, the far end dropping its packets
+#                      (netem), so that the table's READ sits in TCP: SIGKILL ends the SUBMIT's
+#                      wait at once (the process is seen waiting in
+#                      krdma_rkeys_* and is gone before krdma's 10 s);
+#                      unkilled, the SUBMIT fails with ETIMEDOUT and the
+#                      connection with it
 #   process killed     kill -9 of a process with HOLD_MIB MiB registered,
 #                      half of it granted and 16 WRITEs in flight: the pages
 #                      come back (pin counters, MemAvailable)
@@ -142,6 +149,7 @@ cleanup() {
 	done
 	link_up rxe 2>/dev/null
 	link_up siw 2>/dev/null
+	tc qdisc del dev veth7 root 2>/dev/null
 	ip link delete kfv0 2>/dev/null
 	grep -q '^krdma_sample ' /proc/modules && rmmod krdma_sample
 	[[ -d /sys/module/krdma ]] || insmod "$KO"
@@ -498,6 +506,76 @@ case_link_down() { # type
 	reap "$spid" 15 || fail "krdmactl serve did not exit after its client"
 }
 
+# The first WRITE through a token with a key table waits for the table's
+# RDMA READ. On siw, with the far end dropping every packet it sends
+# (netem; a link that goes down resets siw's connections instead), that
+# READ sits in TCP's retransmissions. A fatal signal ends the wait at once; with
+# nobody to kill it, the wait ends after krdma's 10 s (a constant of the
+# module, not a limit of this test) with ETIMEDOUT, and the connection
+# fails with it.
+case_key_read_stalled() {
+	local addr far i t_go t_seen t_gone w="" shift spids=() lpids=() end
+
+	read -r addr far _ <<<"${CROSS[siw]}"
+	for i in 0 1; do
+		bg "kr$i-serve" "$S" serve "$addr" "$TMP/tok-kr$i" -s 4M -t 120
+		spids+=("$pid")
+		bg "kr$i-load" "$S" load "$addr" -f "$TMP/tok-kr$i" -d 1 -t 120 -w
+		lpids+=("$pid")
+		if ! wait_line "$TMP/kr$i-load.out" 'load: connected' 30; then
+			fail "load client $i did not connect in 30 s"
+			kill -9 "${spids[@]}" "${lpids[@]}" 2>/dev/null
+			return
+		fi
+	done
+	shift=$(sed -n 's/.*token=[^,]*,[^,]*,[^,]*,[^,]*,\([0-9]*\),.*/\1/p' \
+		"$TMP/tok-kr0")
+	[[ $shift =~ ^[1-9] ]] ||
+		fail "a 4 MiB window on siw came without a key table (seg_shift=${shift:-?})"
+	if ! modprobe sch_netem ||
+		! tc qdisc replace dev "$far" root netem loss 100%; then
+		fail "cannot make $far drop its packets (sch_netem)"
+		kill -9 "${spids[@]}" "${lpids[@]}" 2>/dev/null
+		return
+	fi
+
+	# Killed while it waits for the READ
+	t_go=$(now_ms)
+	kill -USR1 "${lpids[0]}"
+	end=$((SECONDS + 5 * SLOW))
+	while ((SECONDS < end)); do
+		w=$(cat /proc/"${lpids[0]}"/task/*/wchan 2>/dev/null)
+		[[ $w == *krdma_rkeys* ]] && break
+		sleep 0.01
+	done
+	t_seen=$(now_ms)
+	kill -9 "${lpids[0]}"
+	reap "${lpids[0]}" 5 ||
+		fail "killed while it waited for the key table's READ, it did not go in 5 s"
+	t_gone=$(now_ms)
+	[[ $w == *krdma_rkeys* ]] ||
+		fail "load client 0 was never seen waiting in krdma_rkeys_*: wchan '${w:-?}'"
+	((t_gone - t_go < 10000)) ||
+		fail "killed, it went $((t_gone - t_go)) ms after its SUBMIT: the signal did not end the wait"
+	echo "key table READ: killed $((t_seen - t_go)) ms into the SUBMIT, gone $((t_gone - t_seen)) ms later" | diag
+
+	# Nobody kills it: ETIMEDOUT, and the connection fails
+	kill -USR1 "${lpids[1]}"
+	reap "${lpids[1]}" 60 || fail "load client 1 did not end in 60 s"
+	expect "$TMP/kr1-load.out" first_submit_error ETIMEDOUT
+	expect "$TMP/kr1-load.out" state ERROR
+	expect "$TMP/kr1-load.out" error ETIMEDOUT
+	expect "$TMP/kr1-load.out" outstanding 0
+
+	tc qdisc del dev "$far" root || fail "cannot remove $far's netem"
+	for i in 0 1; do
+		kill "${spids[$i]}" 2>/dev/null
+		reap "${spids[$i]}" 15 ||
+			fail "server $i did not end in 15 s after SIGTERM"
+		vmpin_back "$TMP/kr$i-serve.out"
+	done
+}
+
 # A process with HOLD MiB registered and WRITEs in flight is killed
 case_process_killed() { # addr mib
 	local mib=$2 avail0 avail vmpin end
@@ -642,7 +720,7 @@ hold=$HOLD_MIB
 ((avail - 384 < hold)) && hold=$(((avail - 384) / 64 * 64))
 
 echo "TAP version 13"
-echo "1..$((2 * 7 + 3))"
+echo "1..$((2 * 7 + 4))"
 echo "# pins at the start: $pins0; MemAvailable $avail MiB: holding $hold MiB; time limits x$SLOW"
 for d in "${DEVS[@]}"; do
 	read -r tag type addr <<<"$d"
@@ -661,6 +739,8 @@ for d in "${DEVS[@]}"; do
 	run_case "$tag: 32 threads x submit/poll/close on 32 fds" \
 		case_threads "$addr" many
 done
+run_case "siw: first WRITE through a key-table token, peer silent: SIGKILL ends the READ's wait, else ETIMEDOUT" \
+	case_key_read_stalled
 run_case "rmmod krdma 20 times under load on rxe and siw: refused, transfers unharmed" \
 	case_rmmod_under_load
 run_case "load/connect/transfer/unload cycles on rxe and siw ($CYCLES, or at least $CYCLES_MIN in ${CYCLES_BUDGET} s)" \

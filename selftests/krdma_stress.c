@@ -15,12 +15,13 @@
  *	started.
  *
  *   krdma_stress load ADDR (-f FILE | -p PORT -r) [-d DEPTH] [-c CHUNK]
- *		       [-t SECS]
+ *		       [-t SECS] [-w]
  *	Connect to ADDR (the port from FILE, or PORT), take the token from
  *	FILE (-f) or from the peer's first SEND (-r: krdma_sample's
- *	user_serve), and keep DEPTH slots busy until an operation fails or
- *	SECS pass (default 60): each slot WRITEs a fresh pattern into its
- *	part of the window, READs it back and checks every byte. Prints
+ *	user_serve); with -w, print "connected" and wait for SIGUSR1 (at
+ *	most SECS) before the first operation. Keep DEPTH slots busy until
+ *	an operation fails or SECS pass (default 60): each slot WRITEs a
+ *	fresh pattern into its part of the window, READs it back and checks every byte. Prints
  *	"flowing" once a slot verified a round; after the first error it
  *	submits nothing more and waits for every operation in flight to
  *	complete; then reports counts, the first error status, the
@@ -636,13 +637,27 @@ static void load_done(struct load *ld, const struct krdma_completion *wc,
 	load_step(ld, i, SLOT_WRITE);
 }
 
+/* Say "connected", then wait for SIGUSR1 (blocked since main()) */
+static void wait_sigusr1(unsigned int secs)
+{
+	struct timespec ts = { .tv_sec = secs };
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	say("krdma_stress: load: connected");
+	while (sigtimedwait(&set, NULL, &ts) < 0)
+		if (errno != EINTR)
+			die(errno, "waiting for SIGUSR1");
+}
+
 static int cmd_load(int argc, char **argv)
 {
 	struct load ld = { .depth = 8, .chunk = 256 * KiB, .next_seed = 1 };
 	const char *file = NULL;
 	unsigned int secs = 60, i;
 	uint32_t port = 0, state, msg_h;
-	bool recv_token = false, flowing = false;
+	bool recv_token = false, flowing = false, wait_go = false;
 	struct krdma_completion wc[64];
 	struct krdma_addr a;
 	int64_t deadline, drain_deadline = 0, state_wait, quiet_since;
@@ -650,10 +665,13 @@ static int cmd_load(int argc, char **argv)
 	int opt, ret, n, err;
 	uint8_t *msg;
 
-	while ((opt = getopt(argc, argv, "f:p:rd:c:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "f:p:rd:c:t:w")) != -1) {
 		switch (opt) {
 		case 'f':
 			file = optarg;
+			break;
+		case 'w':
+			wait_go = true;
 			break;
 		case 'p':
 			port = atoi(optarg);
@@ -711,6 +729,8 @@ static int cmd_load(int argc, char **argv)
 	ld.chunk &= ~7ULL;
 	if (!ld.chunk)
 		die(0, "a window of %" PRIu64 " bytes is too small", (uint64_t)ld.tok.length);
+	if (wait_go)
+		wait_sigusr1(secs);
 
 	deadline = mono_ms() + secs * 1000LL;
 	quiet_since = mono_ms();
@@ -747,7 +767,8 @@ static int cmd_load(int argc, char **argv)
 	state_wait = mono_ms();
 	for (;;) {
 		conn_state(ld.fd, ld.conn, &state, &err);
-		if (state != KRDMA_CONN_CONNECTED || !ld.errors ||
+		if (state != KRDMA_CONN_CONNECTED ||
+		    (!ld.errors && !ld.submit_errors) ||
 		    mono_ms() - state_wait > WAIT_MS)
 			break;
 		sleep_ms(5);
@@ -1531,7 +1552,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: krdma_stress serve ADDR [FILE] [-p PORT] [-s SIZE] [-S] [-t SECS]\n"
-		"       krdma_stress load ADDR (-f FILE | -p PORT -r) [-d DEPTH] [-c CHUNK] [-t SECS]\n"
+		"       krdma_stress load ADDR (-f FILE | -p PORT -r) [-d DEPTH] [-c CHUNK] [-t SECS] [-w]\n"
 		"       krdma_stress hold ADDR -s SIZE [-d DEPTH]\n"
 		"       krdma_stress cycle ADDR...\n"
 		"       krdma_stress threads ADDR [-n THREADS] [-t SECS] [-m one|many]\n");
@@ -1541,12 +1562,17 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
+	sigset_t usr1;
 	int ret;
 
 	if (argc < 2)
 		usage();
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	/* Taken by sigtimedwait() only (load -w) */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
 	unlimit_memlock();
 	argv++;
 	argc--;
