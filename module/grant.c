@@ -711,20 +711,26 @@ static void krdma_rkeys_fetch_done(struct krdma_req *req,
 }
 
 /*
- * RDMA READ the peer's key table, @bytes of it, into @keys. Waits up to
- * KRDMA_RKEYS_TIMEOUT, then fails the connection (which flushes the
- * READ); a fatal signal ends the wait at once.
+ * RDMA READ the peer's key table that @token names into @rk, whose nkeys
+ * is set. Waits up to KRDMA_RKEYS_TIMEOUT, then fails the connection
+ * (which flushes the READ); a fatal signal ends the wait at once.
  */
 static int krdma_rkeys_read(struct krdma_conn *conn,
-			    const struct krdma_token *token, __le32 *keys,
-			    size_t bytes)
+			    const struct krdma_token *token,
+			    struct krdma_rkeys *rk)
 {
+	size_t bytes = (KRDMA_KEYS_HDR + rk->nkeys) * sizeof(__le32);
 	struct krdma_rkeys_fetch *f;
 	struct krdma_buf *buf;
 	long left;
+	u32 i;
 	int ret;
 
-	f = kzalloc(struct_size(f, keys, bytes / sizeof(*keys)),
+	/*
+	 * Charged to the caller's memory cgroup, as the table it becomes:
+	 * a connection keeps up to KRDMA_RKEYS_CACHED of up to 64 KiB each
+	 */
+	f = kzalloc(struct_size(f, keys, KRDMA_KEYS_HDR + rk->nkeys),
 		    GFP_KERNEL_ACCOUNT);
 	if (!f)
 		return -ENOMEM;
@@ -761,8 +767,12 @@ static int krdma_rkeys_read(struct krdma_conn *conn,
 		/* Not posted (out of memory), flushed, or refused by the peer */
 		ret = f->req.post_error ?: f->wc.status == IB_WC_WR_FLUSH_ERR ?
 		      -ENOTCONN : -EIO;
+	} else if (le32_to_cpu(f->keys[0]) != token->tag ||
+		   le32_to_cpu(f->keys[1]) != rk->nkeys) {
+		ret = -EPROTO;	/* not the table the token names */
 	} else {
-		memcpy(keys, f->keys, bytes);
+		for (i = 0; i < rk->nkeys; i++)
+			rk->keys[i] = le32_to_cpu(f->keys[KRDMA_KEYS_HDR + i]);
 	}
 out_dereg:
 	/* The READ, if still in flight, keeps the buffer until it ends */
@@ -797,10 +807,8 @@ struct krdma_rkeys *krdma_rkeys_get(struct krdma_conn *conn,
 				    const struct krdma_token *token)
 {
 	struct krdma_rkeys *rk;
-	__le32 *keys;
-	size_t bytes;
 	u64 last;
-	u32 nkeys, i;
+	u32 nkeys;
 	int ret;
 
 	if (token->seg_shift < 12 || token->seg_shift > 63 || !token->length ||
@@ -817,40 +825,21 @@ struct krdma_rkeys *krdma_rkeys_get(struct krdma_conn *conn,
 	if (!READ_ONCE(conn->initiator_depth))
 		return ERR_PTR(-EOPNOTSUPP);
 
-	/*
-	 * Charged to the caller's memory cgroup: a connection keeps up to
-	 * KRDMA_RKEYS_CACHED tables of up to 64 KiB each
-	 */
-	bytes = (KRDMA_KEYS_HDR + nkeys) * sizeof(*keys);
-	keys = kzalloc(bytes, GFP_KERNEL_ACCOUNT);
 	rk = kzalloc(struct_size(rk, keys, nkeys), GFP_KERNEL_ACCOUNT);
-	if (!keys || !rk) {
-		ret = -ENOMEM;
-		goto err_free;
-	}
-	ret = krdma_rkeys_read(conn, token, keys, bytes);
-	if (ret)
-		goto err_free;
-	if (le32_to_cpu(keys[0]) != token->tag ||
-	    le32_to_cpu(keys[1]) != nkeys) {
-		ret = -EPROTO;
-		goto err_free;
+	if (!rk)
+		return ERR_PTR(-ENOMEM);
+	rk->nkeys = nkeys;
+	ret = krdma_rkeys_read(conn, token, rk);
+	if (ret) {
+		kfree(rk);
+		return ERR_PTR(ret);
 	}
 	kref_init(&rk->ref);
 	rk->rkey = token->rkey;
 	rk->tag = token->tag;
 	rk->shift = token->seg_shift;
-	rk->nkeys = nkeys;
-	for (i = 0; i < nkeys; i++)
-		rk->keys[i] = le32_to_cpu(keys[KRDMA_KEYS_HDR + i]);
-	kfree(keys);
 	krdma_rkeys_cache(conn, rk);
 	return rk;
-
-err_free:
-	kfree(rk);
-	kfree(keys);
-	return ERR_PTR(ret);
 }
 EXPORT_SYMBOL_NS_GPL(krdma_rkeys_get, KRDMA);
 

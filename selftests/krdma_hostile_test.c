@@ -2099,6 +2099,89 @@ TEST_F_TIMEOUT(dev, one_token_for_1_gib, 300)
 }
 
 /*
+ * A token whose key table is not the one it names (a tag or a length the
+ * owner never granted) is refused with EPROTO by the SUBMIT that reads
+ * the table, and is not cached: the connection stays up, the true token
+ * works before and after, and a forged one stays refused once the true
+ * table is cached. Sized to the smallest window that needs a table by
+ * the device's max_fast_reg_page_list_len: siw (256 pages). rxe maps
+ * more than it reports there and needs a table past 1 GiB only
+ * (one_token_for_1_gib): skipped there.
+ */
+TEST_F(dev, forged_key_table_token_refused)
+{
+	struct krdma_conn_query q;
+	struct krdma_dev_query dq;
+	struct kt_mem srv = {}, cli = {};
+	struct krdma_token tok, bad;
+	struct krdma_op op;
+	uint64_t mask, nkeys;
+	uint32_t g, status;
+	size_t len;
+	int ret, round;
+
+	ASSERT_EQ(0, krdma_conn_info(self->sfd, self->sconn, &q));
+	ASSERT_EQ(0, krdma_dev_query(self->sfd, q.dev_index, &dq));
+	len = ((size_t)dq.max_fast_reg_page_list_len + 2) * PG;
+	if (len > (64 << 20))
+		SKIP(return, "%s maps %u pages in one registration: no key table below 64 MiB",
+		     variant->name, dq.max_fast_reg_page_list_len);
+	ASSERT_EQ(0, kt_mem_get(self->sfd, &srv, len + PG,
+				KRDMA_ACCESS_LOCAL_WRITE |
+				KRDMA_ACCESS_REMOTE_WRITE));
+	ASSERT_EQ(0, kt_mem_get(self->cfd, &cli, 64, 0));
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, srv.h, LW_OFF,
+					len, KRDMA_ACCESS_REMOTE_WRITE, &g,
+					&tok));
+	if (!tok.seg_shift) {
+		/* krdma found the device maps more than it reports */
+		EXPECT_EQ(0, krdma_destroy_handle(self->sfd, g));
+		kt_mem_put(self->cfd, &cli);
+		kt_mem_put(self->sfd, &srv);
+		SKIP(return, "%s maps %zu pages in one registration: no key table",
+		     variant->name, len / PG + 1);
+	}
+	ASSERT_GE(63, tok.seg_shift);
+	mask = (1ULL << tok.seg_shift) - 1;
+	nkeys = ((tok.addr + tok.length - 1) >> tok.seg_shift) + 1;
+	ASSERT_LE(2, nkeys);
+
+	for (round = 0; round < 2; round++) {
+		/* Another tag: what the READ finds is not this token's table */
+		bad = tok;
+		bad.tag ^= 0x10001;
+		kt_op(&op, KRDMA_OP_WRITE, self->cconn, cli.h, 0, 64, &bad,
+		      0, 1);
+		EXPECT_EQ(-EPROTO, krdma_submit_ops(self->cfd, &op, 1, 0,
+						    NULL));
+		/* A shorter window: fewer keys than the table holds */
+		bad = tok;
+		bad.length = mask + 1 - (tok.addr & mask);
+		kt_op(&op, KRDMA_OP_WRITE, self->cconn, cli.h, 0, 64, &bad,
+		      0, 2);
+		EXPECT_EQ(-EPROTO, krdma_submit_ops(self->cfd, &op, 1, 0,
+						    NULL));
+		EXPECT_EQ(KRDMA_CONN_CONNECTED,
+			  conn_down_within(self->cfd, self->cconn, 0));
+
+		/* The true token, past the first piece, bytes checked */
+		kt_pattern(cli.p, 64, 3 + round);
+		kt_op(&op, KRDMA_OP_WRITE, self->cconn, cli.h, 0, 64, &tok,
+		      len - 64, 3 + round);
+		ret = run_op(self->cfd, &op, &status);
+		ASSERT_EQ(0, ret) TH_LOG("WRITE through the true token: %s, %s",
+					 strerror(-ret),
+					 krdma_wc_status_str(status));
+		EXPECT_EQ(-1, kt_check_pattern(srv.p + LW_OFF + len - 64, 64,
+					       3 + round));
+	}
+	EXPECT_EQ(KT_GUARD, srv.p[LW_OFF + len]);
+	EXPECT_EQ(0, krdma_destroy_handle(self->sfd, g));
+	kt_mem_put(self->cfd, &cli);
+	kt_mem_put(self->sfd, &srv);
+}
+
+/*
  * A known limit (security.rst, "Known limits"), recorded: a SEND that
  * finds no RECV. On RoCE (rxe) it waits without limit, RNR retries for
  * ever: no completion within 2 s; DISCONNECT ends it with WR_FLUSH_ERR.
