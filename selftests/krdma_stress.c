@@ -21,12 +21,13 @@
  *	user_serve); with -w, print "connected" and wait for SIGUSR1 (at
  *	most SECS) before the first operation. Keep DEPTH slots busy until
  *	an operation fails or SECS pass (default 60): each slot WRITEs a
- *	fresh pattern into its part of the window, READs it back and checks every byte. Prints
- *	"flowing" once a slot verified a round; after the first error it
- *	submits nothing more and waits for every operation in flight to
- *	complete; then reports counts, the first error status, the
- *	connection's state and error, and the times (ms since the epoch) of
- *	the last success, the first error and the last completion.
+ *	fresh pattern into its part of the window, READs it back and
+ *	checks every byte. Prints "flowing" once a slot verified a round;
+ *	after the first error it submits nothing more and waits for every
+ *	operation in flight to complete; then reports counts, the first
+ *	error status, the connection's state and error, and the times (ms
+ *	since the epoch) of the last success, the first error and the last
+ *	completion.
  *
  *   krdma_stress hold ADDR -s SIZE [-d DEPTH]
  *	Register SIZE bytes in one buffer, connect to itself on ADDR, grant
