@@ -241,7 +241,11 @@ TEST_F(fork, child_works_with_its_own_memory)
 	close(p[0]);
 	ASSERT_EQ(0, reap(pid));
 
-	/* Its WRITE moved its bytes, and it took its completion */
+	/*
+	 * Its WRITE moved its bytes (iWARP: placed a moment after the
+	 * completion), and it took its completion
+	 */
+	kt_wait_pattern(self->win.p, 2 * PG, 1, KT_PLACE_MS);
 	EXPECT_EQ(-1, kt_check_pattern(self->win.p, 2 * PG, 1));
 	EXPECT_EQ(0, krdma_poll_wc(self->cfd, &wc, 1, 0));
 	/* Its objects are the file's: the connection works for the parent */
@@ -252,6 +256,8 @@ TEST_F(fork, child_works_with_its_own_memory)
 	kt_pattern(own.p, PG, 2);
 	EXPECT_EQ(0, write_to(self->cfd, self->cconn, own.h, PG, &self->tok,
 			      PG, 2));
+	/* iWARP: placed a moment after the completion */
+	kt_wait_bytes(self->win.p + PG, own.p, PG, KT_PLACE_MS);
 	EXPECT_EQ(-1, kt_check_pattern(self->win.p + PG, PG, 2));
 	/* But its memory is not the parent's to move, nor to grant */
 	EXPECT_EQ(-EPERM, write_to(self->cfd, self->cconn, cbuf, PG,
@@ -375,6 +381,8 @@ TEST_F(fork, pages_stay_with_the_registering_process)
 	/* Page 0 goes out from the parent's memory: WRITE and peer READ */
 	EXPECT_EQ(0, write_to(self->cfd, self->cconn, pbuf.h, PG, &self->tok,
 			      0, 1));
+	/* iWARP: placed a moment after the completion */
+	kt_wait_bytes(self->win.p, before, PG, KT_PLACE_MS);
 	EXPECT_EQ(-1, kt_check_pattern(self->win.p, PG, 10));
 	kt_op(&op, KRDMA_OP_READ, self->sconn, self->win.h, PG, PG, &ptok, 0,
 	      2);
@@ -409,6 +417,7 @@ TEST_F(fork, completions_are_taken_exactly_once)
 {
 	enum { N = 64, CHILD_TAKES = 16 };
 	struct krdma_completion wc;
+	uint8_t want[8 * N];
 	struct krdma_op ops[N];
 	struct kt_mem pbuf = {};
 	uint64_t seen = 0;
@@ -476,6 +485,10 @@ TEST_F(fork, completions_are_taken_exactly_once)
 	EXPECT_EQ(~0ULL, seen);
 	EXPECT_EQ(0, krdma_poll_wc(self->cfd, &wc, 1, 0));
 	/* Operation i wrote pbuf[i, i + 8) to win[8 * i, 8 * i + 8) */
+	for (i = 0; i < N; i++)
+		memcpy(want + 8 * i, pbuf.p + i, 8);
+	/* iWARP: placed a moment after the completion */
+	kt_wait_bytes(self->win.p, want, sizeof(want), KT_PLACE_MS);
 	for (i = 0; i < N; i++)
 		EXPECT_EQ(0, memcmp(self->win.p + 8 * i, pbuf.p + i, 8));
 	kt_mem_put(self->cfd, &pbuf);
@@ -587,12 +600,16 @@ TEST_F(fork, file_passed_over_a_unix_socket)
 	close(sv[1]);
 	ASSERT_EQ(0, send_fd(sv[0], self->cfd));
 	ASSERT_EQ(1, hear(sv[0]));
+	/* iWARP: placed a moment after the completion */
+	kt_wait_pattern(self->win.p, PG, 30, KT_PLACE_MS);
 	EXPECT_EQ(-1, kt_check_pattern(self->win.p, PG, 30));
 	close(self->cfd);
 	self->cfd = -1;
 	say(sv[0], 2);
 	EXPECT_EQ(0, reap(pid));
 	close(sv[0]);
+	/* iWARP: placed a moment after the completion */
+	kt_wait_pattern(self->win.p + PG, PG, 31, KT_PLACE_MS);
 	EXPECT_EQ(-1, kt_check_pattern(self->win.p + PG, PG, 31));
 	/* The last close ended the connection */
 	EXPECT_EQ(KRDMA_CONN_ERROR, kt_wait_conn_down(self->sfd, self->sconn));
@@ -621,6 +638,8 @@ TEST_F(fork, dup_is_the_same_file)
 	ASSERT_EQ(1, kt_wait_wc(d, &wc, 1));
 	EXPECT_EQ(40, wc.cookie);
 	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+	/* iWARP: placed a moment after the completion */
+	kt_wait_bytes(self->win.p, pbuf.p, PG, KT_PLACE_MS);
 	EXPECT_EQ(-1, kt_check_pattern(self->win.p, PG, 40));
 
 	close(self->cfd);
@@ -629,6 +648,8 @@ TEST_F(fork, dup_is_the_same_file)
 	EXPECT_EQ(KRDMA_CONN_CONNECTED, q.state);
 	kt_pattern(pbuf.p, PG, 41);
 	EXPECT_EQ(0, write_to(d, self->cconn, pbuf.h, PG, &self->tok, 0, 41));
+	/* iWARP: placed a moment after the completion */
+	kt_wait_bytes(self->win.p, pbuf.p, PG, KT_PLACE_MS);
 	EXPECT_EQ(-1, kt_check_pattern(self->win.p, PG, 41));
 	close(d);
 	EXPECT_EQ(KRDMA_CONN_ERROR, kt_wait_conn_down(self->sfd, self->sconn));
@@ -703,6 +724,8 @@ TEST_F(fork, exec_keeps_the_file_not_the_memory)
 	}
 	ASSERT_EQ(0, reap(pid));
 	/* Nothing of the old image went out, the new image's page did */
+	/* iWARP: placed a moment after the completion */
+	kt_wait_pattern(self->win.p + PG, PG, 51, KT_PLACE_MS);
 	EXPECT_EQ(-1, kt_check_fill(self->win.p, PG, KT_GUARD));
 	EXPECT_EQ(-1, kt_check_pattern(self->win.p + PG, PG, 51));
 	EXPECT_EQ(0, krdma_poll_wc(self->cfd, &wc, 1, 0));
@@ -785,6 +808,8 @@ TEST_F(fork, unmapped_buffer_keeps_its_pages)
 	/* The pinned pages still hold what was written before */
 	EXPECT_EQ(0, write_to(self->cfd, self->cconn, pbuf.h, PG, &self->tok,
 			      0, 70));
+	/* iWARP: placed a moment after the completion; pbuf.p is unmapped */
+	kt_wait_pattern(self->win.p, PG, 70, KT_PLACE_MS);
 	EXPECT_EQ(-1, kt_check_pattern(self->win.p, PG, 70));
 	/* A grant maps the pinned pages too: it never pins the range again */
 	ASSERT_EQ(0, krdma_grant_window(self->cfd, self->cconn, pbuf.h, 0, PG,
@@ -805,6 +830,8 @@ TEST_F(fork, unmapped_buffer_keeps_its_pages)
 	/* It went into the buffer's pages: a WRITE sends it back out */
 	EXPECT_EQ(0, write_to(self->cfd, self->cconn, pbuf.h, PG, &self->tok,
 			      2 * PG, 72));
+	/* iWARP: placed a moment after the completion */
+	kt_wait_pattern(self->win.p + 2 * PG, PG, 71, KT_PLACE_MS);
 	EXPECT_EQ(-1, kt_check_pattern(self->win.p + 2 * PG, PG, 71));
 	kt_mem_put(self->cfd, &pbuf);
 }

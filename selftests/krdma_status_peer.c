@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "libkrdma.h"
+#include "krdma_test_lib.h"
 
 #define MSG_LEN		64
 #define WAIT_MS		30000
@@ -319,6 +320,11 @@ static int traffic(const char *ip, size_t size, unsigned int count)
 		fill(src.p, size, 2 * i);
 		op_init(&op, KRDMA_OP_WRITE, p.cconn, &src, size, &tok);
 		expect_ok(run_op(p.cfd, &op), "WRITE");
+		/*
+		 * iWARP: placed a moment after the completion. Waited for,
+		 * also so that no late byte lands on the fill() below
+		 */
+		kt_wait_bytes(dst.p, src.p, size, KT_PLACE_MS);
 		verify(dst.p, size, 2 * i, "WRITE");
 
 		fill(dst.p, size, 2 * i + 1);

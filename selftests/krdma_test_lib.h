@@ -9,8 +9,10 @@
 #define KRDMA_TEST_LIB_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -19,6 +21,8 @@
 
 #define KT_GUARD 0xee
 #define KT_WAIT_MS 20000
+/* How long kt_wait_bytes() waits: 10 s, 30 s on a debug (KASAN) kernel */
+#define KT_PLACE_MS (getenv("KRDMA_DEBUG_KERNEL") ? 30000 : 10000)
 
 /* An anonymous mapping (page aligned), registered with a file */
 struct kt_mem {
@@ -86,6 +90,64 @@ static inline long kt_check_fill(const uint8_t *p, size_t len, uint8_t v)
 		if (p[i] != v)
 			return i;
 	return -1;
+}
+
+/**
+ * kt_wait_bytes() - wait until the destination of a WRITE holds its bytes
+ * @dst: the destination, written by the device
+ * @expect: the @len bytes it must hold
+ * @len: bytes to compare
+ * @timeout_ms: how long to wait at most (KT_PLACE_MS)
+ *
+ * On iWARP (siw) an RDMA WRITE completes at its initiator once its data
+ * was handed to TCP, not once the responder placed it: siw's receive
+ * side places it a moment later, from softirq. On RoCE (rxe) the WRITE
+ * completes only after the responder's ACK, placed. A check of the
+ * destination right after the initiator's completion is therefore racy
+ * on siw: call this first, then make the check, which still fails if the
+ * bytes are wrong. It scans again every 1 ms from the first byte that was
+ * not there yet (whole pages by memcmp(), so that large windows are fast).
+ *
+ * Return: true once all @len bytes match, false when @timeout_ms passed.
+ */
+static inline bool kt_wait_bytes(const void *dst, const void *expect,
+				 size_t len, int timeout_ms)
+{
+	const volatile uint8_t *d = dst;
+	const uint8_t *e = expect;
+	struct timespec ts = { 0, 1000 * 1000 }, t0, t;
+	size_t i = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		while (len - i >= 4096 &&
+		       !memcmp((const uint8_t *)dst + i, e + i, 4096))
+			i += 4096;
+		while (i < len && d[i] == e[i])
+			i++;
+		if (i == len)
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 +
+		    (t.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms)
+			return false;
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* kt_wait_bytes() for @len bytes of kt_pattern(@seed) */
+static inline bool kt_wait_pattern(const void *dst, size_t len,
+				   unsigned int seed, int timeout_ms)
+{
+	uint8_t *expect = malloc(len);
+	bool ok;
+
+	if (!expect)
+		return false;
+	kt_pattern(expect, len, seed);
+	ok = kt_wait_bytes(dst, expect, len, timeout_ms);
+	free(expect);
+	return ok;
 }
 
 /* An operation with one local range (none when @len is 0) */

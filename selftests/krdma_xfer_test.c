@@ -30,6 +30,7 @@
 #include <linux/capability.h>
 
 #include "libkrdma.h"
+#include "krdma_test_lib.h"
 #include "kselftest_harness.h"
 
 #define MiB (1024UL * 1024)
@@ -332,6 +333,9 @@ static void rw_one(struct __test_metadata *_metadata,
 	EXPECT_EQ(size, wc.byte_len);
 
 	if (opcode == KRDMA_OP_WRITE) {
+		/* iWARP: placed a moment after the completion */
+		kt_wait_bytes(remote.p + woff + roff, local.p + loff, size,
+			      KT_PLACE_MS);
 		bad = check_pattern(remote.p + woff + roff, size, size);
 		EXPECT_EQ(-1, bad) TH_LOG("%zu bytes: byte %ld differs", size, bad);
 		EXPECT_EQ(-1, check_fill(remote.p, woff + roff, GUARD));
@@ -630,11 +634,6 @@ TEST_F(xfer, multi_sge)
 	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
 	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
 	EXPECT_EQ(4999 + 9000 + 100, wc.byte_len);
-	EXPECT_EQ(0, memcmp(dst.p + 10, a.p + 1, 4999));
-	EXPECT_EQ(0, memcmp(dst.p + 10 + 4999, b.p + 100, 9000));
-	EXPECT_EQ(0, memcmp(dst.p + 10 + 4999 + 9000, c.p, 100));
-	EXPECT_EQ(-1, check_fill(dst.p + 10 + 14099, 16384 - 10 - 14099,
-				 GUARD));
 
 	/* A SEND of three pieces into a RECV of two */
 	ASSERT_EQ(0, mem_get(self->sfd, &r1, 4096, KRDMA_ACCESS_LOCAL_WRITE));
@@ -656,6 +655,16 @@ TEST_F(xfer, multi_sge)
 	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status)
 		TH_LOG("recv: %s", krdma_wc_status_str(wc.status));
 	EXPECT_EQ(14099, wc.byte_len);
+	/*
+	 * The WRITE's bytes, checked only now: on iWARP its completion means
+	 * they went to TCP, and siw places them a moment later. The SEND came
+	 * behind them on the same stream: its RECV completed, they are placed.
+	 */
+	EXPECT_EQ(0, memcmp(dst.p + 10, a.p + 1, 4999));
+	EXPECT_EQ(0, memcmp(dst.p + 10 + 4999, b.p + 100, 9000));
+	EXPECT_EQ(0, memcmp(dst.p + 10 + 4999 + 9000, c.p, 100));
+	EXPECT_EQ(-1, check_fill(dst.p + 10 + 14099, 16384 - 10 - 14099,
+				 GUARD));
 	/* What was sent, in order, split over the two receive pieces */
 	EXPECT_EQ(0, memcmp(r1.p + 96, dst.p + 10, 4000));
 	EXPECT_EQ(0, memcmp(r2.p, dst.p + 10 + 4000, 14099 - 4000));
@@ -851,6 +860,8 @@ TEST_F(xfer, token_sent_over_send)
 	ASSERT_EQ(0, submit1(self->cfd, &op));
 	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
 	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+	/* iWARP: placed a moment after the completion */
+	kt_wait_bytes(data.p + 4096, local.p, 32768, KT_PLACE_MS);
 	EXPECT_EQ(-1, check_pattern(data.p + 4096, 32768, 43));
 	EXPECT_EQ(-1, check_fill(data.p, 4096, GUARD));
 	EXPECT_EQ(-1, check_fill(data.p + 4096 + 32768, 65536 - 4096 - 32768,
@@ -1769,6 +1780,8 @@ static int write_once(struct __test_metadata *_metadata, int sfd, int cfd,
 	if (submit1(cfd, &op) || wait_wc(cfd, &wc, 1) != 1 ||
 	    wc.status != KRDMA_WC_SUCCESS)
 		return -1;
+	/* iWARP: placed a moment after the completion */
+	kt_wait_bytes(dst.p, src.p, 65536, KT_PLACE_MS);
 	bad = check_pattern(dst.p, 65536, 77);
 	mem_put(cfd, &src);
 	mem_put(sfd, &dst);

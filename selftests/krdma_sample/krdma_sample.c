@@ -98,6 +98,31 @@ static long check(const u8 *p, size_t len, u8 seed)
 	return -1;
 }
 
+/*
+ * Wait, 10 s at most, until @len bytes at @dst are those at @expect; true
+ * once they are. On iWARP (siw) an RDMA WRITE completes at its initiator
+ * once its data went to TCP, not once the responder placed it: siw's
+ * receive side places it a moment later, from softirq. On RoCE (rxe) the
+ * WRITE completes after the responder's ACK, placed. A check of the bytes
+ * follows, which fails as before if they are wrong.
+ */
+static bool wait_bytes(const void *dst, const void *expect, size_t len)
+{
+	unsigned long end = jiffies + 10 * HZ;
+	const u8 *d = dst, *e = expect;
+	size_t i = 0;
+
+	for (;;) {
+		while (i < len && READ_ONCE(d[i]) == e[i])
+			i++;
+		if (i == len)
+			return true;
+		if (time_after(jiffies, end))
+			return false;
+		usleep_range(1000, 2000);
+	}
+}
+
 /* A listener, a connection to it and the accepted end */
 struct pair {
 	struct krdma_listener *l;
@@ -324,8 +349,10 @@ static void test_write_read(const char *ip, struct pair *p,
 		     ((tok.addr + len - 1) >> tok.seg_shift) + 1);
 	}
 	st = run_op(p->client, req);
-	if (!st)
+	if (!st) {
+		wait_bytes(remote.p + woff, local.p + loff, len);
 		bad = check(remote.p + woff, len, len & 0xff);
+	}
 	result(!st && bad == -1 && ((u8 *)remote.p)[woff - 1] == 0xee &&
 	       ((u8 *)remote.p)[woff + len] == 0xee,
 	       "%s %s write %zu bytes verified", ip, mem_names[kind], len);
@@ -787,6 +814,8 @@ static void test_session(const char *ip)
 		req->remote_addr = tok.addr;
 		req->rkey = tok.rkey;
 		ret = run_op(conn, req);
+		if (!ret)
+			wait_bytes(dst.p, src.p, 8192);
 		ret = ret ?: (check(dst.p, 8192, 99) == -1 ? 0 : -EILSEQ);
 		krdma_grant_destroy(grant);
 	} else {
