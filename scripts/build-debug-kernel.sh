@@ -3,10 +3,11 @@
 #
 # Build, once, the krdma debug kernel: Debian's linux-source-6.1, with the
 # fixes of selftests/qemu/debug-patches/*.patch (driver bugs krdma's tests
-# hit, which would hide krdma's own), configured x86_64 defconfig +
-# kvm_guest.config + selftests/qemu/debug.config (KASAN, lockdep,
-# DEBUG_ATOMIC_SLEEP, kmemleak, failslab/fail_page_alloc with fail-nth,
-# rxe/siw/9p/overlay built in). The tree is cached in
+# hit, which would hide krdma's own), configured as allnoconfig +
+# selftests/qemu/debug.config: only what the guest and the tests use,
+# built in (rxe, siw, 9p, overlay, veth, netem, namespaces, userfaultfd),
+# and KASAN, lockdep, DEBUG_ATOMIC_SLEEP, kmemleak, failslab/
+# fail_page_alloc with fail-nth. The tree is cached in
 #   $KRDMA_DEBUG_KERNEL_CACHE/linux-<source version>-<hash>/
 # (default ~/.cache/krdma/debug-kernel; <hash>: of the fragment and the
 # patches) and reused while those stay the same: a second call is instant.
@@ -94,13 +95,9 @@ fi
 kmake() { nice -n 19 make -C "$tree" -j"$jobs" "$@"; }
 
 if [[ ! -f $tree/.krdma-configured ]]; then
-	msg "configuring: defconfig + kvm_guest.config + ${fragment#"$repo"/}"
-	{
-		kmake defconfig
-		kmake kvm_guest.config
-		(cd "$tree" && scripts/kconfig/merge_config.sh -m .config "$fragment")
-		kmake olddefconfig
-	} >"$log" 2>&1 || die "configuring failed; see $log"
+	msg "configuring: allnoconfig + ${fragment#"$repo"/}"
+	kmake allnoconfig KCONFIG_ALLCONFIG="$fragment" >"$log" 2>&1 ||
+		die "configuring failed; see $log"
 	# Every option the fragment asks for must have its value in the end
 	# (a missing dependency silently drops one)
 	bad=0

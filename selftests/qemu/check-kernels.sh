@@ -15,6 +15,10 @@
 #   GUEST_KVER=<release>   only that kernel (as run.sh alone)
 #   KRDMA_TWO_GUESTS=1     then the two-guest test (two-guests.sh) on the
 #                          newest of them; 0: not
+#   KRDMA_DEBUG_STAGE=1    last, the tests of selftests/tests-debug.list on
+#                          the debug kernel (scripts/build-debug-kernel.sh:
+#                          built the first time, then cached); 0: not. Not
+#                          with GUEST_KVER.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -37,20 +41,41 @@ msg "kernels: ${kernels[*]}"
 pass=0 fail=0 skip=0 rc=0
 summary=()
 start=$SECONDS
-for k in "${kernels[@]}"; do
-	t0=$SECONDS
-	run_for_line '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' \
-		env GUEST_KVER="$k" "$here/run.sh" check
+
+# count NAME: add the result line of run.sh check (run_for_line's $line
+# and $st) to the totals and the summary; no line is one failure
+count() {
+	local p f s
+
 	if [[ -z $line ]]; then
-		summary+=("$k: no result line (run.sh exit $st)")
+		summary+=("$1: no result line (run.sh exit $st)")
 		fail=$((fail + 1))
 		rc=1
-		continue
+		return
 	fi
 	read -r p _ f _ s _ <<<"${line//,/}"
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 	((st == 0 && f == 0)) || rc=1
-	summary+=("$k: $line ($((SECONDS - t0)) s)")
+	summary+=("$1: $line ($((SECONDS - t0)) s)")
+}
+
+# The debug kernel builds (at nice 19, the first time only) while the
+# other kernels' guests run: it fills their idle time, and costs the
+# stage only what is left when they are done
+debug_stage=0
+[[ ${KRDMA_DEBUG_STAGE:-1} == 1 && -z ${GUEST_KVER:-} ]] && debug_stage=1
+if ((debug_stage)); then
+	debug_dir=$(mktemp -d)
+	trap 'rm -rf "$debug_dir"' EXIT
+	msg "building the debug kernel in the background (scripts/build-debug-kernel.sh; log: $debug_dir/build.log)"
+	"$repo/scripts/build-debug-kernel.sh" >"$debug_dir/tree" 2>"$debug_dir/build.log" &
+	debug_pid=$!
+fi
+for k in "${kernels[@]}"; do
+	t0=$SECONDS
+	run_for_line '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' \
+		env GUEST_KVER="$k" "$here/run.sh" check
+	count "$k"
 done
 
 # Two machines (two-guests.sh): once, on the newest kernel of the list
@@ -69,6 +94,32 @@ if [[ ${KRDMA_TWO_GUESTS:-1} == 1 ]]; then
 		summary+=("two guests (${kernels[-1]}): $line ($((SECONDS - t0)) s)")
 	fi
 fi
+# The debug kernel: KASAN, lockdep, kmemleak, fault injection
+# (Documentation/testing.rst, "Debug kernel"); every report fails the run
+if ((debug_stage)); then
+	t0=$SECONDS
+	wait "$debug_pid"
+	st=$?
+	tree=$(cat "$debug_dir/tree")
+	if ((st != 0)) || [[ -z $tree ]]; then
+		tail -n 30 "$debug_dir/build.log"
+		summary+=("debug kernel: the build failed (exit $st, scripts/build-debug-kernel.sh)")
+		fail=$((fail + 1))
+		rc=1
+	else
+		cat "$debug_dir/build.log" >&2
+		summary+=("debug kernel: ready, $((SECONDS - t0)) s after the other guests")
+		t0=$SECONDS
+		run_for_line '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' \
+			env KRDMA_KERNEL_TREE="$tree" KRDMA_DEBUG_KERNEL=1 \
+			KRDMA_NO_LINT=1 KRDMA_TESTS_LIST=selftests/tests-debug.list \
+			KRDMA_TEST_TIMEOUT="${KRDMA_DEBUG_TEST_TIMEOUT:-900}" \
+			KRDMA_QEMU_TIMEOUT="${KRDMA_DEBUG_QEMU_TIMEOUT:-2400}" \
+			"$here/run.sh" check
+		count "debug kernel"
+	fi
+fi
+
 echo
 echo "== krdma check, every kernel ($((SECONDS - start)) s) =="
 printf '%s\n' "${summary[@]}"

@@ -359,6 +359,12 @@ accel=$(pick_accel)
 # boot; every KASAN report, not only the first
 append_tree=
 [[ -z $tree ]] || append_tree="pci=noacpi kasan_multi_shot"
+# Under TCG the guest's TSC is the host's. A host that is itself a VM can
+# be snapshotted and resumed elsewhere, and its TSC then leaps (11 hours,
+# once, in the middle of a 6.12 run: every running test timed out).
+# tsc=unstable: the guest keeps time by the HPET, which QEMU derives from
+# the host's monotonic clock, and sched_clock() clamps the leap.
+append_clock="tsc=unstable"
 # guest-main.sh keeps a sixth for after the tests (kmemleak, rmmod, the
 # results): the tests keep the 1800 s (7200 s) they always had
 timeout_s=${KRDMA_QEMU_TIMEOUT:-$([[ -n $tree ]] && echo 8640 || echo 2160)}
@@ -388,7 +394,7 @@ qemu_cmd=(
 	"$qemu" -accel "$accel" -m "${KRDMA_QEMU_MEM:-$([[ -n $tree ]] && echo 3G || echo 2G)}" -smp "${KRDMA_QEMU_SMP:-2}"
 	-nodefaults -no-user-config -display none -nic none -no-reboot
 	-kernel "$kernel_image" -initrd "$initramfs"
-	-append "console=ttyS0 panic=-1 log_buf_len=16M printk.devkmsg=on $append_tree ${KRDMA_QEMU_APPEND:-}"
+	-append "console=ttyS0 panic=-1 log_buf_len=16M printk.devkmsg=on $append_clock $append_tree ${KRDMA_QEMU_APPEND:-}"
 	-serial "file:$(q9 "$out/console.log")"
 	-serial "file:$(q9 "$out/output.log")"
 	-fsdev "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap"
