@@ -14,6 +14,8 @@ packages=(
 	# build
 	gcc make bc flex bison libelf-dev kmod sparse python3 xz-utils cpio
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1
+	# the debug kernel of make check (scripts/build-debug-kernel.sh)
+	libssl-dev patch
 	libibverbs-dev librdmacm-dev
 	# guest test bed
 	qemu-system-x86 busybox-static iproute2 libcap2-bin
