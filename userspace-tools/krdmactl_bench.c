@@ -3,46 +3,10 @@
  * krdmactl bench: throughput, message rate, latency and CPU cost of RDMA
  * WRITE, READ and SEND through /dev/krdma, over a sweep of message sizes.
  *
- * The protocol
- * ============
- *
- * A client (krdmactl bench ADDR) connects to a server (krdmactl bench -l;
- * port 18516 unless told otherwise). Control messages are SEND/RECV of
- * exactly 72 bytes (struct kb_msg, host byte order: both ends are
- * expected to be the same kind of machine). The client keeps
- * KB_CLIENT_RECVS RECVs posted for them at all times; the server keeps one
- * posted while it waits for the next message, and posts it before it
- * answers, so a control SEND never finds its peer without a RECV.
- *
- *   server                                client
- *   accept, post a RECV                   connect, post its RECVs
- *   WELCOME a = largest size        -->
- *                                   <--   SETUP a = largest size
- *   register a buffer of 2 x that,
- *   grant READ|WRITE on its first half
- *   TOKEN status, tok_*             -->
- *                                         WRITE and READ runs: the client
- *                                         alone, into / from the window
- *                                   <--   SEND_START a = size, b = count,
- *                                                    c = credits
- *   post min(credits, count) RECVs
- *   of size (all into the same bytes)
- *   READY                           -->   SENDs, never more than the
- *   repost each RECV as it completes,       credits it was given
- *   CREDIT a = n every credits/2    -->
- *   FIN a = n after the last one    -->
- *                                   <--   LAT_START a = size, b = count,
- *                                                   tok_* = its window
- *   READY                           -->   per round i: WRITE size bytes
- *   per round: wait for byte size-1         whose last is tag(i); wait for
- *   of the window to be tag(i), then        the server's WRITE of tag(i)
- *   WRITE size bytes ending in tag(i)       into its own window
- *   into the client's window          <-- (ib_write_lat's ping-pong)
- *                                   <--   BYE
- *
- * After the count of a SEND run, the next RECV the server posts is for a
- * control message again (RC queues are in order). A message with another
- * magic or of an unexpected type ends the session.
+ * The protocol (the 72-byte control messages, in host byte order, and
+ * the SEND credits and WRITE ping-pong) is described in
+ * Documentation/protocol.rst, "The krdmactl protocols": change the two
+ * together.
  *
  * What is measured, per operation and size, on the client: the time from
  * the first submit to the last completion (bandwidth, message rate), the

@@ -3,62 +3,10 @@
  * krdmactl serve, ping and xfer: RDMA WRITE, READ and SEND/RECV between a
  * client and a server through krdma, every byte verified.
  *
- * The protocol
- * ============
- *
- * A client (ping, xfer) connects to a server (serve; port 18515 unless
- * told otherwise). They talk with SEND/RECV messages of exactly 64 bytes
- * (struct kp_msg, every field little-endian), and move data with RDMA
- * WRITE and READ through one window on a buffer that the server registers
- * for this client, as long as the client asks for:
- *
- *   server                                  client
- *   accept, post a RECV                     connect, post a RECV
- *   WELCOME  length = largest window   -->
- *                                      <--  HELLO  length = window wanted
- *   register a buffer of that length,
- *   grant REMOTE_READ|REMOTE_WRITE on it
- *   TOKEN  status 0, tok_* = the token -->  (status = an errno: no window)
- *                                           per round N (seq N, from 1):
- *                                             RDMA WRITE pattern(seed) into
- *                                             the window at offset 0
- *                                      <--    CHECK  length, arg = seed
- *   compare the window with pattern(seed);
- *   when equal, fill it with
- *   pattern(seed ^ KP_REPLY_XOR)
- *   RESULT status 0, arg = that seed   -->    RDMA READ the window back,
- *     (status EILSEQ, arg = offset of          compare with pattern(arg)
- *      the first differing byte)
- *                                      <--  BYE  (the last message)
- *   wait until the client              close, once the SEND of BYE
- *   disconnects (KP_LINGER_MS at most)      completed
- *
- * RESULT and TOKEN carry the seq of the message they answer. kp_msg.status
- * is 0 or a Linux errno number: TOKEN: why there is no window (EMSGSIZE
- * too long, ENOMEM cannot pin it, ...); RESULT: EILSEQ the bytes differ,
- * EINVAL the CHECK names more bytes than the window has. A message with
- * another magic or version, of another length or of an unexpected type
- * ends the session.
- *
- * pattern(seed): byte i is byte i % 8 (little-endian order) of the 64-bit
- * word kp_word(seed, i / 8), a splitmix64 of seed + i / 8.
- *
- * Each side posts the RECV for the next message before it sends a message
- * that the other side answers, so no SEND ever finds its peer without a
- * RECV (on iWARP that ends the connection; RoCE and InfiniBand retry
- * until a RECV is posted). The one exception is the start: krdma hands
- * out connections already established, and nothing tells the server that
- * the client's first RECV is posted. The server speaks first: a client
- * that waits its turn in the listen backlog has posted it long before.
- * But a server that waits in accept() learns of an iWARP connection as
- * soon as it sent its MPA reply, before the client even received it, so
- * on iWARP the server waits KP_IWARP_GRACE_MS before the WELCOME; and a
- * client that loses its connection before the WELCOME all the same (or
- * while connecting: reset by the peer's TERMINATE) connects again, up to
- * KP_CONNECT_TRIES times, and counts it.
- *
- * The server serves one client at a time (others wait in the listen
- * backlog), and waits at most KP_IDLE_MS for each message of a client.
+ * The protocol (the 64-byte messages, their order, what each side
+ * checks, the data pattern, and why the server speaks first and waits
+ * KP_IWARP_GRACE_MS on iWARP) is described in Documentation/protocol.rst,
+ * "The krdmactl protocols": change the two together.
  *
  * Copyright (c) 2026 The krdma authors
  */
