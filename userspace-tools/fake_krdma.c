@@ -16,9 +16,25 @@
  *   eacces      open() fails with EACCES
  *   enotty      every ioctl fails with ENOTTY (a module without them)
  *
+ * stat() of /dev/krdma sees a character device of owner node_uid=N,
+ * group node_gid=N, mode node_mode=N (default root, root, 0600); euid=N,
+ * egid=N and group=N (one supplementary group, none by default) are what
+ * geteuid(), getegid() and getgroups() say when given.
+ *
+ * Connections (with features=3): BUF_REG, GRANT and SUBMIT check access
+ * as the module does, LISTEN refuses a port below 1024 (EACCES, as for a
+ * caller without CAP_NET_BIND_SERVICE), CONNECT always succeeds;
+ *   grant_err=N   GRANT fails with errno N
+ *   submit_err=N  SUBMIT fails with errno N
+ *   peer          a `krdmactl ping` client, in a few steps: ACCEPT hands out
+ *                 its connection; when a WELCOME is sent, it answers with
+ *                 HELLO (a window of 4 KiB); when a TOKEN is sent, it
+ *                 disconnects. Enough for serve to grant a window.
+ *
  * Copyright (c) 2026 The krdma authors
  */
 #include <dlfcn.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -27,6 +43,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/krdma.h>
@@ -244,6 +264,288 @@ static struct fake_dev *find_dev(uint32_t index)
 	return NULL;
 }
 
+/*
+ * Connections: one connection, a few buffers, a completion queue, and the
+ * RECVs posted on the connection.
+ */
+#define FAKE_MAX_BUFS 8
+#define FAKE_MAX_RECVS 16
+#define FAKE_MAX_WC 64
+#define FAKE_HANDLE_BASE 100
+
+/* of krdmactl_ping.c: its protocol's messages */
+#define KP_MAGIC 0x474e504bU
+#define KP_WELCOME 1
+#define KP_HELLO 2
+#define KP_TOKEN 3
+
+struct fake_buf {
+	uint32_t handle;
+	uint8_t *addr;
+	uint64_t length;
+	uint32_t access;
+};
+
+static struct fake_buf bufs[FAKE_MAX_BUFS];
+static uint32_t next_handle = FAKE_HANDLE_BASE;
+static uint32_t conn_handle;
+static bool conn_down, accepted;
+static struct krdma_op recvs[FAKE_MAX_RECVS];
+static unsigned int nrecvs;
+static struct krdma_completion cq[FAKE_MAX_WC];
+static unsigned int ncq;
+
+static struct fake_buf *find_buf(uint32_t handle)
+{
+	unsigned int i;
+
+	for (i = 0; i < FAKE_MAX_BUFS; i++)
+		if (bufs[i].handle && bufs[i].handle == handle)
+			return &bufs[i];
+	return NULL;
+}
+
+static void complete(const struct krdma_op *op, uint32_t status,
+		     uint32_t byte_len)
+{
+	struct krdma_completion *wc;
+
+	if (ncq == FAKE_MAX_WC)
+		abort();	/* a test that never polls */
+	wc = &cq[ncq++];
+	memset(wc, 0, sizeof(*wc));
+	wc->cookie = op->cookie;
+	wc->status = status;
+	wc->opcode = op->opcode;
+	wc->byte_len = status ? 0 : byte_len;
+	wc->conn = op->conn;
+}
+
+/* The peer sends @type into the oldest RECV */
+static void peer_send(uint8_t type, uint64_t length)
+{
+	struct krdma_op *op = &recvs[0];
+	uint32_t magic = htole32(KP_MAGIC);
+	struct fake_buf *b;
+	uint8_t *p;
+
+	if (!nrecvs)
+		abort();	/* a SEND without a RECV: a bug of the caller */
+	b = find_buf(op->sge.buf);
+	p = b->addr + op->sge.offset;
+	memset(p, 0, 64);
+	length = htole64(length);	/* every field little-endian */
+	memcpy(p, &magic, 4);
+	p[4] = 1;			/* version */
+	p[5] = type;
+	memcpy(p + 16, &length, 8);
+	complete(op, KRDMA_WC_SUCCESS, 64);
+	memmove(recvs, recvs + 1, --nrecvs * sizeof(*recvs));
+}
+
+/* The peer goes: the RECVs are flushed, the connection is down */
+static void peer_disconnect(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < nrecvs; i++)
+		complete(&recvs[i], KRDMA_WC_WR_FLUSH_ERR, 0);
+	nrecvs = 0;
+	conn_down = true;
+}
+
+static int fake_buf_reg(struct krdma_buf_reg *r)
+{
+	unsigned int i;
+
+	if (check_in(r, sizeof(*r), r->flags, 0))
+		return -EINVAL;
+	if (!r->length || r->access & ~(uint32_t)(KRDMA_ACCESS_LOCAL_WRITE |
+						  KRDMA_ACCESS_REMOTE_READ |
+						  KRDMA_ACCESS_REMOTE_WRITE |
+						  KRDMA_ACCESS_REMOTE_ATOMIC))
+		return -EINVAL;
+	for (i = 0; i < FAKE_MAX_BUFS; i++) {
+		if (bufs[i].handle)
+			continue;
+		bufs[i].handle = next_handle++;
+		bufs[i].addr = (uint8_t *)(uintptr_t)r->addr;
+		bufs[i].length = r->length;
+		bufs[i].access = r->access;
+		r->handle = bufs[i].handle;
+		return 0;
+	}
+	return -EMFILE;
+}
+
+static int fake_grant(struct krdma_grant *g)
+{
+	struct fake_buf *b;
+
+	if (check_in(g, sizeof(*g), g->flags, 0))
+		return -EINVAL;
+	if (opt("grant_err"))
+		return -(int)opt_num("grant_err", EIO);
+	b = find_buf(g->buf);
+	if (!b || g->conn != conn_handle || !g->length ||
+	    g->offset + g->length > b->length)
+		return -EINVAL;
+	if (conn_down)
+		return -ENOTCONN;
+	if (g->access & ~b->access)
+		return -EACCES;
+	g->handle = next_handle++;
+	memset(&g->token, 0, sizeof(g->token));
+	g->token.addr = g->offset;
+	g->token.length = g->length;
+	g->token.rkey = 0x1234;
+	g->token.access = g->access;
+	return 0;
+}
+
+static int fake_submit(struct krdma_submit *sub)
+{
+	struct krdma_op *ops = (struct krdma_op *)(uintptr_t)sub->ops;
+	uint32_t i;
+
+	if (check_in(sub, sizeof(*sub), sub->flags & ~KRDMA_SUBMIT_WAIT, 0))
+		return -EINVAL;
+	sub->submitted = 0;
+	if (opt("submit_err"))
+		return -(int)opt_num("submit_err", EIO);
+	for (i = 0; i < sub->count; i++) {
+		struct krdma_op *op = &ops[i];
+		struct fake_buf *b = find_buf(op->sge.buf);
+		uint8_t type;
+
+		if (op->conn != conn_handle || op->num_sge != 1 || !b)
+			return -EINVAL;
+		if ((op->opcode == KRDMA_OP_READ || op->opcode == KRDMA_OP_RECV ||
+		     op->opcode == KRDMA_OP_FETCH_ADD ||
+		     op->opcode == KRDMA_OP_CMP_SWAP) &&
+		    !(b->access & KRDMA_ACCESS_LOCAL_WRITE))
+			return -EACCES;
+		if (conn_down)
+			return -ENOTCONN;
+		switch (op->opcode) {
+		case KRDMA_OP_RECV:
+			if (nrecvs == FAKE_MAX_RECVS)
+				return -ENOBUFS;
+			recvs[nrecvs++] = *op;
+			break;
+		case KRDMA_OP_SEND:
+			type = b->addr[op->sge.offset + 5];
+			complete(op, KRDMA_WC_SUCCESS, op->sge.length);
+			if (opt("peer") && type == KP_WELCOME)
+				peer_send(KP_HELLO, 4096);
+			else if (opt("peer") && type == KP_TOKEN)
+				peer_disconnect();
+			break;
+		default:
+			complete(op, KRDMA_WC_SUCCESS, op->sge.length);
+		}
+		sub->submitted++;
+	}
+	return 0;
+}
+
+static int fake_poll(struct krdma_poll *p)
+{
+	struct krdma_completion *out =
+		(struct krdma_completion *)(uintptr_t)p->completions;
+	struct timespec ts = { 0, 10 * 1000000L };
+
+	if (check_in(p, sizeof(*p), p->flags, p->__reserved))
+		return -EINVAL;
+	p->count = 0;
+	if (!ncq) {
+		/* nothing will come: no busy loop until the caller's timeout */
+		if (p->timeout_ms)
+			nanosleep(&ts, NULL);
+		return 0;
+	}
+	while (p->count < p->max && p->count < ncq) {
+		out[p->count] = cq[p->count];
+		p->count++;
+	}
+	memmove(cq, cq + p->count, (ncq - p->count) * sizeof(*cq));
+	ncq -= p->count;
+	return 0;
+}
+
+static int fake_conn_ioctl(unsigned long cmd, void *arg)
+{
+	switch (cmd) {
+	case KRDMA_IOC_LISTEN: {
+		struct krdma_listen *l = arg;
+
+		if (check_in(l, sizeof(*l), l->flags, 0))
+			return -EINVAL;
+		if (l->addr.port && l->addr.port < 1024)
+			return -EACCES;
+		if (!l->addr.port)
+			l->addr.port = 40000;
+		l->handle = next_handle++;
+		return 0;
+	}
+	case KRDMA_IOC_ACCEPT: {
+		struct krdma_accept *a = arg;
+
+		if (check_in(a, sizeof(*a), a->flags, a->__reserved))
+			return -EINVAL;
+		if (!opt("peer") || accepted)
+			return -ETIMEDOUT;	/* nobody else comes */
+		accepted = true;
+		conn_handle = a->handle = next_handle++;
+		return 0;
+	}
+	case KRDMA_IOC_CONNECT: {
+		struct krdma_connect *c = arg;
+
+		if (check_in(c, sizeof(*c), c->flags, 0))
+			return -EINVAL;
+		conn_handle = c->handle = next_handle++;
+		return 0;
+	}
+	case KRDMA_IOC_CONN_QUERY: {
+		struct krdma_conn_query *q = arg;
+
+		if (check_in(q, sizeof(*q), q->flags, q->__reserved))
+			return -EINVAL;
+		if (q->handle != conn_handle)
+			return -EINVAL;
+		q->state = conn_down ? KRDMA_CONN_ERROR : KRDMA_CONN_CONNECTED;
+		q->dev_index = 3;
+		q->port_num = 1;
+		q->peer.family = AF_INET;
+		q->peer.port = 41234;
+		memcpy(q->peer.addr, "\xc6\x12\x00\x02", 4);
+		return 0;
+	}
+	case KRDMA_IOC_BUF_REG:
+		return fake_buf_reg(arg);
+	case KRDMA_IOC_GRANT:
+		return fake_grant(arg);
+	case KRDMA_IOC_SUBMIT:
+		return fake_submit(arg);
+	case KRDMA_IOC_POLL:
+		return fake_poll(arg);
+	case KRDMA_IOC_DISCONNECT:
+	case KRDMA_IOC_DESTROY: {
+		struct krdma_destroy *d = arg;	/* the same layout */
+		unsigned int i;
+
+		if (check_in(d, sizeof(*d), d->flags, d->__reserved))
+			return -EINVAL;
+		for (i = 0; i < FAKE_MAX_BUFS; i++)
+			if (bufs[i].handle == d->handle)
+				bufs[i].handle = 0;
+		return 0;
+	}
+	}
+	return -ENOTTY;
+}
+
 static int fake_ioctl(unsigned long cmd, void *arg)
 {
 	int err;
@@ -336,6 +638,8 @@ static int fake_ioctl(unsigned long cmd, void *arg)
 		return 0;
 	}
 	}
+	if (opt_num("features", KRDMA_FEATURE_DEV_QUERY) & KRDMA_FEATURE_CONN)
+		return fake_conn_ioctl(cmd, arg);
 	return -ENOTTY;
 }
 
@@ -418,4 +722,75 @@ int ioctl(int fd, unsigned long cmd, ...)
 		return -1;
 	}
 	return 0;
+}
+
+/* /dev/krdma as the node_* options make it */
+static bool fake_node(const char *path, struct stat *st)
+{
+	if (strcmp(path, "/dev/krdma"))
+		return false;
+	memset(st, 0, sizeof(*st));
+	st->st_mode = S_IFCHR | (opt_num("node_mode", 0600) & 07777);
+	st->st_uid = opt_num("node_uid", 0);
+	st->st_gid = opt_num("node_gid", 0);
+	st->st_nlink = 1;
+	st->st_rdev = makedev(10, 123);
+	return true;
+}
+
+#if __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33)
+int stat(const char *path, struct stat *st)
+{
+	int (*real)(const char *, struct stat *) = dlsym(RTLD_NEXT, "stat");
+
+	if (fake_node(path, st))
+		return 0;
+	return real(path, st);
+}
+#else
+/* stat() calls this in glibc before 2.33 */
+int __xstat(int ver, const char *path, struct stat *st)
+{
+	int (*real)(int, const char *, struct stat *) =
+		dlsym(RTLD_NEXT, "__xstat");
+
+	if (fake_node(path, st))
+		return 0;
+	return real(ver, path, st);
+}
+#endif
+
+uid_t geteuid(void)
+{
+	uid_t (*real)(void) = dlsym(RTLD_NEXT, "geteuid");
+
+	return opt("euid") ? (uid_t)opt_num("euid", 0) : real();
+}
+
+gid_t getegid(void)
+{
+	gid_t (*real)(void) = dlsym(RTLD_NEXT, "getegid");
+
+	if (opt("egid"))
+		return opt_num("egid", 0);
+	return opt("euid") ? (gid_t)opt_num("euid", 0) : real();
+}
+
+/* A made-up user has the supplementary group of group=N, or none */
+int getgroups(int size, gid_t list[])
+{
+	int (*real)(int, gid_t[]) = dlsym(RTLD_NEXT, "getgroups");
+	int n = opt("group") ? 1 : 0;
+
+	if (!opt("euid") && !n)
+		return real(size, list);
+	if (!size)
+		return n;
+	if (size < n) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (n)
+		list[0] = opt_num("group", 0);
+	return n;
 }

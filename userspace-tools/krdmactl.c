@@ -11,13 +11,16 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <net/if.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "libkrdma.h"
@@ -93,13 +96,138 @@ int finish_stdout(int status)
 	return status;
 }
 
+/* Is @gid the effective or a supplementary group of this process? */
+static bool in_group(gid_t gid)
+{
+	gid_t *groups;
+	bool found = false;
+	int n, i;
+
+	if (gid == getegid())
+		return true;
+	n = getgroups(0, NULL);
+	if (n <= 0)
+		return false;
+	groups = calloc(n, sizeof(*groups));
+	if (!groups)
+		return false;
+	n = getgroups(n, groups);
+	for (i = 0; i < n && !found; i++)
+		found = groups[i] == gid;
+	free(groups);
+	return found;
+}
+
+/* Does /etc/group list @user in group @gid (joined since this login)? */
+static bool group_lists(gid_t gid, const char *user)
+{
+	struct group *gr = getgrgid(gid);
+	char **m;
+
+	for (m = gr ? gr->gr_mem : NULL; m && *m; m++)
+		if (!strcmp(*m, user))
+			return true;
+	return false;
+}
+
+#define RULES_FIX "install userspace-tools/60-krdma.rules (make install does: group rdma, mode 0660) and join group rdma"
+
+void node_access_advice(char *why, size_t wlen, char *fix, size_t flen)
+{
+	char owner[64], group[64], user[64], me[80];
+	const char *allowed = NULL;
+	uid_t euid = geteuid();
+	struct passwd *pw;
+	struct group *gr;
+	struct stat st;
+	mode_t mode;
+	size_t n;
+
+	if (stat(KRDMA_DEV_PATH, &st)) {
+		snprintf(why, wlen, "cannot look at %s either: %s",
+			 KRDMA_DEV_PATH, strerror(errno));
+		snprintf(fix, flen, "run as root, or " RULES_FIX);
+		return;
+	}
+	mode = st.st_mode & 07777;
+	pw = getpwuid(st.st_uid);
+	if (pw)
+		snprintf(owner, sizeof(owner), "%s", pw->pw_name);
+	else
+		snprintf(owner, sizeof(owner), "%u", (unsigned int)st.st_uid);
+	gr = getgrgid(st.st_gid);
+	if (gr)
+		snprintf(group, sizeof(group), "%s", gr->gr_name);
+	else
+		snprintf(group, sizeof(group), "%u", (unsigned int)st.st_gid);
+	pw = getpwuid(euid);
+	snprintf(user, sizeof(user), "%s", pw ? pw->pw_name : "");
+	if (user[0])
+		snprintf(me, sizeof(me), "uid %u (%s)", (unsigned int)euid,
+			 user);
+	else
+		snprintf(me, sizeof(me), "uid %u", (unsigned int)euid);
+
+	snprintf(why, wlen, "owner %s, group %s, mode %04o", owner, group,
+		 (unsigned int)mode);
+	n = strlen(why);
+	if (n + 1 >= wlen)
+		return;
+	why += n;
+	wlen -= n;
+	if (st.st_uid == euid && (mode & 0600) == 0600)
+		allowed = "the owner";
+	else if (in_group(st.st_gid) && (mode & 0060) == 0060)
+		allowed = "in the group";
+	else if ((mode & 0006) == 0006)
+		allowed = "anyone";
+	if (!euid) {
+		snprintf(why, wlen, "; even root was refused");
+		snprintf(fix, flen, "the process lacks CAP_DAC_OVERRIDE (in a container?), or a security module (SELinux, AppArmor) or a device cgroup denies it: see the audit messages (dmesg, journalctl)");
+	} else if (allowed) {
+		snprintf(why, wlen, "; its mode lets %s open it (%s)", me,
+			 allowed);
+		snprintf(fix, flen, "a security module (SELinux, AppArmor) or a device cgroup (in a container?) denies it: see the audit messages (dmesg, journalctl)");
+	} else if ((mode & 0060) == 0060 && user[0] &&
+		   group_lists(st.st_gid, user)) {
+		snprintf(why, wlen, "; %s joined group %s after this login",
+			 me, group);
+		snprintf(fix, flen, "log in again, or start a shell in the group: newgrp %s",
+			 group);
+	} else if ((mode & 0060) == 0060) {
+		snprintf(why, wlen, "; %s is not in group %s", me, group);
+		snprintf(fix, flen, "join the group: sudo usermod -aG %s %s, then log in again; or run as root",
+			 group, user[0] ? user : "USER");
+	} else {
+		if ((mode & 0600) != 0600 || !strcmp(owner, "root"))
+			snprintf(why, wlen, "; only root may open it");
+		else
+			snprintf(why, wlen, "; only %s and root may open it",
+				 owner);
+		snprintf(fix, flen, "run as root, or " RULES_FIX);
+	}
+}
+
+const char *open_hint(int err, char *buf, size_t len)
+{
+	char why[512], fix[512];
+
+	if (err != -EACCES && err != -EPERM)
+		return krdma_strerror_hint(err);
+	node_access_advice(why, sizeof(why), fix, sizeof(fix));
+	snprintf(buf, len, "%s: %s; %s", KRDMA_DEV_PATH, why, fix);
+	return buf;
+}
+
 /* Open /dev/krdma, or say why not. Returns the fd or -1. */
 int open_krdma(void)
 {
 	int fd = krdma_open();
+	char hint[1100];
 
 	if (fd < 0) {
-		errmsg_err(fd, "cannot open %s", KRDMA_DEV_PATH);
+		errmsg_advice(fd, open_hint(fd, hint, sizeof(hint)),
+			      "cannot open %s", KRDMA_DEV_PATH);
 		return -1;
 	}
 	return fd;
@@ -380,7 +508,7 @@ static int version_main(int argc, char *argv[])
 	struct krdma_query_module qm;
 	struct json j = { .f = stdout };
 	bool json = false;
-	char ver[32];
+	char ver[32], hint[1100];
 	int fd, ret;
 
 	switch (parse_json_opts(argc, argv, &json)) {
@@ -419,7 +547,8 @@ static int version_main(int argc, char *argv[])
 		}
 		finish_stdout(0);
 		if (fd < 0)
-			errmsg_err(ret, "cannot open %s", KRDMA_DEV_PATH);
+			errmsg_advice(ret, open_hint(ret, hint, sizeof(hint)),
+				      "cannot open %s", KRDMA_DEV_PATH);
 		else
 			errmsg_err(ret, "cannot query the krdma module");
 		return 1;

@@ -38,6 +38,19 @@ int finish_stdout(int status);
 /* Open /dev/krdma, or say why not. Returns the fd or -1. */
 int open_krdma(void);
 /*
+ * Why this process may not open /dev/krdma, after EACCES or EPERM: from
+ * the node's owner, group and mode and this process's ids, the facts into
+ * @why ("owner root, group rdma, mode 0660; uid 1000 (alice) is not in
+ * group rdma") and what to do into @fix. For every command and doctor.
+ */
+void node_access_advice(char *why, size_t wlen, char *fix, size_t flen);
+/*
+ * The advice for the error @err (-errno) of opening /dev/krdma: for
+ * EACCES and EPERM "/dev/krdma: <why>; <fix>" in @buf, as
+ * node_access_advice() says; otherwise krdma_strerror_hint(err).
+ */
+const char *open_hint(int err, char *buf, size_t len);
+/*
  * Check that the module speaks our ABI and has every bit of @features
  * (KRDMA_FEATURE_*); say what is wrong if not. Returns 0 or -errno.
  */

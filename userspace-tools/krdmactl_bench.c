@@ -765,8 +765,9 @@ static int server_run(const struct bench_opts *o)
 	l.rq_depth = KB_SERVER_RQ;
 	ret = krdma_ioctl(s.fd, KRDMA_IOC_LISTEN, &l);
 	if (ret) {
-		errmsg_err(ret, "bench: cannot listen on %s",
-			   krdma_addr_str(&addr, buf, sizeof(buf)));
+		errmsg_advice(ret, krdma_cmd_strerror_hint(KRDMA_IOC_LISTEN, ret),
+			      "bench: cannot listen on %s",
+			      krdma_addr_str(&addr, buf, sizeof(buf)));
 		goto out;
 	}
 	bound = l.addr;

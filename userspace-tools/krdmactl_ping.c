@@ -230,6 +230,7 @@ struct kp_sess {
 	char err[512];		/* the first error */
 	const char *hint;	/* and advice for it, or NULL */
 	bool lost;		/* the connection is down */
+	bool server;		/* krdmactl serve */
 };
 
 static void __printf(4, 5)
@@ -306,7 +307,8 @@ static int kp_submit(struct kp_sess *s, struct krdma_op *op, const char *what)
 	op->cookie = s->next_cookie++;
 	ret = krdma_submit_ops(s->fd, op, 1, KRDMA_SUBMIT_WAIT, NULL);
 	if (ret)
-		kp_fail(s, ret, kp_hint(ret), "cannot start %s", what);
+		kp_fail(s, ret, krdma_cmd_strerror_hint(KRDMA_IOC_SUBMIT, ret),
+			"cannot start %s", what);
 	return ret;
 }
 
@@ -348,7 +350,9 @@ static int kp_wait(struct kp_sess *s, uint64_t cookie,
 			return -EINTR;
 		}
 		if (now >= deadline) {
-			kp_fail(s, 0, "is the peer still there? a krdmactl serve answers one client at a time: is it busy with another?",
+			kp_fail(s, 0, s->server ?
+				"is the client still there? it may have stopped, or lost its link" :
+				"is the peer still there? a krdmactl serve answers one client at a time: is it busy with another?",
 				"%s did not complete in %u ms", what,
 				s->wait_ms);
 			return -ETIMEDOUT;
@@ -684,7 +688,10 @@ static enum serve_outcome serve_one(struct kp_sess *s)
 						 KRDMA_ACCESS_REMOTE_WRITE,
 						 &s->grant, &s->tok);
 		if (ret) {
-			kp_fail(s, ret, kp_hint(ret), "cannot give a window of %s",
+			/* (a failed kp_map() has already said why) */
+			kp_fail(s, ret,
+				krdma_cmd_strerror_hint(KRDMA_IOC_GRANT, ret),
+				"cannot give a window of %s",
 				size_str(m.length, sz, sizeof(sz)));
 			r.status = -ret;
 		} else {
@@ -701,12 +708,14 @@ static enum serve_outcome serve_one(struct kp_sess *s)
 		kp_fail(s, 0, NULL, "the client asked for a window of %" PRIu64 " bytes: %s",
 			m.length, strerror(r.status));
 		if (!kp_send(s, &r)) {
+			const char *hint = s->hint;
 			char err[sizeof(s->err)];
 
 			/* keep the error across the linger */
 			memcpy(err, s->err, sizeof(err));
 			serve_linger(s);
 			memcpy(s->err, err, sizeof(err));
+			s->hint = hint;
 		}
 		goto out;
 	}
@@ -764,6 +773,10 @@ out:
 		else
 			printf("%s via %s: FAILED after %u round%s: %s\n", who,
 			       dev, rounds, rounds == 1 ? "" : "s", s->err);
+		/* and what to do, when known, for people */
+		fflush(stdout);
+		if (s->err[0] && s->hint)
+			errmsg("%s", s->hint);
 	}
 	fflush(stdout);
 	return out;
@@ -779,6 +792,7 @@ static int serve_run(const struct serve_opts *o)
 	int ret;
 
 	memset(&s, 0, sizeof(s));
+	s.server = true;
 	s.wait_ms = KP_IDLE_MS;
 	s.next_cookie = 1;
 	if (krdma_parse_addr(o->addr, o->port, &addr)) {
@@ -800,7 +814,7 @@ static int serve_run(const struct serve_opts *o)
 		/* rdma_cm says EADDRNOTAVAIL for a port that is taken */
 		errmsg_advice(ret, ret == -EADDRINUSE || ret == -EADDRNOTAVAIL ?
 			      "the port is taken (another krdmactl serve?), or ADDR is not an address of this host: choose another -p PORT or -a ADDR" :
-			      kp_hint(ret),
+			      krdma_cmd_strerror_hint(KRDMA_IOC_LISTEN, ret),
 			      "cannot listen on %s",
 			      krdma_addr_str(&addr, buf, sizeof(buf)));
 		goto out;

@@ -1053,10 +1053,13 @@ static void doctor_module(struct check *c, int *fdp)
 
 	*fdp = -1;
 	if (fd < 0) {
-		if (fd == -EACCES || fd == -EPERM)
-			ck_fail(c, "run as root, or give your user access: install userspace-tools/60-krdma.rules (group rdma, mode 0660) and join group rdma",
-				"no permission to open " KRDMA_DEV_PATH);
-		else
+		if (fd == -EACCES || fd == -EPERM) {
+			char why[512], fix[512];
+
+			node_access_advice(why, sizeof(why), fix, sizeof(fix));
+			ck_fail(c, fix, "no permission to open " KRDMA_DEV_PATH ": %s",
+				why);
+		} else
 			ck_fail(c, "sudo krdmactl up (or: sudo modprobe krdma, or insmod krdma.ko)",
 				"krdma is not loaded: cannot open " KRDMA_DEV_PATH " (%s)",
 				strerror(-fd));

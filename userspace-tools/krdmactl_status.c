@@ -713,6 +713,7 @@ struct status {
 	bool have_module;
 	struct krdma_query_module qm;
 	int dev_err;
+	bool open_failed;	/* dev_err is of opening /dev/krdma */
 	struct dev_info *devs;
 	uint32_t ndevs;
 	struct param *params;
@@ -729,6 +730,7 @@ static void collect_status(struct status *s)
 	fd = krdma_open();
 	if (fd < 0) {
 		s->dev_err = fd;
+		s->open_failed = true;
 	} else {
 		s->dev_err = krdma_query_module(fd, &s->qm);
 		s->have_module = !s->dev_err;
@@ -863,6 +865,7 @@ int status_main(int argc, char *argv[])
 {
 	struct status s = {};
 	bool json = false;
+	char hint[1100];
 	int ret;
 
 	switch (parse_json_opts(argc, argv, &json)) {
@@ -892,8 +895,11 @@ int status_main(int argc, char *argv[])
 		print_status_text(&s);
 	ret = finish_stdout(0);
 	if (s.dev_err && s.dev_err != -ENODEV)
-		errmsg_err(s.dev_err, "cannot list the RDMA devices through %s",
-			   KRDMA_DEV_PATH);
+		errmsg_advice(s.dev_err, s.open_failed ?
+			      open_hint(s.dev_err, hint, sizeof(hint)) :
+			      krdma_strerror_hint(s.dev_err),
+			      "cannot list the RDMA devices through %s",
+			      KRDMA_DEV_PATH);
 	if (s.dbg_err)
 		errmsg_advice(s.dbg_err, debugfs_advice(s.dbg_err),
 			      "cannot read the connections and buffers from %s",

@@ -447,9 +447,9 @@ const char *krdma_strerror_hint(int err)
 	case ENXIO:
 		return KRDMA_DEV_PATH " exists but no driver is behind it: is krdma.ko loaded? try: sudo modprobe krdma (or insmod krdma.ko)";
 	case EACCES:
-		return "permission denied: opening " KRDMA_DEV_PATH " needs root or its group (the udev rule: group rdma, mode 0660); listening below port 1024 needs CAP_NET_BIND_SERVICE; a grant cannot give more than the buffer's access, and a RECV or READ needs a buffer registered with LOCAL_WRITE";
+		return "permission denied; the cause depends on the call: opening " KRDMA_DEV_PATH ": not root and not in its group (the udev rule: group rdma, mode 0660; krdmactl doctor says which); LISTEN: a port below 1024 without CAP_NET_BIND_SERVICE; GRANT: more access than the buffer was registered with; SUBMIT: a READ, RECV or atomic into a buffer registered without LOCAL_WRITE; a connection's error: an operation failed with an access error (see its last error: krdmactl status)";
 	case EPERM:
-		return "not permitted: opening " KRDMA_DEV_PATH " needs root or its group (the udev rule: group rdma, mode 0660); an operation or grant named a buffer registered by another process (after fork(), or a passed file): register the buffer in this process";
+		return "not permitted; the cause depends on the call: opening " KRDMA_DEV_PATH ": as for EACCES (krdmactl doctor says why); GRANT or SUBMIT: a buffer registered by another process (after fork(), execve() or a passed file): register the memory in the process that uses it";
 	case ENODEV:
 		return "the RDMA device is gone (removed with rdma link delete?); list the devices with: krdmactl dev";
 	case ENOTTY:
@@ -783,6 +783,43 @@ const char *krdma_conn_strerror_hint(int err)
 	case EAGAIN:
 	case EINVAL:
 		return NULL;
+	}
+	return krdma_strerror_hint(err);
+}
+
+const char *krdma_cmd_strerror_hint(unsigned long cmd, int err)
+{
+	if (err < 0)
+		err = -err;
+
+	switch (cmd) {
+	case KRDMA_IOC_LISTEN:
+		if (err == EACCES)
+			return "listening on a port below 1024 needs CAP_NET_BIND_SERVICE (root has it): choose a port of 1024 or more, or run as root";
+		break;
+	case KRDMA_IOC_GRANT:
+		if (err == EACCES)
+			return "the grant asks for more access than the buffer was registered with: register the buffer with every REMOTE_* access to be granted, or grant less";
+		if (err == EPERM)
+			return "the buffer was registered by another process (this file came through fork(), execve() or SCM_RIGHTS): register the memory in the process that grants it";
+		break;
+	case KRDMA_IOC_SUBMIT:
+		if (err == EACCES)
+			return "a READ, RECV or atomic operation writes into a buffer registered without LOCAL_WRITE: register that buffer with KRDMA_ACCESS_LOCAL_WRITE";
+		if (err == EPERM)
+			return "a buffer of the operation was registered by another process (this file came through fork(), execve() or SCM_RIGHTS): register the memory in the process that submits";
+		break;
+	}
+	switch (cmd) {
+	case KRDMA_IOC_LISTEN:
+	case KRDMA_IOC_ACCEPT:
+	case KRDMA_IOC_CONNECT:
+	case KRDMA_IOC_DISCONNECT:
+	case KRDMA_IOC_BUF_REG:
+	case KRDMA_IOC_GRANT:
+	case KRDMA_IOC_SUBMIT:
+	case KRDMA_IOC_POLL:
+		return krdma_conn_strerror_hint(err);
 	}
 	return krdma_strerror_hint(err);
 }

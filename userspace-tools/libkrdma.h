@@ -204,6 +204,17 @@ const char *krdma_wc_status_explain(uint32_t status);
  * krdma_strerror_hint(). NULL when there is none.
  */
 const char *krdma_conn_strerror_hint(int err);
+/*
+ * Advice for an errno that the ioctl @cmd (KRDMA_IOC_*) returned: for
+ * EACCES and EPERM the one cause that the errno contract gives for @cmd
+ * (LISTEN: a port below 1024; GRANT: more access than the buffer has, or
+ * another process's buffer; SUBMIT: a buffer without LOCAL_WRITE written
+ * into, or another process's buffer), otherwise as
+ * krdma_conn_strerror_hint() (connections, buffers and transfers) or
+ * krdma_strerror_hint() (the rest). NULL when there is none. Opening
+ * /dev/krdma is not an ioctl: its EACCES depends on the device node.
+ */
+const char *krdma_cmd_strerror_hint(unsigned long cmd, int err);
 
 #ifdef __cplusplus
 }

@@ -161,6 +161,64 @@ static void test_hints(void)
 	check_str("hint 0", krdma_strerror_hint(0), NULL);
 }
 
+/* @hint has @want and none of @unwanted (NULL-terminated) */
+static void check_hint(const char *what, const char *hint, const char *want,
+		       const char *const *unwanted)
+{
+	checks++;
+	if (!hint || !strstr(hint, want))
+		goto fail;
+	for (; *unwanted; unwanted++)
+		if (strstr(hint, *unwanted))
+			goto fail;
+	return;
+fail:
+	failures++;
+	fprintf(stderr, "FAIL %s: %s\n", what, hint ? hint : "(null)");
+}
+
+static void test_cmd_hints(void)
+{
+	static const char *const not_listen[] = {
+		"/dev/krdma", "grant", "LOCAL_WRITE", NULL
+	};
+	static const char *const not_grant[] = {
+		"/dev/krdma", "1024", "LOCAL_WRITE", NULL
+	};
+	static const char *const not_submit[] = {
+		"/dev/krdma", "1024", "grant", NULL
+	};
+
+	check_hint("LISTEN EACCES",
+		   krdma_cmd_strerror_hint(KRDMA_IOC_LISTEN, -EACCES),
+		   "below 1024 needs CAP_NET_BIND_SERVICE", not_listen);
+	check_hint("GRANT EACCES",
+		   krdma_cmd_strerror_hint(KRDMA_IOC_GRANT, -EACCES),
+		   "more access than the buffer", not_grant);
+	check_hint("GRANT EPERM",
+		   krdma_cmd_strerror_hint(KRDMA_IOC_GRANT, EPERM),
+		   "another process", not_grant);
+	check_hint("SUBMIT EACCES",
+		   krdma_cmd_strerror_hint(KRDMA_IOC_SUBMIT, -EACCES),
+		   "without LOCAL_WRITE", not_submit);
+	check_hint("SUBMIT EPERM",
+		   krdma_cmd_strerror_hint(KRDMA_IOC_SUBMIT, -EPERM),
+		   "another process", not_submit);
+	/* other errnos: as the connection or the general advice */
+	check_str("LISTEN EADDRINUSE",
+		  krdma_cmd_strerror_hint(KRDMA_IOC_LISTEN, -EADDRINUSE),
+		  krdma_conn_strerror_hint(-EADDRINUSE));
+	check_str("SUBMIT ENOTCONN",
+		  krdma_cmd_strerror_hint(KRDMA_IOC_SUBMIT, -ENOTCONN),
+		  krdma_conn_strerror_hint(-ENOTCONN));
+	check_str("DEV_QUERY ENODEV",
+		  krdma_cmd_strerror_hint(KRDMA_IOC_DEV_QUERY, -ENODEV),
+		  krdma_strerror_hint(-ENODEV));
+	check_str("DEV_QUERY EACCES",
+		  krdma_cmd_strerror_hint(KRDMA_IOC_DEV_QUERY, -EACCES),
+		  krdma_strerror_hint(-EACCES));
+}
+
 int main(void)
 {
 	test_layout();
@@ -168,6 +226,7 @@ int main(void)
 	test_gid();
 	test_names();
 	test_hints();
+	test_cmd_hints();
 
 	printf("test_helpers: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;

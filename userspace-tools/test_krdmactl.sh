@@ -15,11 +15,12 @@ fails=0
 n=0
 
 # run SCENARIO ARGS...: krdmactl with the shim, into $TMP/out, $TMP/err, $rc
+# (at most 60 s: a command that waits for what the fake never sends fails)
 run() {
 	scenario=$1
 	shift
-	FAKE_KRDMA=$scenario LD_PRELOAD=$SHIM ./krdmactl "$@" \
-		>"$TMP/out" 2>"$TMP/err"
+	FAKE_KRDMA=$scenario LD_PRELOAD=$SHIM timeout -k 5 60 ./krdmactl "$@" \
+		>"$TMP/out" 2>"$TMP/err" </dev/null
 	rc=$?
 }
 
@@ -42,6 +43,30 @@ expect_rc() {
 expect_in() {
 	n=$((n + 1))
 	grep -q -e "$2" "$TMP/$1" || fail "$3: '$2' not in $1"
+}
+
+# expect_not_in FILE PATTERN DESCRIPTION
+expect_not_in() {
+	n=$((n + 1))
+	! grep -q -e "$2" "$TMP/$1" || fail "$3: '$2' in $1"
+}
+
+# only_cause FILE DESCRIPTION CAUSE...: the advice names none of the other
+# causes of EACCES and EPERM (open, listen, grant, submit) but CAUSE...
+only_cause() {
+	file=$1
+	what=$2
+	shift 2
+	for other in open listen grant submit; do
+		case " $* " in *" $other "*) continue ;; esac
+		case $other in
+		open) pat='/dev/krdma\|group\|udev\|60-krdma' ;;
+		listen) pat='1024\|CAP_NET_BIND_SERVICE' ;;
+		grant) pat='grant' ;;
+		submit) pat='LOCAL_WRITE\|RECV or READ\|READ, RECV' ;;
+		esac
+		expect_not_in "$file" "$pat" "$what: only its cause"
+	done
 }
 
 # json_check PYTHON-EXPRESSION DESCRIPTION: d is the parsed stdout
@@ -94,10 +119,48 @@ expect_in err 'cannot query the krdma module: Inappropriate ioctl' \
 	"dev, ENOTTY"
 expect_in err 'too old' "dev, ENOTTY"
 
-run "eacces" dev
+# EACCES of opening /dev/krdma: the node's owner, group and mode (made up
+# by the shim), and which of them keeps this user out
+run "eacces,euid=1000" dev
 expect_rc 1 "dev, EACCES"
-expect_in err 'Permission denied' "dev, EACCES"
+expect_in err '^krdmactl: cannot open /dev/krdma: Permission denied' \
+	"dev, EACCES"
+expect_in err 'owner root, group root, mode 0600; only root may open it' \
+	"dev, EACCES"
 expect_in err 'run as root' "dev, EACCES"
+expect_in err '60-krdma.rules' "dev, EACCES"
+only_cause err "dev, EACCES" open
+
+run "eacces,euid=1000,node_gid=54321,node_mode=0660" dev
+expect_rc 1 "dev, EACCES, not in the group"
+expect_in err 'group 54321, mode 0660; uid 1000\( ([a-z0-9_-]*)\)\{0,1\} is not in group 54321' \
+	"dev, EACCES, not in the group"
+expect_in err 'usermod -aG 54321 ' "dev, EACCES, not in the group"
+expect_not_in err 'only root' "dev, EACCES, not in the group"
+only_cause err "dev, EACCES, not in the group" open
+
+run "eacces,euid=1000,node_gid=54321,node_mode=0660,group=54321" version
+expect_rc 1 "version, EACCES, in the group"
+expect_in err 'group 54321, mode 0660; its mode lets uid 1000.* open it (in the group)' \
+	"version, EACCES, in the group"
+expect_in err 'security module' "version, EACCES, in the group"
+expect_not_in err 'usermod' "version, EACCES, in the group"
+only_cause err "version, EACCES, in the group" open
+
+run "eacces,euid=0" dev
+expect_rc 1 "dev, EACCES as root"
+expect_in err 'mode 0600; even root was refused' "dev, EACCES as root"
+expect_in err 'CAP_DAC_OVERRIDE' "dev, EACCES as root"
+only_cause err "dev, EACCES as root" open
+
+run "eacces,euid=1000,node_gid=54321,node_mode=0660" doctor -j
+expect_rc 1 "doctor -j, EACCES"
+json_check '[c for c in d["checks"] if c["name"] == "module" and
+	c["status"] == "fail" and c["verdict"].startswith("no permission to " +
+	"open /dev/krdma: owner root, group 54321, mode 0660; uid 1000") and
+	c["verdict"].endswith(" is not in group 54321") and
+	c["fix"].startswith("join the group: sudo usermod -aG 54321 ")]' \
+	"doctor -j, EACCES: the module check"
 
 run "" dev
 expect_rc 0 "dev"
@@ -168,11 +231,59 @@ expect_in err "unknown command 'bogus'" "unknown command"
 run "" dev -x
 expect_rc 2 "unknown option"
 
-for cmd in version dev status set help; do
+for cmd in version dev status set explain doctor serve ping bench help; do
 	run "" $cmd --help
 	expect_rc 0 "$cmd --help"
 	expect_in out "^Usage: krdmactl $cmd" "$cmd --help"
 done
+
+# Connections (features=3): EACCES and EPERM of LISTEN, GRANT and SUBMIT,
+# each with the advice for its one cause
+run "features=3" serve -p 80
+expect_rc 1 "serve -p 80"
+expect_in err '^krdmactl: cannot listen on 0\.0\.0\.0:80: Permission denied' \
+	"serve -p 80"
+expect_in err 'port below 1024 needs CAP_NET_BIND_SERVICE' "serve -p 80"
+only_cause err "serve -p 80" listen
+
+run "features=3" bench -l -p 80
+expect_rc 1 "bench -l -p 80"
+expect_in err '^krdmactl: bench: cannot listen on 0\.0\.0\.0:80: Permission denied' \
+	"bench -l -p 80"
+expect_in err 'port below 1024 needs CAP_NET_BIND_SERVICE' "bench -l -p 80"
+only_cause err "bench -l -p 80" listen
+
+run "features=3,peer,grant_err=13" serve -1 -p 0
+expect_rc 1 "serve, GRANT EACCES"
+expect_in out '^krdmactl serve: listening on 0\.0\.0\.0:40000$' \
+	"serve, GRANT EACCES"
+expect_in out 'via rxe0: FAILED after 0 rounds: cannot give a window of 4 KiB: Permission denied' \
+	"serve, GRANT EACCES"
+expect_in err 'the grant asks for more access than the buffer was registered with' \
+	"serve, GRANT EACCES"
+only_cause err "serve, GRANT EACCES" grant
+
+run "features=3,peer,grant_err=1" serve -1 -p 0
+expect_rc 1 "serve, GRANT EPERM"
+expect_in out 'cannot give a window of 4 KiB: Operation not permitted' \
+	"serve, GRANT EPERM"
+expect_in err 'registered by another process' "serve, GRANT EPERM"
+only_cause err "serve, GRANT EPERM" grant
+
+run "features=3,submit_err=13" ping 198.18.0.2 -c 1
+expect_rc 1 "ping, SUBMIT EACCES"
+expect_in err '^krdmactl: ping: cannot start a RECV: Permission denied' \
+	"ping, SUBMIT EACCES"
+expect_in err 'writes into a buffer registered without LOCAL_WRITE' \
+	"ping, SUBMIT EACCES"
+only_cause err "ping, SUBMIT EACCES" submit
+
+run "features=3,submit_err=1" ping 198.18.0.2 -c 1
+expect_rc 1 "ping, SUBMIT EPERM"
+expect_in err '^krdmactl: ping: cannot start a RECV: Operation not permitted' \
+	"ping, SUBMIT EPERM"
+expect_in err 'registered by another process' "ping, SUBMIT EPERM"
+only_cause err "ping, SUBMIT EPERM" submit
 
 # status and set, against made-up debugfs files and module parameters
 # (KRDMA_DEBUGFS, KRDMA_SYSFS_MODULE) and the fake /dev/krdma
@@ -266,6 +377,13 @@ expect_in err 'cannot read the connections and buffers' \
 	"status without debugfs"
 # (a variable set for a function call may stay set: sh leaves it open)
 export KRDMA_DEBUGFS="$TMP/dbg" KRDMA_SYSFS_MODULE="$TMP/mod"
+
+run "eacces,euid=1000,node_gid=54321,node_mode=0660" status
+expect_rc 0 "status, EACCES"
+expect_in err '^krdmactl: cannot list the RDMA devices through /dev/krdma: Permission denied' \
+	"status, EACCES"
+expect_in err 'is not in group 54321' "status, EACCES"
+only_cause err "status, EACCES" open
 
 KRDMA_SYSFS_MODULE=$TMP/nomodule run "eacces" status
 expect_rc 1 "status, module not loaded"
