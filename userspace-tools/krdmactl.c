@@ -1235,14 +1235,21 @@ static const struct {
 	  "2 bad usage.\n" },
 	{ "explain", explain_main,
 	  "explain completion statuses and errnos: meaning and likely cause",
-	  "[-j] [STATUS|ERRNO...]\n"
-	  "Explain completion statuses (REM_ACCESS_ERR, WC_RETRY_EXC_ERR, 12)\n"
-	  "and errnos (ECONNREFUSED, ...) in plain words, with their likely\n"
-	  "cause; without arguments, every one. The same table ping, xfer and\n"
-	  "doctor use.\n"
+	  "[-j] [STATUS|ERRNO|NUMBER...]\n"
+	  "Explain completion statuses and errnos in plain words, with their\n"
+	  "likely cause; without arguments, every one. Takes what a log shows:\n"
+	  "  a status name     RETRY_EXC_ERR, also with IBV_WC_, IB_WC_, WC_ or\n"
+	  "                    KRDMA_WC_ before it (WC_12: a status number)\n"
+	  "  an errno name     ETIMEDOUT or -ETIMEDOUT, or its text (\"Connection\n"
+	  "                    timed out\")\n"
+	  "  a number          110 (an errno, as status and debugfs print it),\n"
+	  "                    -110 (a -errno return value), 12 (a status)\n"
+	  "Names in any case. A number that is both a completion status and an\n"
+	  "errno (12: RETRY_EXC_ERR and ENOMEM) gets both explanations. The same\n"
+	  "table ping, xfer and doctor use.\n"
 	  "\n"
-	  "  -j, --json  print JSON: {\"explanations\":[{\"kind\",\"name\",\n"
-	  "              \"value\",...}]}\n"
+	  "  -j, --json  print JSON: {\"explanations\":[{\"kind\":\"status\"|\n"
+	  "              \"errno\",\"name\",\"value\",...}]}\n"
 	  "  -h, --help  show this help\n"
 	  "\n"
 	  "Exit status: 0, or 1 when an argument is unknown.\n" },

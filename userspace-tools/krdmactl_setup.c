@@ -16,6 +16,7 @@
  * Copyright (c) 2026 The krdma authors
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -1584,6 +1585,7 @@ int doctor_main(int argc, char *argv[])
  * krdmactl explain
  */
 
+/* The errnos that krdma's documentation names, explained in this order */
 static const struct {
 	int err;
 	const char *name;
@@ -1598,10 +1600,65 @@ static const struct {
 	{ EADDRNOTAVAIL, "EADDRNOTAVAIL" }, { ECONNRESET, "ECONNRESET" },
 	{ ECONNABORTED, "ECONNABORTED" }, { ENOTCONN, "ENOTCONN" },
 	{ EADDRINUSE, "EADDRINUSE" }, { EMSGSIZE, "EMSGSIZE" },
-	{ EMFILE, "EMFILE" },
+	{ EMFILE, "EMFILE" }, { EIO, "EIO" }, { ENOBUFS, "ENOBUFS" },
+};
+
+/* Second names of some errnos */
+static const struct {
+	int err;
+	const char *name;
+} errno_aliases[] = {
+	{ EWOULDBLOCK, "EWOULDBLOCK" }, { ENOTSUP, "ENOTSUP" },
+	{ EDEADLOCK, "EDEADLOCK" },
 };
 
 #define NUM_WC_STATUS (KRDMA_WC_GENERAL_ERR + 1)
+#define MAX_ERRNO 4095
+
+static bool errno_in_table(int err)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(errnos); i++)
+		if (errnos[i].err == err)
+			return true;
+	return false;
+}
+
+/* "ETIMEDOUT" for @err; NULL when it is no errno (or the libc cannot say) */
+static const char *errno_name(int err)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(errnos); i++)
+		if (errnos[i].err == err)
+			return errnos[i].name;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || \
+			   (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+	if (err > 0 && err <= MAX_ERRNO)
+		return strerrorname_np(err);
+#endif
+	return NULL;
+}
+
+/* The errno named @w (any case), or whose strerror() text it is; 0: none */
+static int errno_by_name(const char *w)
+{
+	const char *name;
+	size_t i;
+	int err;
+
+	for (i = 0; i < ARRAY_SIZE(errno_aliases); i++)
+		if (!strcasecmp(w, errno_aliases[i].name))
+			return errno_aliases[i].err;
+	for (err = 1; err <= MAX_ERRNO; err++) {
+		name = errno_name(err);
+		if (name && (!strcasecmp(w, name) ||
+			     !strcasecmp(w, strerror(err))))
+			return err;
+	}
+	return 0;
+}
 
 static void explain_status(struct json *j, uint32_t s)
 {
@@ -1618,17 +1675,21 @@ static void explain_status(struct json *j, uint32_t s)
 	       krdma_wc_status_explain(s));
 }
 
-static void explain_errno(struct json *j, int i)
+static void explain_errno(struct json *j, int err)
 {
-	const char *gen = krdma_strerror_hint(errnos[i].err);
-	const char *conn = krdma_conn_strerror_hint(errnos[i].err);
+	const char *name = errno_name(err);
+	const char *gen = krdma_strerror_hint(err);
+	const char *conn = krdma_conn_strerror_hint(err);
+	const char *none = errno_in_table(err) ?
+		"no advice beyond the message: usually a bug or a bad argument" :
+		"krdma's documentation does not name it (another program's error?): no advice beyond the message";
 
 	if (j) {
 		json_begin_object(j, NULL);
 		json_str(j, "kind", "errno");
-		json_str(j, "name", errnos[i].name);
-		json_u64(j, "value", errnos[i].err);
-		json_str(j, "strerror", strerror(errnos[i].err));
+		json_str(j, "name", name);
+		json_u64(j, "value", err);
+		json_str(j, "strerror", strerror(err));
 		if (gen)
 			json_str(j, "explanation", gen);
 		else
@@ -1640,43 +1701,152 @@ static void explain_errno(struct json *j, int i)
 		json_end_object(j);
 		return;
 	}
-	printf("%s (%s)", errnos[i].name, strerror(errnos[i].err));
+	printf("%s (errno %d, %s)", name, err, strerror(err));
 	if (gen)
 		printf(": %s", gen);
 	if (conn && conn != gen)
 		printf("%s%s", gen ? "; from a connection or transfer: " : ": ",
 		       conn);
 	if (!gen && !conn)
-		printf(": no advice beyond the message: usually a bug or a bad argument");
+		printf(": %s", none);
 	putchar('\n');
+}
+
+/* A whole decimal number, with an optional sign */
+static bool parse_number(const char *w, long *v)
+{
+	char *end;
+
+	if (!(isdigit((unsigned char)w[0]) ||
+	      ((w[0] == '-' || w[0] == '+') && isdigit((unsigned char)w[1]))))
+		return false;
+	errno = 0;
+	*v = strtol(w, &end, 10);
+	return !errno && !*end;
+}
+
+/*
+ * Explain @arg, as copied from a log: every meaning it has. A completion
+ * status by name (RETRY_EXC_ERR, with or without IBV_WC_, IB_WC_,
+ * KRDMA_WC_ or WC_, in any case) or, after such a prefix, by number; an
+ * errno by name (ETIMEDOUT or -ETIMEDOUT, any case) or strerror() text; a
+ * number is a completion status (0..21) and an errno (a positive errno as
+ * status and debugfs print it, or -errno as a return value), whichever it
+ * can be.
+ * Around it, parentheses and a trailing ',', ':', ';' or '.' are ignored.
+ * False when it has no meaning.
+ */
+static bool explain_word(struct json *j, const char *arg)
+{
+	static const char *const prefixes[] = {
+		"IBV_WC_", "IB_WC_", "KRDMA_WC_", "WC_",
+	};
+	bool status_only = false, errno_only = false, found = false;
+	char buf[128], *w = buf;
+	size_t i, n;
+	uint32_t s;
+	long v;
+	int err;
+
+	snprintf(buf, sizeof(buf), "%s", arg);
+	if (*w == '(')
+		w++;
+	n = strlen(w);
+	while (n && strchr("),:;.", w[n - 1]))
+		w[--n] = '\0';
+	for (i = 0; i < ARRAY_SIZE(prefixes); i++) {
+		n = strlen(prefixes[i]);
+		if (!strncasecmp(w, prefixes[i], n)) {
+			w += n;
+			status_only = true;
+			break;
+		}
+	}
+	if (w[0] == '-' && isalpha((unsigned char)w[1])) {
+		w++;		/* -ETIMEDOUT, as the kernel's %pe prints it */
+		errno_only = true;
+	}
+	if (parse_number(w, &v)) {
+		if (v >= 0 && v < NUM_WC_STATUS &&
+		    (!status_only || isdigit((unsigned char)w[0]))) {
+			explain_status(j, v);
+			found = true;
+		}
+		err = v < 0 ? -v : v;
+		if (!status_only && v >= -MAX_ERRNO && v <= MAX_ERRNO &&
+		    errno_name(err)) {
+			explain_errno(j, err);
+			found = true;
+		}
+		return found;
+	}
+	for (s = 0; s < NUM_WC_STATUS && !errno_only; s++) {
+		if (!strcasecmp(w, krdma_wc_status_str(s))) {
+			explain_status(j, s);
+			return true;
+		}
+	}
+	if (status_only)
+		return false;
+	err = errno_by_name(w);
+	if (err)
+		explain_errno(j, err);
+	return err;
 }
 
 int explain_main(int argc, char *argv[])
 {
-	struct json jj = { .f = stdout }, *j = NULL;
-	bool json = false;
-	int c, a, i, bad = 0;
-	uint32_t s;
-
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
+	struct json jj = { .f = stdout }, *j = NULL;
+	char **opts, **words;
+	int c, a, nopts = 1, nwords = 0, bad = 0, ret = 0;
+	bool json = false, dashdash = false;
+	uint32_t s;
+	size_t i;
+
+	/*
+	 * Options go to getopt, the words to explain aside: "-110" and
+	 * "-ETIMEDOUT" (a -errno) are words, not the options -1, -1, -0.
+	 */
+	opts = calloc(argc + 1, sizeof(*opts));
+	words = calloc(argc + 1, sizeof(*words));
+	if (!opts || !words) {
+		errmsg_err(-ENOMEM, "explain");
+		ret = 1;
+		goto out;
+	}
+	opts[0] = argv[0];
+	for (a = 1; a < argc; a++) {
+		const char *w = argv[a];
+
+		if (dashdash || w[0] != '-' || !w[1] ||
+		    isdigit((unsigned char)w[1]) || toupper((unsigned char)w[1]) == 'E')
+			words[nwords++] = argv[a];
+		else if (!strcmp(w, "--"))
+			dashdash = true;
+		else
+			opts[nopts++] = argv[a];
+	}
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":jh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(nopts, opts, ":jh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
 			break;
 		case 'h':
 			print_usage_of(argv[0], stdout);
-			return finish_stdout(0);
+			ret = finish_stdout(0);
+			goto out;
 		default:
-			bad_option(argv[0], c, argv);
-			return EXIT_USAGE;
+			bad_option(argv[0], c, opts);
+			ret = EXIT_USAGE;
+			goto out;
 		}
 	}
 	if (json) {
@@ -1684,41 +1854,16 @@ int explain_main(int argc, char *argv[])
 		json_begin_object(j, NULL);
 		json_begin_array(j, "explanations");
 	}
-	if (optind >= argc) {
+	if (!nwords) {
 		for (s = 0; s < NUM_WC_STATUS; s++)
 			explain_status(j, s);
-		for (i = 0; i < (int)ARRAY_SIZE(errnos); i++)
-			explain_errno(j, i);
+		for (i = 0; i < ARRAY_SIZE(errnos); i++)
+			explain_errno(j, errnos[i].err);
 	}
-	for (a = optind; a < argc; a++) {
-		const char *w = argv[a];
-		char *end;
-		bool found = false;
-
-		if (!strncasecmp(w, "KRDMA_WC_", 9))
-			w += 9;
-		else if (!strncasecmp(w, "WC_", 3))
-			w += 3;
-		s = strtoul(w, &end, 10);
-		if (*w && !*end && s < NUM_WC_STATUS) {
-			explain_status(j, s);
-			continue;
-		}
-		for (s = 0; s < NUM_WC_STATUS && !found; s++) {
-			if (!strcasecmp(w, krdma_wc_status_str(s))) {
-				explain_status(j, s);
-				found = true;
-			}
-		}
-		for (i = 0; i < (int)ARRAY_SIZE(errnos) && !found; i++) {
-			if (!strcasecmp(argv[a], errnos[i].name) ||
-			    !strcasecmp(argv[a], strerror(errnos[i].err))) {
-				explain_errno(j, i);
-				found = true;
-			}
-		}
-		if (!found) {
-			errmsg("explain: unknown status or errno '%s'", argv[a]);
+	for (a = 0; a < nwords; a++) {
+		if (!explain_word(j, words[a])) {
+			errmsg("explain: unknown status or errno '%s'",
+			       words[a]);
 			bad++;
 		}
 	}
@@ -1726,6 +1871,11 @@ int explain_main(int argc, char *argv[])
 		json_end_array(j);
 		json_end_object(j);
 	}
-	c = finish_stdout(0);
-	return bad ? 1 : c;
+	ret = finish_stdout(0);
+	if (bad)
+		ret = 1;
+out:
+	free(opts);
+	free(words);
+	return ret;
 }

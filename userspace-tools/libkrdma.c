@@ -779,6 +779,10 @@ const char *krdma_conn_strerror_hint(int err)
 		return "cannot pin that much memory: raise the locked-memory limit (ulimit -l), run as root, or use a smaller size";
 	case EMSGSIZE:
 		return "the message is larger than the connection can carry";
+	case EIO:
+		return "the RDMA device failed it: a registration completed with an error (GRANT), the READ of a token's key table failed (the grant was revoked?), or the connection's queue pair failed; see the connection's last error (krdmactl status) and the kernel log (dmesg)";
+	case ENOBUFS:
+		return "a RECV found rq_depth RECVs already posted on the connection: poll their completions before posting more, or connect with a larger rq_depth";
 	case EINTR:
 	case EAGAIN:
 	case EINVAL:

@@ -237,6 +237,64 @@ for cmd in version dev status set explain doctor serve ping bench help; do
 	expect_in out "^Usage: krdmactl $cmd" "$cmd --help"
 done
 
+# explain: every form of a status or errno that a log shows
+for w in 110 -110 ETIMEDOUT etimedout -ETIMEDOUT 'Connection timed out' \
+	'(-110),'; do
+	run "" explain "$w"
+	expect_rc 0 "explain '$w'"
+	expect_in out '^ETIMEDOUT (errno 110, Connection timed out): no answer in time' \
+		"explain '$w'"
+	n=$((n + 1))
+	[ "$(wc -l <"$TMP/out")" -eq 1 ] || fail "explain '$w': one meaning"
+done
+for w in RETRY_EXC_ERR retry_exc_err WC_RETRY_EXC_ERR KRDMA_WC_RETRY_EXC_ERR \
+	IBV_WC_RETRY_EXC_ERR ibv_wc_retry_exc_err IB_WC_RETRY_EXC_ERR WC_12 \
+	IBV_WC_12; do
+	run "" explain "$w"
+	expect_rc 0 "explain $w"
+	expect_in out '^RETRY_EXC_ERR (completion status 12): the peer stopped answering' \
+		"explain $w"
+	expect_not_in out 'ENOMEM' "explain $w: a status only"
+done
+# 12 is a completion status and an errno: both
+run "" explain 12
+expect_rc 0 "explain 12"
+expect_in out '^RETRY_EXC_ERR (completion status 12): ' "explain 12"
+expect_in out '^ENOMEM (errno 12, Cannot allocate memory): out of memory' \
+	"explain 12"
+run "" explain 5
+expect_in out '^WR_FLUSH_ERR (completion status 5): ' "explain 5"
+expect_in out '^EIO (errno 5, Input/output error): the RDMA device failed' \
+	"explain 5"
+# -12 is a -errno only
+run "" explain -12
+expect_rc 0 "explain -12"
+expect_in out '^ENOMEM (errno 12' "explain -12"
+expect_not_in out 'RETRY_EXC_ERR' "explain -12: an errno only"
+run "" explain 12 -j
+expect_rc 0 "explain 12 -j"
+json_check '[(e["kind"], e["name"], e["value"]) for e in d["explanations"]]
+	== [("status", "RETRY_EXC_ERR", 12), ("errno", "ENOMEM", 12)] and
+	d["explanations"][1]["in_connections"].startswith("cannot pin")' \
+	"explain 12 -j"
+run "" explain -j -- -110 110
+json_check '[(e["kind"], e["name"]) for e in d["explanations"]] ==
+	[("errno", "ETIMEDOUT")] * 2' "explain -j -- -110 110"
+run "" explain -j
+expect_rc 0 "explain -j"
+json_check 'len([e for e in d["explanations"] if e["kind"] == "status" and
+	e["explanation"]]) == 22 and "EACCES" in
+	[e["name"] for e in d["explanations"] if e["kind"] == "errno"]' \
+	"explain -j, every one"
+for w in 4096 -4096 22x WC_ETIMEDOUT IBV_WC_22 bogus; do
+	run "" explain "$w"
+	expect_rc 1 "explain $w"
+	expect_in err "unknown status or errno '$w'" "explain $w"
+done
+run "" explain -x
+expect_rc 2 "explain -x"
+expect_in err "unknown option '-x'" "explain -x"
+
 # Connections (features=3): EACCES and EPERM of LISTEN, GRANT and SUBMIT,
 # each with the advice for its one cause
 run "features=3" serve -p 80
