@@ -1,8 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# make check: the whole test list once per guest kernel (one boot each),
-# then two guests joined by a link (two-guests.sh), then one total. Each kernel's run is selftests/qemu/run.sh check; its
+# make check: the host tests of the userspace tools (make -C
+# userspace-tools test), then the whole test list once per guest kernel
+# (one boot each), then two guests joined by a link (two-guests.sh), then
+# one total. Each kernel's run is selftests/qemu/run.sh check; its
 # summary is kept, the counts are added up, and the last line is
 # "N passed, N failed, N skipped" over all kernels. Exits non-zero if any
 # kernel's run failed.
@@ -19,6 +21,9 @@
 #                          the debug kernel (scripts/build-debug-kernel.sh:
 #                          built the first time, then cached); 0: not. Not
 #                          with GUEST_KVER.
+#   KRDMA_NO_HOST_TESTS=1  without the host tests of the userspace tools
+#                          (make -C userspace-tools test), which otherwise
+#                          run first, once, and count as one result
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -58,6 +63,23 @@ count() {
 	((st == 0 && f == 0)) || rc=1
 	summary+=("$1: $line ($((SECONDS - t0)) s)")
 }
+
+# The userspace tools on the host, before the first guest boots:
+# test_helpers and krdmactl against a fake /dev/krdma (test_krdmactl.sh);
+# one result, failed when they fail (or hang for 10 minutes)
+t0=$SECONDS
+if [[ ${KRDMA_NO_HOST_TESTS:-0} == 1 ]]; then
+	skip=$((skip + 1))
+	summary+=("host tests (make -C userspace-tools test): skipped, KRDMA_NO_HOST_TESTS=1")
+elif timeout -k 10 600 make -C "$repo/userspace-tools" test; then
+	pass=$((pass + 1))
+	summary+=("host tests (make -C userspace-tools test): ok ($((SECONDS - t0)) s)")
+else
+	msg "FAIL: make -C userspace-tools test (the host tests of krdmactl and libkrdma; output above)"
+	fail=$((fail + 1))
+	rc=1
+	summary+=("host tests (make -C userspace-tools test): FAILED, see its output above ($((SECONDS - t0)) s)")
+fi
 
 # The debug kernel builds (at nice 19, the first time only) while the
 # other kernels' guests run: it fills their idle time, and costs the
