@@ -48,7 +48,7 @@
 #define KB_SLOT			128
 #define KB_CLIENT_RECVS		8
 #define KB_MBOX			32
-#define KB_IWARP_GRACE_MS	20
+#define KB_IWARP_GRACE_MS	50		/* as krdmactl_ping.c's */
 #define KB_SERVER_RQ		(KB_MAX_DEPTH + 32)
 
 /* Cookie: kind in the top byte, an index below */
@@ -118,8 +118,8 @@ struct kb_sess {
 	uint64_t *t_submit;		/* client: per op */
 	uint32_t *lat_ns;
 	uint32_t timeout_ms;
-	bool welcome_wait;		/* server: until the WELCOME's answer */
-	struct krdma_completion welcome_wc;	/* its SEND, if it failed */
+	bool defer_send_err;		/* server: see server_one() */
+	struct krdma_completion send_wc;	/* the first SEND/WRITE failed */
 	char err[256];
 };
 
@@ -279,15 +279,15 @@ static int kb_poll(struct kb_sess *s, uint32_t timeout_ms)
 		if (wc[i].status != KRDMA_WC_SUCCESS) {
 			const struct krdma_completion *bad = &wc[i];
 
-			/* decided by the answer (server_one()) */
-			if (s->welcome_wait && k == KB_K_CSEND) {
-				if (!s->welcome_wc.status)
-					s->welcome_wc = wc[i];
+			/* decided by the next message (server_one()) */
+			if (s->defer_send_err && k == KB_K_CSEND) {
+				if (!s->send_wc.status)
+					s->send_wc = wc[i];
 				continue;
 			}
 			/* the first failure says why (a flushed RECV does not) */
-			if (s->welcome_wait && s->welcome_wc.status)
-				bad = &s->welcome_wc;
+			if (s->defer_send_err && s->send_wc.status)
+				bad = &s->send_wc;
 			kb_fail(s, 0, "%s failed: %s (status %u, vendor error 0x%x)",
 				krdma_opcode_str(bad->opcode),
 				krdma_wc_status_str(bad->status),
@@ -580,6 +580,19 @@ static int kb_pingpong(struct kb_sess *s, const struct krdma_token *peer,
 	return kb_poll(s, 100);
 }
 
+/* Server: a SEND or WRITE that failed before a message other than BYE */
+static int kb_send_failed(struct kb_sess *s)
+{
+	const struct krdma_completion *wc = &s->send_wc;
+
+	if (!wc->status)
+		return 0;
+	kb_fail(s, 0, "%s failed: %s (status %u, vendor error 0x%x)",
+		krdma_opcode_str(wc->opcode), krdma_wc_status_str(wc->status),
+		wc->status, wc->vendor_err);
+	return -EIO;
+}
+
 static int server_one(struct kb_sess *s, uint64_t max_size)
 {
 	uint32_t transport;
@@ -601,27 +614,26 @@ static int server_one(struct kb_sess *s, uint64_t max_size)
 	m.type = KB_WELCOME;
 	m.a = max_size;
 	/*
-	 * "bench -o conn": a client that only connects, and says BYE. It
-	 * closes as soon as its BYE is sent, and on siw the WELCOME's SEND
-	 * was then seen to complete here with LOC_QP_OP_ERR, although the
-	 * client had it (a SEND completes on iWARP once TCP has its data,
-	 * not once the peer has it). The answer decides: after a BYE that
-	 * failure is moot; before any other answer it ends the session.
+	 * The client closes as soon as its BYE is sent. On siw our last
+	 * SEND or WRITE before it (the WELCOME of "bench -o conn", the
+	 * last ping-pong WRITE) was then seen to complete here with
+	 * LOC_QP_OP_ERR although the client had it: siw's transmit thread
+	 * checks for the peer's FIN before it completes a piece TCP has
+	 * already taken. So a failed SEND or WRITE is kept, and the next
+	 * message decides: after a BYE it is moot; before any other (or
+	 * with our RECV flushed, the connection lost) it ends the session.
 	 */
-	memset(&s->welcome_wc, 0, sizeof(s->welcome_wc));
-	s->welcome_wait = true;
+	memset(&s->send_wc, 0, sizeof(s->send_wc));
+	s->defer_send_err = true;
 	ret = kb_send(s, &m);
 	if (!ret)
 		ret = kb_recv(s, 0, &m, "SETUP");
-	s->welcome_wait = false;
-	if (!ret && m.type == KB_BYE)
+	if (ret)
+		return ret;
+	/* "bench -o conn": a client that only connects, and says BYE */
+	if (m.type == KB_BYE)
 		return 0;
-	if (!ret && s->welcome_wc.status) {
-		kb_fail(s, 0, "the WELCOME's SEND failed: %s (status %u, vendor error 0x%x)",
-			krdma_wc_status_str(s->welcome_wc.status),
-			s->welcome_wc.status, s->welcome_wc.vendor_err);
-		return -EIO;
-	}
+	ret = kb_send_failed(s);
 	if (ret)
 		return ret;
 	if (m.type != KB_SETUP) {
@@ -668,13 +680,26 @@ static int server_one(struct kb_sess *s, uint64_t max_size)
 		ret = kb_recv(s, 0, &m, "the client's next message");
 		if (ret)
 			return ret;
+		if (m.type != KB_BYE) {
+			ret = kb_send_failed(s);
+			if (ret)
+				return ret;
+		}
 		switch (m.type) {
-		case KB_BYE:
-			/* the client closes: our next RECV is flushed */
-			kb_server_recv(s);
-			kb_poll(s, 2000);
+		case KB_BYE: {
+			uint64_t end = kb_now() + 2000000000ULL;
+
+			/*
+			 * The client closes: wait (2 s at most) for our next
+			 * RECV's flush, so as not to close under the client's
+			 * last completions
+			 */
+			if (!kb_server_recv(s))
+				while (kb_now() < end && !kb_poll(s, 100))
+					;
 			s->err[0] = '\0';
 			return 0;
+		}
 		case KB_SEND_START:
 			ret = server_send_run(s, &m);
 			break;
@@ -1153,9 +1178,10 @@ static int kb_conn_once(struct kb_sess *s, const struct krdma_addr *dst,
 		return ret;
 	}
 	*connect_ns = t1 - t0 > UINT32_MAX ? UINT32_MAX : t1 - t0;
-	if (dev[0] == '?')
-		*transport = kb_conn_device(s, dev, dev_len, &tr);
+	/* the RECV first: on iWARP the WELCOME may follow in 50 ms */
 	ret = kb_post_ctrl_recv(s, 0);
+	if (!ret && dev[0] == '?')
+		*transport = kb_conn_device(s, dev, dev_len, &tr);
 	if (!ret)
 		ret = kb_conn_wait(s, KB_COOKIE(KB_K_CRECV, 0), "the WELCOME");
 	if (!ret) {
@@ -1419,8 +1445,14 @@ static int bench_client(const struct bench_opts *o)
 		memset(&m, 0, sizeof(m));
 		m.type = KB_BYE;
 		ret = kb_send(&s, &m);
-		if (!ret)
+		/*
+		 * Every result is in: the server may close at once, so
+		 * the BYE's own outcome is moot (see server_one())
+		 */
+		if (!ret) {
 			kb_poll(&s, 100);
+			s.err[0] = '\0';
+		}
 	}
 
 report:
