@@ -347,11 +347,11 @@ run_case() {
 serve_load() {
 	local tag=$1 addr=$2 saddr=${3:-$2}
 
-	bg "$tag-serve" "$S" serve "$saddr" "$TMP/tok-$tag" -t 90
+	bg "$tag-serve" "$S" serve "$saddr" "$TMP/tok-$tag" -t $((90 * SLOW))
 	spid=$pid
-	bg "$tag-load" "$S" load "$saddr" -f "$TMP/tok-$tag" -t 90
+	bg "$tag-load" "$S" load "$saddr" -f "$TMP/tok-$tag" -t $((90 * SLOW))
 	lpid=$pid
-	if ! wait_line "$TMP/$tag-load.out" 'load: flowing' 30; then
+	if ! wait_line "$TMP/$tag-load.out" 'load: flowing' $((30 * SLOW)); then
 		fail "$tag: the transfer did not start in 30 s"
 		return 1
 	fi
@@ -449,9 +449,9 @@ case_module_unloaded() { # type addr
 	read -r port state </sys/kernel/debug/krdma_sample/user
 	[[ $port =~ ^[1-9][0-9]*$ ]] ||
 		{ fail "the sample does not listen: $port $state"; rmmod krdma_sample; return; }
-	bg mu-load "$S" load "$1" -p "$port" -r -d 4 -c 16K -t 90
+	bg mu-load "$S" load "$1" -p "$port" -r -d 4 -c 16K -t $((90 * SLOW))
 	lpid=$pid
-	if ! wait_line "$TMP/mu-load.out" 'load: flowing' 30; then
+	if ! wait_line "$TMP/mu-load.out" 'load: flowing' $((30 * SLOW)); then
 		fail "the transfer did not start in 30 s"
 		rmmod krdma_sample
 		return
@@ -519,11 +519,11 @@ case_key_read_stalled() {
 
 	read -r addr far _ <<<"${CROSS[siw]}"
 	for i in 0 1; do
-		bg "kr$i-serve" "$S" serve "$addr" "$TMP/tok-kr$i" -s 4M -t 120
+		bg "kr$i-serve" "$S" serve "$addr" "$TMP/tok-kr$i" -s 4M -t $((120 * SLOW))
 		spids+=("$pid")
-		bg "kr$i-load" "$S" load "$addr" -f "$TMP/tok-kr$i" -d 1 -t 120 -w
+		bg "kr$i-load" "$S" load "$addr" -f "$TMP/tok-kr$i" -d 1 -t $((120 * SLOW)) -w
 		lpids+=("$pid")
-		if ! wait_line "$TMP/kr$i-load.out" 'load: connected' 30; then
+		if ! wait_line "$TMP/kr$i-load.out" 'load: connected' $((30 * SLOW)); then
 			fail "load client $i did not connect in 30 s"
 			kill -9 "${spids[@]}" "${lpids[@]}" 2>/dev/null
 			return
@@ -607,9 +607,9 @@ case_rmmod_under_load() {
 
 	for d in "${DEVS[@]}"; do
 		read -r tag _ addr <<<"$d"
-		bg "rm$tag-serve" "$S" serve "$addr" "$TMP/tok-rm$tag" -t 90
+		bg "rm$tag-serve" "$S" serve "$addr" "$TMP/tok-rm$tag" -t $((90 * SLOW))
 		servers+=("$pid")
-		bg "rm$tag-load" "$S" load "$addr" -f "$TMP/tok-rm$tag" -t 90
+		bg "rm$tag-load" "$S" load "$addr" -f "$TMP/tok-rm$tag" -t $((90 * SLOW))
 		loads+=("rm$tag:$pid")
 	done
 	for t in "${loads[@]}"; do
