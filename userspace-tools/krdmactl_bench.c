@@ -156,6 +156,15 @@ kb_fail(struct kb_sess *s, int err, const char *fmt, ...)
 			 strerror(err < 0 ? -err : err));
 }
 
+/* A failed completion: say which, -EIO */
+static int kb_fail_wc(struct kb_sess *s, const struct krdma_completion *wc)
+{
+	kb_fail(s, 0, "%s failed: %s (status %u, vendor error 0x%x)",
+		krdma_opcode_str(wc->opcode), krdma_wc_status_str(wc->status),
+		wc->status, wc->vendor_err);
+	return -EIO;
+}
+
 static void kb_raise_memlock(void)
 {
 	struct rlimit rl, inf = { RLIM_INFINITY, RLIM_INFINITY };
@@ -288,11 +297,7 @@ static int kb_poll(struct kb_sess *s, uint32_t timeout_ms)
 			/* the first failure says why (a flushed RECV does not) */
 			if (s->defer_send_err && s->send_wc.status)
 				bad = &s->send_wc;
-			kb_fail(s, 0, "%s failed: %s (status %u, vendor error 0x%x)",
-				krdma_opcode_str(bad->opcode),
-				krdma_wc_status_str(bad->status),
-				bad->status, bad->vendor_err);
-			return -EIO;
+			return kb_fail_wc(s, bad);
 		}
 		switch (k) {
 		case KB_K_CRECV: {
@@ -583,14 +588,7 @@ static int kb_pingpong(struct kb_sess *s, const struct krdma_token *peer,
 /* Server: a SEND or WRITE that failed before a message other than BYE */
 static int kb_send_failed(struct kb_sess *s)
 {
-	const struct krdma_completion *wc = &s->send_wc;
-
-	if (!wc->status)
-		return 0;
-	kb_fail(s, 0, "%s failed: %s (status %u, vendor error 0x%x)",
-		krdma_opcode_str(wc->opcode), krdma_wc_status_str(wc->status),
-		wc->status, wc->vendor_err);
-	return -EIO;
+	return s->send_wc.status ? kb_fail_wc(s, &s->send_wc) : 0;
 }
 
 static int server_one(struct kb_sess *s, uint64_t max_size)
