@@ -83,13 +83,13 @@ KO=$PWD/krdma.ko
 SAMPLE_KO=$PWD/selftests/krdma_sample/krdma_sample.ko
 SLOW=1
 [[ ${KRDMA_DEBUG_KERNEL:-0} == 1 ]] && SLOW=5
-CYCLES=${KRDMA_FAULTS_CYCLES:-$((SLOW > 1 ? 10 : 100))}
+CYCLES=${KRDMA_FAULTS_CYCLES:-$((SLOW > 1 ? 10 : 40))}
 # The cycles bound their own time: as many as fit in CYCLES_BUDGET seconds,
 # at least CYCLES_MIN (a quarter). Under TCG a cycle takes 0.6-1 s on an
-# idle host, 1-3.5 s while the host's other core is busy: 100 may not fit
-# in 120 s there, and that is no failure of krdma's; a cycle that takes
-# more than a budget/CYCLES_MIN share (4.8 s) on average is one.
-CYCLES_BUDGET=$((120 * SLOW))
+# idle host, 1-3.5 s while the host's other core is busy: 40 may not fit
+# in 50 s there, and that is no failure of krdma's; a cycle that takes
+# more than a budget/CYCLES_MIN share (5 s) on average is one.
+CYCLES_BUDGET=$((50 * SLOW))
 CYCLES_MIN=$(((CYCLES + 3) / 4))
 # every one of the 32 threads must get its turn: longer where all is slow
 THREAD_SECS=${KRDMA_FAULTS_THREAD_SECS:-$((5 * SLOW))}
