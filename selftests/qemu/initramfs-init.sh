@@ -73,7 +73,7 @@ stty -F /dev/ttyS1 raw -echo 2>/dev/null
 log "running $repo/selftests/qemu/guest-main.sh"
 chroot $R /usr/bin/env -i \
 	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-	HOME=/root TERM=dumb LANG=C.UTF-8 \
+	HOME=/root TERM=dumb LANG=C \
 	/bin/bash "$repo/selftests/qemu/guest-main.sh" </dev/null >/dev/ttyS1 2>&1
 log "guest-main.sh exited with $?"
 # sync, for 10 s at most: a task stuck in the kernel must not keep the
