@@ -21,10 +21,15 @@
 #   make lint            W=1, sparse and checkpatch --strict on the module
 #   make install         module, krdmactl, man page, completion, udev rule
 #   make uninstall       remove what make install installed
+#   make version         print krdma's version (module/version.h)
 
 KVER ?= $(shell uname -r)
 KDIR ?= /lib/modules/$(KVER)/build
 BUILD ?= $(CURDIR)/build
+
+# krdma's version: set in module/version.h only (make version prints it)
+version_part = $(shell sed -n 's/^.define KRDMA_$(1)[[:space:]]*\([0-9]*\)$$/\1/p' $(CURDIR)/module/version.h)
+VERSION := $(call version_part,MAJOR).$(call version_part,MINOR).$(call version_part,PATCH)
 
 # The running kernel may have no headers (a CI box, a container): then
 # build for the newest kernel whose headers are installed, and say so.
@@ -32,12 +37,15 @@ ifeq ($(wildcard $(KDIR)/Makefile),)
 FALLBACK_KDIR := $(lastword $(sort $(wildcard /lib/modules/*/build/Makefile)))
 ifneq ($(FALLBACK_KDIR),)
 override KDIR := $(patsubst %/Makefile,%,$(FALLBACK_KDIR))
+# (not for the goals that print or write a file: make -s version)
+ifneq ($(filter-out version help,$(or $(MAKECMDGOALS),all)),)
 $(info krdma: no headers for the running kernel $(KVER); building for $(notdir $(patsubst %/build,%,$(KDIR))) (KDIR=$(KDIR)))
+endif
 endif
 endif
 
 .PHONY: all modules tools selftests check check-debug check-two demo guest-run soak bench lint clean help \
-	install uninstall install-modules install-tools
+	install uninstall install-modules install-tools version
 
 all: modules tools
 
@@ -151,3 +159,6 @@ uninstall:
 
 help:
 	@sed -n '3,/^$$/{/^$$/!p}' Makefile
+
+version:
+	@echo $(VERSION)

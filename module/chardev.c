@@ -47,7 +47,8 @@ static int krdma_cmd_query_module(struct krdma_ucmd *ucmd)
 		return -EINVAL;
 
 	cmd->abi_version = KRDMA_ABI_VERSION;
-	cmd->version = KRDMA_VERSION_CODE(0, 2, 0);
+	cmd->version = KRDMA_VERSION_CODE(KRDMA_MAJOR, KRDMA_MINOR,
+					  KRDMA_PATCH);
 	cmd->features = KRDMA_FEATURE_DEV_QUERY | KRDMA_FEATURE_CONN;
 	cmd->num_devices = krdma_device_count(ucmd->kfile->net);
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));

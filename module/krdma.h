@@ -27,8 +27,7 @@
 #include <krdma/krdma.h>
 
 #include "compat.h"
-
-#define KRDMA_VERSION_STR "0.2.0"
+#include "version.h"
 
 struct krdma_dev_query;
 struct krdma_port_query;
