@@ -116,8 +116,8 @@ clean:
 # modules_install with INSTALL_MOD_DIR=updates, then depmod), krdmactl to
 # $(PREFIX)/sbin, its man page and bash completion, and a udev rule giving
 # /dev/krdma mode 0660, group rdma. DESTDIR and PREFIX are honoured;
-# depmod and udevadm run only without DESTDIR. DEPMOD=true skips depmod
-# (the headers package has no System.map, so kbuild's own depmod is skipped).
+# depmod and udevadm run only without DESTDIR. DEPMOD=true skips depmod.
+# INSTALL_MOD_STRIP= (empty) keeps the module's debug info.
 DEPMOD ?= depmod
 PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
@@ -125,15 +125,36 @@ MANDIR ?= $(PREFIX)/share/man
 COMPDIR ?= $(PREFIX)/share/bash-completion/completions
 UDEVDIR ?= /etc/udev/rules.d
 INSTALL ?= install
+INSTALL_MOD_STRIP ?= 1
 # the release KDIR builds for (KVER, unless KDIR was a fallback)
 MOD_KVER = $(or $(shell sed -n 's/.*UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h 2>/dev/null),$(KVER))
 
+# Signing: kbuild signs at install (CONFIG_MODULE_SIG_ALL=y) with the key
+# CONFIG_MODULE_SIG_KEY names, relative to KDIR, and KDIR's
+# certs/signing_key.x509. A distribution's headers have neither: sign-file
+# then prints SSL errors and the module is installed unsigned anyway. So
+# krdma asks kbuild to sign only where both exist (or the key is a PKCS#11
+# URI), and otherwise says in one line that the module is not signed.
+kconfig = $(shell sed -n 's/^$(1)="\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' $(KDIR)/include/config/auto.conf 2>/dev/null)
+SIG_KEY = $(call kconfig,CONFIG_MODULE_SIG_KEY)
+SIG_KEY_PATH = $(if $(filter /%,$(SIG_KEY)),$(SIG_KEY),$(KDIR)/$(SIG_KEY))
+CAN_SIGN = $(or $(filter pkcs11:%,$(SIG_KEY)),$(and $(SIG_KEY),$(wildcard $(SIG_KEY_PATH)),$(wildcard $(KDIR)/certs/signing_key.x509)))
+NO_SIGN = $(if $(filter y,$(call kconfig,CONFIG_MODULE_SIG_ALL)),$(if $(CAN_SIGN),,y))
+
 install: install-modules install-tools
 
-# Installs the krdma.ko that `make` built (no rebuild as root here)
+# Installs the krdma.ko that `make` built (no rebuild as root here),
+# stripped of its debug info (INSTALL_MOD_STRIP=1: 6 MB -> 0.3 MB, as DKMS
+# installs it), signed where the kernel's key is here (above). kbuild's own
+# depmod runs only with the kernel's System.map, which a headers package
+# does not have ("Skipping depmod"): it is turned off (cmd_depmod), and
+# depmod runs here instead, for KDIR's release.
 install-modules:
 	@test -f krdma.ko || { echo "krdma: no krdma.ko: run make first"; exit 1; }
+	$(if $(NO_SIGN),@echo "krdma: krdma.ko is installed unsigned (no $(SIG_KEY_PATH)); under Secure Boot use DKMS")
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates \
+		INSTALL_MOD_STRIP=$(INSTALL_MOD_STRIP) $(if $(NO_SIGN),CONFIG_MODULE_SIG_ALL=) \
+		cmd_depmod=: quiet_cmd_depmod= \
 		$(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) modules_install
 	$(if $(DESTDIR),,$(DEPMOD) -a $(MOD_KVER))
 
