@@ -114,14 +114,16 @@ clean:
 
 # make install (after make): the module to /lib/modules/$(KVER)/updates (the kernel's
 # modules_install with INSTALL_MOD_DIR=updates, then depmod), krdmactl to
-# $(PREFIX)/sbin, its man page and bash completion, and a udev rule giving
+# $(PREFIX)/sbin, its man page, bash completion and the ABI files its man
+# page refers to (debugfs-krdma, in $(DOCDIR)), and a udev rule giving
 # /dev/krdma mode 0660, group rdma. DESTDIR and PREFIX are honoured;
-# depmod and udevadm run only without DESTDIR. DEPMOD=true skips depmod.
-# INSTALL_MOD_STRIP= (empty) keeps the module's debug info.
+# depmod, mandb and udevadm run only without DESTDIR. DEPMOD=true skips
+# depmod. INSTALL_MOD_STRIP= (empty) keeps the module's debug info.
 DEPMOD ?= depmod
 PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/krdma
 COMPDIR ?= $(PREFIX)/share/bash-completion/completions
 UDEVDIR ?= /etc/udev/rules.d
 INSTALL ?= install
@@ -158,12 +160,24 @@ install-modules:
 		$(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) modules_install
 	$(if $(DESTDIR),,$(DEPMOD) -a $(MOD_KVER))
 
+# mandb indexes the man page for whatis and apropos (man krdmactl finds
+# it without); quiet, only where man-db is installed, and for every
+# manpath: Debian's /usr/local/man is a link to share/man, and man-db
+# looks the page up under that name (well under a second: it updates)
+MANDB = command -v mandb >/dev/null && mandb -q || true
+
 install-tools: tools
 	$(INSTALL) -D -m 0755 userspace-tools/krdmactl $(DESTDIR)$(SBINDIR)/krdmactl
-	$(INSTALL) -D -m 0644 userspace-tools/krdmactl.8 $(DESTDIR)$(MANDIR)/man8/krdmactl.8
+	$(INSTALL) -d $(DESTDIR)$(MANDIR)/man8
+	sed 's|/usr/local/share/doc/krdma|$(DOCDIR)|' userspace-tools/krdmactl.8 \
+		>$(DESTDIR)$(MANDIR)/man8/krdmactl.8
+	chmod 0644 $(DESTDIR)$(MANDIR)/man8/krdmactl.8
+	$(INSTALL) -D -m 0644 -t $(DESTDIR)$(DOCDIR) Documentation/ABI/testing/debugfs-krdma \
+		Documentation/ABI/testing/sysfs-module-krdma
 	$(INSTALL) -D -m 0644 userspace-tools/krdmactl.bash-completion $(DESTDIR)$(COMPDIR)/krdmactl
 	$(INSTALL) -D -m 0644 userspace-tools/60-krdma.rules $(DESTDIR)$(UDEVDIR)/60-krdma.rules
-	$(if $(DESTDIR),,-udevadm control --reload 2>/dev/null)
+	$(if $(DESTDIR),,udevadm control --reload 2>/dev/null || true)
+	$(if $(DESTDIR),,$(MANDB))
 
 uninstall:
 	rm -f $(DESTDIR)/lib/modules/$(MOD_KVER)/updates/krdma.ko \
@@ -173,10 +187,12 @@ uninstall:
 	-rmdir $(DESTDIR)/lib/modules/$(MOD_KVER)/updates 2>/dev/null
 	$(if $(DESTDIR),,$(DEPMOD) -a $(MOD_KVER))
 	rm -f $(DESTDIR)$(SBINDIR)/krdmactl $(DESTDIR)$(MANDIR)/man8/krdmactl.8 \
+		$(DESTDIR)$(DOCDIR)/debugfs-krdma $(DESTDIR)$(DOCDIR)/sysfs-module-krdma \
 		$(DESTDIR)$(COMPDIR)/krdmactl $(DESTDIR)$(UDEVDIR)/60-krdma.rules
-	-rmdir $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(COMPDIR) \
-		$(DESTDIR)$(PREFIX)/share/bash-completion 2>/dev/null
-	$(if $(DESTDIR),,-udevadm control --reload 2>/dev/null)
+	-rmdir $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR) $(DESTDIR)$(PREFIX)/share/doc \
+		$(DESTDIR)$(COMPDIR) $(DESTDIR)$(PREFIX)/share/bash-completion 2>/dev/null
+	$(if $(DESTDIR),,udevadm control --reload 2>/dev/null || true)
+	$(if $(DESTDIR),,$(MANDB))
 
 help:
 	@sed -n '3,/^$$/{/^$$/!p}' Makefile
