@@ -21,6 +21,9 @@
 #   make lint            W=1, sparse and checkpatch --strict on the module
 #   make install         module, krdmactl, man page, completion, udev rule
 #   make uninstall       remove what make install installed
+#   make dkms-install    the module's source to /usr/src/krdma-VERSION, built
+#                        and installed by DKMS for every kernel with headers
+#   make dkms-uninstall  remove it from DKMS and /usr/src
 #   make version         print krdma's version (module/version.h)
 
 KVER ?= $(shell uname -r)
@@ -37,15 +40,16 @@ ifeq ($(wildcard $(KDIR)/Makefile),)
 FALLBACK_KDIR := $(lastword $(sort $(wildcard /lib/modules/*/build/Makefile)))
 ifneq ($(FALLBACK_KDIR),)
 override KDIR := $(patsubst %/Makefile,%,$(FALLBACK_KDIR))
-# (not for the goals that print or write a file: make -s version)
-ifneq ($(filter-out version help,$(or $(MAKECMDGOALS),all)),)
+# (not for the goals that print or copy files: make -s version)
+ifneq ($(filter-out version help dkms.conf dkms-source,$(or $(MAKECMDGOALS),all)),)
 $(info krdma: no headers for the running kernel $(KVER); building for $(notdir $(patsubst %/build,%,$(KDIR))) (KDIR=$(KDIR)))
 endif
 endif
 endif
 
 .PHONY: all modules tools selftests check check-debug check-two demo guest-run soak bench lint clean help \
-	install uninstall install-modules install-tools version
+	install uninstall install-modules install-tools version \
+	dkms-source dkms-install dkms-uninstall
 
 all: modules tools
 
@@ -193,6 +197,49 @@ uninstall:
 		$(DESTDIR)$(COMPDIR) $(DESTDIR)$(PREFIX)/share/bash-completion 2>/dev/null
 	$(if $(DESTDIR),,udevadm control --reload 2>/dev/null || true)
 	$(if $(DESTDIR),,$(MANDB))
+
+# DKMS (Documentation/getting-started.rst): make dkms-install copies what
+# building krdma.ko needs (not .git, build/, the tools or the tests) and a
+# dkms.conf of krdma's version (from dkms.conf.in) to
+# /usr/src/krdma-$(VERSION), adds it to DKMS (replacing an earlier copy of
+# this version), and has dkms build and install krdma.ko for every kernel
+# whose headers are installed (DKMS_KERNELS=<releases> for others); DKMS
+# then rebuilds it for each kernel installed later (AUTOINSTALL). A kernel
+# outside dkms.conf's BUILD_EXCLUSIVE_KERNEL (the kernels krdma supports)
+# is skipped: dkms exits 77 for it. make dkms-source [DESTDIR=...] only
+# copies; make dkms-uninstall undoes make dkms-install; make dkms.conf
+# writes dkms.conf in the tree.
+DKMS_SRC = $(DESTDIR)/usr/src/krdma-$(VERSION)
+DKMS_FILES = Makefile Kbuild $(wildcard module/*.[ch] uapi/linux/*.h include/krdma/*.h)
+DKMS_KERNELS ?= $(notdir $(patsubst %/build/Makefile,%,$(wildcard /lib/modules/*/build/Makefile)))
+DKMS_CONF = sed 's/@VERSION@/$(VERSION)/' dkms.conf.in
+DKMS_REMOVE = if [ -n "$$(dkms status krdma/$(VERSION))" ]; then dkms remove krdma/$(VERSION) --all; fi
+
+dkms.conf: dkms.conf.in module/version.h
+	$(DKMS_CONF) >$@
+
+dkms-source:
+	rm -rf $(DKMS_SRC)
+	$(INSTALL) -d $(DKMS_SRC)
+	tar -c $(DKMS_FILES) | tar -x --no-same-owner -C $(DKMS_SRC)
+	$(DKMS_CONF) >$(DKMS_SRC)/dkms.conf
+
+dkms-install:
+	@test -z "$(DESTDIR)" || { echo "krdma: dkms-install is for this system (make dkms-source DESTDIR=$(DESTDIR) copies only)"; exit 1; }
+	@command -v dkms >/dev/null || { echo "krdma: dkms is not installed (Debian: apt-get install dkms)"; exit 1; }
+	@test -n "$(DKMS_KERNELS)" || { echo "krdma: no kernel headers in /lib/modules/*/build (or DKMS_KERNELS=<releases>)"; exit 1; }
+	$(DKMS_REMOVE)
+	$(MAKE) dkms-source
+	dkms add krdma/$(VERSION)
+	for k in $(DKMS_KERNELS); do \
+		dkms install krdma/$(VERSION) -k $$k; st=$$?; \
+		if [ $$st = 77 ]; then echo "krdma: $$k is not a kernel krdma supports (dkms.conf): skipped"; \
+		elif [ $$st != 0 ]; then exit $$st; fi; \
+	done
+
+dkms-uninstall:
+	$(DKMS_REMOVE)
+	rm -rf /usr/src/krdma-$(VERSION)
 
 help:
 	@sed -n '3,/^$$/{/^$$/!p}' Makefile

@@ -4,7 +4,9 @@
  * and nowhere else. The .c files are written against the newest API; this
  * header maps it onto older kernels.
  *
- * Supported: 6.1 (Debian bookworm) and 6.12 (bookworm-backports).
+ * Supported: 6.1 to 6.12; tested on 6.1 (Debian bookworm) and 6.12
+ * (bookworm-backports). dkms.conf.in's BUILD_EXCLUSIVE_KERNEL says the
+ * same to DKMS: change both together.
  *
  * Copyright (c) 2026 The krdma authors
  */
