@@ -159,25 +159,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-n=0
-failed=0
+# shellcheck source=selftests/lib.sh
+. selftests/lib.sh
 why=()
-ok() {
-	n=$((n + 1))
-	echo "ok $n $1"
-}
-not_ok() {
-	n=$((n + 1))
-	failed=$((failed + 1))
-	echo "not ok $n $1"
-}
-skip() {
-	n=$((n + 1))
-	echo "ok $n $1 # SKIP $2"
-}
-diag() {
-	sed 's/^/# /'
-}
 # fail REASON: the current case fails, for REASON
 fail() {
 	why+=("$*")

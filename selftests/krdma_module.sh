@@ -13,23 +13,8 @@ cd "$(dirname "$0")/.."
 KO=$PWD/krdma.ko
 KRDMACTL=$PWD/userspace-tools/krdmactl
 ROUNDS=${ROUNDS:-20}
-n=0
-failed=0
-
-ok() {
-	n=$((n + 1))
-	echo "ok $n $1"
-}
-
-not_ok() {
-	n=$((n + 1))
-	failed=$((failed + 1))
-	echo "not ok $n $1"
-}
-
-diag() {
-	sed 's/^/# /'
-}
+# shellcheck source=selftests/lib.sh
+. selftests/lib.sh
 
 loaded() {
 	[ -d /sys/module/krdma ]

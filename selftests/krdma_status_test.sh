@@ -63,39 +63,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-n=0
-failed=0
-ok() {
-	n=$((n + 1))
-	echo "ok $n $1"
-}
-not_ok() {
-	n=$((n + 1))
-	failed=$((failed + 1))
-	echo "not ok $n $1"
-}
-skip() {
-	n=$((n + 1))
-	echo "ok $n $1 # SKIP $2"
-}
-diag() {
-	sed 's/^/# /'
-}
-check() {
-	local desc=$1 f
-
-	shift
-	if "$@"; then
-		ok "$desc"
-	else
-		not_ok "$desc"
-		for f in py.err peer.out peer.err err out; do
-			[[ -s $TMP/$f ]] || continue
-			echo "# --- $f:"
-			head -n 25 "$TMP/$f" | cut -c 1-300 | diag
-		done
-	fi
-}
+# shellcheck source=selftests/lib.sh
+. selftests/lib.sh
+# check's diagnostics: the peer's output too, 25 lines of each
+CHECK_FILES="py.err peer.out peer.err err out"
+CHECK_LINES=25
 
 # run SECONDS ARGS...: krdmactl ARGS into $TMP/out, $TMP/err; status in $rc
 run() {

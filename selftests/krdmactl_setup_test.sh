@@ -40,39 +40,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-n=0
-failed=0
-ok() {
-	n=$((n + 1))
-	echo "ok $n $1"
-}
-not_ok() {
-	n=$((n + 1))
-	failed=$((failed + 1))
-	echo "not ok $n $1"
-}
-skip() {
-	n=$((n + 1))
-	echo "ok $n $1 # SKIP $2"
-}
-diag() {
-	sed 's/^/# /'
-}
-check() {
-	local desc=$1
-
-	shift
-	if "$@"; then
-		ok "$desc"
-	else
-		not_ok "$desc"
-		for f in out err; do
-			[[ -s $TMP/$f ]] || continue
-			echo "# --- $f:"
-			head -c 4000 "$TMP/$f" | diag
-		done
-	fi
-}
+# shellcheck source=selftests/lib.sh
+. selftests/lib.sh
 
 # run SECONDS ARGS...: krdmactl ARGS into $TMP/out, $TMP/err; status in $rc
 run() {

@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# TAP helpers for the shell tests: source it after setting TMP (a
+# temporary directory). Each test prints "ok N DESC" or "not ok N DESC";
+# $n counts the tests, $failed the failed ones, $skipped the skipped ones.
+#
+#   check DESC COMMAND...  ok when COMMAND succeeds; else not ok, with the
+#                          start of $TMP/out and $TMP/err (those not empty;
+#                          CHECK_FILES="NAME..." in $TMP for others) as
+#                          diagnostics: 4000 bytes of each, or CHECK_LINES
+#                          lines of at most 300 characters
+#   ok DESC, not_ok DESC, skip DESC REASON, diag (stdin as "# " lines)
+# shellcheck shell=bash
+
+n=0
+failed=0
+skipped=0
+
+ok() {
+	n=$((n + 1))
+	echo "ok $n $1"
+}
+
+not_ok() {
+	n=$((n + 1))
+	failed=$((failed + 1))
+	echo "not ok $n $1"
+}
+
+skip() {
+	n=$((n + 1))
+	skipped=$((skipped + 1))
+	echo "ok $n $1 # SKIP $2"
+}
+
+diag() {
+	sed 's/^/# /'
+}
+
+check() {
+	local desc=$1 f
+
+	shift
+	if "$@"; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		for f in ${CHECK_FILES:-out err}; do
+			[[ -s $TMP/$f ]] || continue
+			echo "# --- $f:"
+			if [[ -n ${CHECK_LINES:-} ]]; then
+				head -n "$CHECK_LINES" "$TMP/$f" | cut -c 1-300 | diag
+			else
+				head -c 4000 "$TMP/$f" | diag
+			fi
+		done
+	fi
+}
