@@ -6,6 +6,8 @@
 #   make                 module + tools, for KDIR (default: running kernel)
 #   make check           every test, in a QEMU guest per kernel, then two
 #                        guests (see README.md)
+#   make check-dkms      make check's DKMS test alone: dkms build on the host
+#                        for every kernel with headers (~35 s each)
 #   make check-two       only the two guests joined by a QEMU socket link:
 #                        transfers both ways on rxe and siw, one guest killed
 #                        mid-transfer
@@ -47,7 +49,7 @@ endif
 endif
 endif
 
-.PHONY: all modules tools selftests check check-debug check-two demo guest-run soak bench lint clean help \
+.PHONY: all modules tools selftests check check-dkms check-debug check-two demo guest-run soak bench lint clean help \
 	install uninstall install-modules install-tools version \
 	dkms-source dkms-install dkms-uninstall
 
@@ -72,6 +74,11 @@ selftests: modules tools
 # KRDMA_KERNELS=6.1 (or 6.12) for one, GUEST_KVER=<release> for any
 check:
 	selftests/qemu/check-kernels.sh
+
+# make check's DKMS test alone: dkms build for every kernel with headers,
+# on private trees (the system's DKMS state is left alone)
+check-dkms:
+	selftests/dkms_host_test.sh
 
 # The debug kernel of scripts/build-debug-kernel.sh (cached in
 # ~/.cache/krdma/debug-kernel);

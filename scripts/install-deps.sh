@@ -13,6 +13,8 @@ set -euo pipefail
 packages=(
 	# build
 	gcc make bc flex bison libelf-dev kmod sparse python3 xz-utils cpio
+	# make check's DKMS test (selftests/dkms_host_test.sh; 186 KB)
+	dkms
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1
 	# the debug kernel of make check (scripts/build-debug-kernel.sh)
 	libssl-dev patch

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # make check: the host tests of the userspace tools (make -C
-# userspace-tools test), then the whole test list once per guest kernel
+# userspace-tools test) and of DKMS (selftests/dkms_host_test.sh), then
+# the whole test list once per guest kernel
 # (one boot each), then two guests joined by a link (two-guests.sh), then
 # one total. Each kernel's run is selftests/qemu/run.sh check; its
 # summary is kept, the counts are added up, and the last line is
@@ -21,9 +22,10 @@
 #                          the debug kernel (scripts/build-debug-kernel.sh:
 #                          built the first time, then cached); 0: not. Not
 #                          with GUEST_KVER.
-#   KRDMA_NO_HOST_TESTS=1  without the host tests of the userspace tools
-#                          (make -C userspace-tools test), which otherwise
-#                          run first, once, and count as one result
+#   KRDMA_NO_HOST_TESTS=1  without the host tests: those of the userspace
+#                          tools (make -C userspace-tools test) and of DKMS
+#                          (selftests/dkms_host_test.sh), which otherwise
+#                          run first, once, and count as one result each
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -64,27 +66,46 @@ count() {
 	summary+=("$1: $line ($((SECONDS - t0)) s)")
 }
 
-# The userspace tools on the host, before the first guest boots:
-# test_helpers and krdmactl against a fake /dev/krdma (test_krdmactl.sh);
-# one result, failed when they fail (or hang for 10 minutes)
-# (the system's python3: a version manager's shim on PATH can cost a
-# second per call)
-t0=$SECONDS
+# host_test NAME SECONDS CMD...: one host test, one result: passed when
+# CMD exits 0, skipped when it exits 77 (what it needs is missing; its
+# last output line says what), failed otherwise or when it takes longer
+host_test() {
+	local name=$1 secs=$2 t0=$SECONDS st
+
+	shift 2
+	if [[ ${KRDMA_NO_HOST_TESTS:-0} == 1 ]]; then
+		skip=$((skip + 1))
+		summary+=("$name: skipped, KRDMA_NO_HOST_TESTS=1")
+		return
+	fi
+	timeout -k 10 "$secs" "$@"
+	st=$?
+	if ((st == 0)); then
+		pass=$((pass + 1))
+		summary+=("$name: ok ($((SECONDS - t0)) s)")
+	elif ((st == 77)); then
+		skip=$((skip + 1))
+		summary+=("$name: skipped, see its output above")
+	else
+		msg "FAIL: $name (exit $st; output above)"
+		fail=$((fail + 1))
+		rc=1
+		summary+=("$name: FAILED, see its output above ($((SECONDS - t0)) s)")
+	fi
+}
+
+# The host tests, before the first guest boots:
+# - the userspace tools: test_helpers and krdmactl against a fake
+#   /dev/krdma (test_krdmactl.sh), with the system's python3 (a version
+#   manager's shim on PATH can cost a second per call);
+# - DKMS (selftests/dkms_host_test.sh, make check-dkms): the source
+#   make dkms-install copies, and dkms build for every kernel with headers
+#   (~35 s each); skipped without dkms
 py=
 [[ -x /usr/bin/python3 ]] && py=/usr/bin/python3
-if [[ ${KRDMA_NO_HOST_TESTS:-0} == 1 ]]; then
-	skip=$((skip + 1))
-	summary+=("host tests (make -C userspace-tools test): skipped, KRDMA_NO_HOST_TESTS=1")
-elif timeout -k 10 600 make -C "$repo/userspace-tools" test \
-	${py:+PYTHON="$py"}; then
-	pass=$((pass + 1))
-	summary+=("host tests (make -C userspace-tools test): ok ($((SECONDS - t0)) s)")
-else
-	msg "FAIL: make -C userspace-tools test (the host tests of krdmactl and libkrdma; output above)"
-	fail=$((fail + 1))
-	rc=1
-	summary+=("host tests (make -C userspace-tools test): FAILED, see its output above ($((SECONDS - t0)) s)")
-fi
+host_test "host tests (make -C userspace-tools test)" 600 \
+	make -C "$repo/userspace-tools" test ${py:+PYTHON="$py"}
+host_test "DKMS (selftests/dkms_host_test.sh)" 1200 "$repo/selftests/dkms_host_test.sh"
 
 # The debug kernel builds (at nice 19, the first time only) while the
 # other kernels' guests run: it fills their idle time, and costs the
