@@ -119,6 +119,7 @@ static void krdma_req_complete(struct krdma_req *req)
 		.byte_len = req->byte_len,
 		.imm_data = req->recv_imm,
 		.has_imm = req->has_imm,
+		.rdma_imm = req->rdma_imm,
 	};
 	u32 i, n = req->num_sge;
 
@@ -322,6 +323,7 @@ static void krdma_chunk_complete(struct krdma_conn *conn,
 			req->recv_imm = be32_to_cpu(wc->ex.imm_data);
 			req->has_imm = true;
 		}
+		req->rdma_imm = wc->opcode == IB_WC_RECV_RDMA_WITH_IMM;
 	}
 	if (chunk->kind == KRDMA_CHUNK_RECV)
 		atomic_inc(&conn->rq_free);
@@ -1531,6 +1533,7 @@ static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
 	req->vendor_err = 0;
 	req->byte_len = 0;
 	req->has_imm = false;
+	req->rdma_imm = false;
 	req->tail_posted = false;
 	req->post_error = 0;
 	atomic_set(&req->inflight, 1);

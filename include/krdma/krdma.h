@@ -19,6 +19,7 @@
 #define _KRDMA_KRDMA_H
 
 #include <linux/atomic.h>
+#include <linux/bits.h>
 #include <linux/list.h>
 #include <linux/socket.h>
 #include <linux/types.h>
@@ -32,10 +33,16 @@ struct net;
 struct page;
 struct sg_table;
 
+/* krdma_conn_params.flags: refuse a peer that sends no krdma handshake */
+#define KRDMA_CONN_KRDMA_PEER	BIT(0)
+
 /**
  * struct krdma_conn_params - what a connection is created with
  * @sq_depth: operations in flight on the send queue (0: default)
  * @rq_depth: RECVs that can be posted at once (0: default)
+ * @flags: KRDMA_CONN_KRDMA_PEER: the peer must be krdma. A listener
+ *         rejects a plain verbs peer, krdma_connect() fails with -EPROTO
+ *         if the peer accepts without krdma's handshake.
  * @event: optional: called once when the connection fails (peer gone,
  *         QP error, device removed), after every operation in flight has
  *         completed; @error is why (-ECONNRESET, -ENODEV, ...). Process
@@ -46,6 +53,7 @@ struct sg_table;
 struct krdma_conn_params {
 	u32 sq_depth;
 	u32 rq_depth;
+	u32 flags;
 	void (*event)(struct krdma_conn *conn, int error, void *context);
 	void *context;
 };
@@ -57,6 +65,9 @@ struct krdma_conn_params {
  * @byte_len: bytes moved (RECV: received)
  * @imm_data: immediate data of a RECV, host order
  * @has_imm: @imm_data is valid
+ * @rdma_imm: a RECV consumed by the peer's RDMA WRITE with immediate, not
+ *            by a SEND: nothing was placed in its buffer, and @byte_len is
+ *            the WRITE's length
  */
 struct krdma_wc {
 	u32 status;
@@ -64,6 +75,7 @@ struct krdma_wc {
 	u32 byte_len;
 	u32 imm_data;
 	bool has_imm;
+	bool rdma_imm;
 };
 
 /**
@@ -113,6 +125,7 @@ typedef void (*krdma_done_fn)(struct krdma_req *req,
  * @byte_len: RECV: bytes received
  * @recv_imm: RECV: immediate data received
  * @has_imm: RECV: @recv_imm is valid
+ * @rdma_imm: RECV: consumed by an RDMA WRITE with immediate
  * @tail_posted: WRITE_IMM: the immediate-carrying tail WR is posted
  * @lwin: SEND/RECV too large for the SGEs: the local window of its
  *        buffer on this connection (referenced until @done)
@@ -145,6 +158,7 @@ struct krdma_req {
 	u32 byte_len;
 	u32 recv_imm;
 	bool has_imm;
+	bool rdma_imm;
 	bool tail_posted;
 	struct krdma_window *lwin;
 	int post_error;

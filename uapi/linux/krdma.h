@@ -86,6 +86,9 @@
  */
 #define KRDMA_FEATURE_DEV_QUERY		_BITULL(0)	/* DEV_LIST, DEV_QUERY, PORT_QUERY */
 #define KRDMA_FEATURE_CONN		_BITULL(1)	/* LISTEN .. POLL */
+#define KRDMA_FEATURE_KRDMA_PEER	_BITULL(2)	/* KRDMA_LISTEN_KRDMA_PEER,
+							 * KRDMA_CONNECT_KRDMA_PEER
+							 */
 
 /* Encoding of krdma_query_module.version */
 #define KRDMA_VERSION_CODE(major, minor, patch) \
@@ -333,7 +336,14 @@ struct krdma_port_query {
  * - EAGAIN: non-blocking accept with nothing to accept; submit with no
  *   room left in the completion queue, or (a large SEND or RECV that
  *   needs a local window) no room in the send queue to register it.
- * - ECONNREFUSED: nobody listens there, or the peer rejected us.
+ * - ECONNREFUSED: nobody listens there, the listener is closing, or a
+ *   peer that is not krdma rejected us.
+ * - EBUSY: CONNECT to a krdma listener whose backlog of connections not
+ *   yet accepted is full (it said so in its reject): try again later.
+ * - ENOBUFS: also CONNECT when the krdma listener had no resources (memory,
+ *   a QP) for the connection.
+ * - EPROTONOSUPPORT: CONNECT to a krdma peer that speaks another version
+ *   of the handshake (Documentation/protocol.rst).
  * - EHOSTUNREACH, ENETUNREACH: no RDMA route to the address.
  * - EADDRINUSE: the address and port are taken.
  * - EACCES: LISTEN on a port below 1024 without CAP_NET_BIND_SERVICE
@@ -350,7 +360,8 @@ struct krdma_port_query {
  *   another process (its memory is that process's: a child after fork(),
  *   a program after execve() or a process the file was passed to
  *   registers its own).
- * - EPROTO: the peer's handshake header is not one krdma speaks.
+ * - EPROTO: CONNECT with KRDMA_CONNECT_KRDMA_PEER to a peer that is not
+ *   krdma; a token's key table read from the peer is not the token's.
  * - EADDRNOTAVAIL: LISTEN or CONNECT from an address no RDMA device of
  *   this namespace has (or a port taken on another address).
  * - ENFILE: LISTEN on an iWARP device whose driver could not create its
@@ -408,10 +419,17 @@ struct krdma_destroy {
 
 #define KRDMA_IOC_DESTROY _IO(KRDMA_TYPE, KRDMA_CMD_DESTROY)
 
+/* krdma_listen.flags */
+#define KRDMA_LISTEN_KRDMA_PEER	_BITUL(0)	/* reject peers that are not
+						 * krdma
+						 */
+
 /**
  * struct krdma_listen - ioctl(KRDMA_IOC_LISTEN)
  * @size: sizeof(struct krdma_listen)
- * @flags: Must be 0
+ * @flags: KRDMA_LISTEN_*: KRDMA_LISTEN_KRDMA_PEER rejects a connect request
+ *         that carries no krdma handshake (a plain verbs peer), with the
+ *         reason "not krdma" (Documentation/protocol.rst)
  * @addr: Input: address to listen on (all-zero address: every address of
  *        the family); port 0 picks a free port. Output: the bound address
  *        and port.
@@ -466,10 +484,16 @@ struct krdma_accept {
 
 #define KRDMA_IOC_ACCEPT _IO(KRDMA_TYPE, KRDMA_CMD_ACCEPT)
 
+/* krdma_connect.flags */
+#define KRDMA_CONNECT_KRDMA_PEER _BITUL(0)	/* fail (EPROTO) if the peer
+						 * is not krdma
+						 */
+
 /**
  * struct krdma_connect - ioctl(KRDMA_IOC_CONNECT)
  * @size: sizeof(struct krdma_connect)
- * @flags: Must be 0
+ * @flags: KRDMA_CONNECT_*: KRDMA_CONNECT_KRDMA_PEER fails the connect with
+ *         EPROTO if the peer accepts without a krdma handshake
  * @dst: Input: address and port of the listener
  * @src: Input: local address to connect from; family 0: any
  * @timeout_ms: Input: limit for the whole connect (0: 10 seconds)
@@ -856,13 +880,20 @@ struct krdma_submit {
 
 /* krdma_completion.flags */
 #define KRDMA_WC_F_IMM		_BITUL(0)	/* imm_data is valid */
+/*
+ * The RECV was consumed by the peer's RDMA WRITE with immediate (not by a
+ * SEND): nothing was placed in its buffer; byte_len is the WRITE's length
+ */
+#define KRDMA_WC_F_RDMA_IMM	_BITUL(1)
 
 /**
  * struct krdma_completion - the outcome of one operation
  * @cookie: the operation's cookie
  * @status: KRDMA_WC_*
  * @opcode: the operation's KRDMA_OP_*
- * @byte_len: RECV: bytes received; others: bytes transferred
+ * @byte_len: RECV: bytes received (with KRDMA_WC_F_RDMA_IMM: the length
+ *            of the peer's RDMA WRITE, placed in a window, not in the
+ *            RECV's buffer); others: bytes transferred
  * @imm_data: RECV: the peer's immediate data, if KRDMA_WC_F_IMM
  * @conn: the connection's handle
  * @flags: KRDMA_WC_F_*
