@@ -841,6 +841,7 @@ static const struct row rows[] = {
 	  OFF(destroy, handle), H_FOREIGN_CONN, ENOENT),
 
 	GENERIC(I_LISTEN),
+	R("unknown flag bit 1", I_LISTEN, m_flags, 0, 2, EINVAL),
 	RA("family 0", I_LISTEN, m_addr, OFF(listen, addr), AD_FAMILY, 0,
 	   EINVAL),
 	RA("family 12345", I_LISTEN, m_addr, OFF(listen, addr), AD_FAMILY,
@@ -879,6 +880,7 @@ static const struct row rows[] = {
 	  OFF(accept, listener), H_FOREIGN_LISTENER, ENOENT),
 
 	GENERIC(I_CONNECT),
+	R("unknown flag bit 1", I_CONNECT, m_flags, 0, 2, EINVAL),
 	RA("destination family 0", I_CONNECT, m_addr, OFF(connect, dst),
 	   AD_FAMILY, 0, EINVAL),
 	R("destination port 65536", I_CONNECT, m_addr, OFF(connect, dst),

@@ -86,6 +86,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -2369,7 +2370,8 @@ static bool errno_documented(int e)
 		EOVERFLOW, ENOMEM, ENOENT, ENOTCONN, ETIMEDOUT, EAGAIN,
 		ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EADDRINUSE, EADDRNOTAVAIL,
 		EMSGSIZE, ENOBUFS, EPERM, EPROTO, ECONNRESET, EOPNOTSUPP,
-		EINTR, EACCES, EBADF, EMFILE, ENFILE, EIO,
+		EINTR, EACCES, EBADF, EMFILE, ENFILE, EIO, EBUSY,
+		EPROTONOSUPPORT,
 	};
 	size_t i;
 
@@ -2437,6 +2439,26 @@ static void pin_holders(void)
 	}
 }
 
+/*
+ * The rxe of kernels after 6.1 (seen on 6.12.95) livelocks its responder
+ * when the QP goes to the error state while it processes a packet: a QP
+ * in error makes do_complete() go back to check_resource(), which no
+ * longer handles that state, and the packet is processed again, forever
+ * (a kworker at 100% in rxe_receiver(), and the QP's destroy waits for it
+ * in D state). Any teardown under traffic can hit it, and the fuzzer's
+ * thousands do (2 runs of about 20 here). krdma cannot keep a QP out of the
+ * error state: rdma_disconnect() and ib_drain_qp() put it there.
+ */
+static bool rxe_responder_livelocks(void)
+{
+	unsigned int major, minor;
+	struct utsname u;
+
+	if (uname(&u) || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+		return false;
+	return major > 6 || (major == 6 && minor > 1);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -2470,6 +2492,7 @@ int main(int argc, char **argv)
 	char line[4096];
 	size_t pos;
 	bool seeded = false, calls_given = false, seconds_given = false;
+	bool devices_given = false;
 
 	while ((opt = getopt_long(argc, argv, "s:n:t:m:H:d:v", lopts, NULL)) != -1) {
 		switch (opt) {
@@ -2494,6 +2517,7 @@ int main(int argc, char **argv)
 			hang_seconds = atoi(optarg);
 			break;
 		case 'd':
+			devices_given = true;
 			if (!strcmp(optarg, "rxe")) {
 				ip_first = 0;
 				ip_count = 1;
@@ -2547,6 +2571,11 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	run_seed = seed;
 	printf("TAP version 13\n1..6\n");
+	if (!devices_given && rxe_responder_livelocks()) {
+		printf("# rxe left out (--devices both takes it): the rxe of kernels after 6.1 livelocks its responder when a QP goes to the error state while it processes a packet (Documentation/design.rst, \"Driver quirks\")\n");
+		ip_first = 1;
+		ip_count = 1;
+	}
 	printf("# seed %llu (--seed %llu reproduces each thread's choices), %llu calls, %d threads, %d shared files\n",
 	       (unsigned long long)seed, (unsigned long long)seed,
 	       (unsigned long long)target_calls, nthreads, NSLOTS);
@@ -2719,14 +2748,21 @@ int main(int argc, char **argv)
 		       (unsigned long long)thrs[0].opcalls[e],
 		       (unsigned long long)thrs[0].opok[e]);
 
-	/* Pages are unpinned by a work item: wait for it, bounded */
-	for (i = 0; i < 500; i++) {
+	/*
+	 * Pages are unpinned by a work item, after the connections that use
+	 * them are torn down (an iWARP teardown can wait for TCP): wait for
+	 * it, bounded (30 s), and say when it took long
+	 */
+	for (i = 0; i < 1500; i++) {
 		pin_counters(&acq, &rel);
 		ref = module_refcnt();
 		if (acq - acq0 == rel - rel0 && ref == ref0)
 			break;
 		nanosleep(&ts, NULL);
 	}
+	if (i >= 50)
+		printf("# pins and module references came back %d ms after the calls ended\n",
+		       i * 20);
 
 	kproblems = kmsg_problems();
 	if (atomic_load(&total_calls) < target_calls || failed || kproblems > 0)

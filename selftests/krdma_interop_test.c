@@ -614,16 +614,20 @@ static const struct {
 	{ MiB, 4093 },
 };
 
-/* The peer connects to our listener */
+/*
+ * The peer connects to our listener; with @opt (and @val) it sends no
+ * krdma header ("--no-hdr", "--pdata N"), without it the header
+ */
 static void verbs_client(struct __test_metadata *_metadata,
 			 FIXTURE_DATA(interop) *self,
 			 const FIXTURE_VARIANT(interop) *variant,
-			 size_t size, size_t off, bool hdr)
+			 size_t size, size_t off, const char *opt,
+			 const char *val)
 {
 	char port[16], n[32], o[32];
 	const char *args[] = {
 		"-c", variant->ip, "-p", port, "-n", n, "-o", o,
-		"-t", PEER_TIMEOUT, hdr ? NULL : "--no-hdr", NULL,
+		"-t", PEER_TIMEOUT, opt, val, NULL,
 	};
 	uint32_t conn;
 
@@ -633,7 +637,7 @@ static void verbs_client(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, peer_spawn(self, args));
 	ASSERT_EQ(0, krdma_accept_conn(self->fd, self->listener, 0, WAIT_MS,
 				       &conn));
-	check_conn(_metadata, self, variant, conn, hdr);
+	check_conn(_metadata, self, variant, conn, !opt);
 	krdma_side(_metadata, self, conn, size, off);
 	EXPECT_EQ(PEER_OK, peer_wait_exit(self, PEER_EXIT_MS));
 	/* The peer disconnected when it was done */
@@ -641,32 +645,49 @@ static void verbs_client(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, krdma_destroy_handle(self->fd, conn));
 }
 
-/* The peer listens; we connect to it */
+/* Start a verbs server with @args; the address it listens on */
+static int verbs_server_start(FIXTURE_DATA(interop) *self,
+			      const char *const *args, struct krdma_addr *dst)
+{
+	const char *line;
+	unsigned int port;
+	char ip[64];
+	int ret;
+
+	ret = peer_spawn(self, args);
+	if (ret)
+		return ret;
+	line = peer_wait_line(self, "listening ", WAIT_MS);
+	if (!line || sscanf(line, "%63s %u", ip, &port) != 2)
+		return -ETIMEDOUT;
+	return krdma_parse_addr(ip, port, dst);
+}
+
+/*
+ * The peer listens; we connect to it (with KRDMA_CONNECT_* @flags). With
+ * @opt (and @val) it answers without a krdma header.
+ */
 static void verbs_server(struct __test_metadata *_metadata,
 			 FIXTURE_DATA(interop) *self,
 			 const FIXTURE_VARIANT(interop) *variant,
-			 size_t size, size_t off, bool hdr)
+			 size_t size, size_t off, const char *opt,
+			 const char *val, uint32_t flags)
 {
 	char n[32], o[32];
 	const char *args[] = {
 		"-s", variant->ip, "-p", "0", "-n", n, "-o", o,
-		"-t", PEER_TIMEOUT, hdr ? NULL : "--no-hdr", NULL,
+		"-t", PEER_TIMEOUT, opt, val, NULL,
 	};
-	char ip[64];
 	struct krdma_addr dst;
-	const char *line;
-	unsigned int port;
 	uint32_t conn;
 
 	snprintf(n, sizeof(n), "%zu", size);
 	snprintf(o, sizeof(o), "%zu", off);
-	ASSERT_EQ(0, peer_spawn(self, args));
-	line = peer_wait_line(self, "listening ", WAIT_MS);
-	ASSERT_NE(NULL, line) TH_LOG("the peer did not listen");
-	ASSERT_EQ(2, sscanf(line, "%63s %u", ip, &port));
-	ASSERT_EQ(0, krdma_parse_addr(ip, port, &dst));
-	ASSERT_EQ(0, krdma_connect_to(self->fd, &dst, 10000, &conn));
-	check_conn(_metadata, self, variant, conn, hdr);
+	ASSERT_EQ(0, verbs_server_start(self, args, &dst))
+		TH_LOG("the peer did not listen");
+	ASSERT_EQ(0, krdma_connect_flags(self->fd, &dst, NULL, flags, 10000,
+					 &conn));
+	check_conn(_metadata, self, variant, conn, !opt);
 	krdma_side(_metadata, self, conn, size, off);
 	EXPECT_EQ(PEER_OK, peer_wait_exit(self, PEER_EXIT_MS));
 	EXPECT_EQ(KRDMA_CONN_ERROR, wait_conn_down(self->fd, conn));
@@ -680,7 +701,7 @@ TEST_F_TIMEOUT(interop, verbs_client_to_krdma_listener, 240)
 
 	for (i = 0; i < ARRAY_SIZE(runs); i++)
 		verbs_client(_metadata, self, variant, runs[i].size,
-			     runs[i].off, true);
+			     runs[i].off, NULL, NULL);
 }
 
 /* (b) krdma connects to a verbs server, which sends krdma's header */
@@ -690,7 +711,7 @@ TEST_F_TIMEOUT(interop, krdma_client_to_verbs_server, 240)
 
 	for (i = 0; i < ARRAY_SIZE(runs); i++)
 		verbs_server(_metadata, self, variant, runs[i].size,
-			     runs[i].off, true);
+			     runs[i].off, NULL, NULL, 0);
 }
 
 /* (c) a verbs client that sends no header is accepted as a plain peer */
@@ -700,7 +721,7 @@ TEST_F_TIMEOUT(interop, verbs_client_without_hdr, 240)
 
 	for (i = 0; i < ARRAY_SIZE(runs); i++)
 		verbs_client(_metadata, self, variant, runs[i].size,
-			     runs[i].off, false);
+			     runs[i].off, "--no-hdr", NULL);
 }
 
 /*
@@ -710,16 +731,35 @@ TEST_F_TIMEOUT(interop, verbs_client_without_hdr, 240)
  */
 TEST_F_TIMEOUT(interop, large_window_with_a_key_table, 300)
 {
-	verbs_client(_metadata, self, variant, 32 * MiB, 4093, true);
+	verbs_client(_metadata, self, variant, 32 * MiB, 4093, NULL, NULL);
 }
 
 /* A verbs server that answers without a header is fine too */
 TEST_F_TIMEOUT(interop, krdma_client_to_verbs_server_without_hdr, 120)
 {
-	verbs_server(_metadata, self, variant, 65536, 5, false);
+	verbs_server(_metadata, self, variant, 65536, 5, "--no-hdr", NULL, 0);
 }
 
-/* A header of another version is refused, and nothing is queued */
+/*
+ * Wait for the peer's "rejected: " line and the peer's exit (rejected):
+ * true if the line is @want
+ */
+static bool peer_rejected_with(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(interop) *self, const char *want)
+{
+	const char *line = peer_wait_line(self, "rejected: ", PEER_EXIT_MS);
+	bool same = line && !strncmp(line, want, strlen(want)) &&
+		    line[strlen(want)] == '\n';
+
+	EXPECT_TRUE(same) TH_LOG("the peer's reject: want \"%s\"", want);
+	EXPECT_EQ(PEER_REJECTED, peer_wait_exit(self, PEER_EXIT_MS));
+	return same;
+}
+
+/*
+ * A header of another version is refused with krdma's reason 1
+ * (version), and nothing is queued
+ */
 TEST_F_TIMEOUT(interop, wrong_hdr_version_is_rejected, 120)
 {
 	char port[16];
@@ -731,11 +771,176 @@ TEST_F_TIMEOUT(interop, wrong_hdr_version_is_rejected, 120)
 
 	snprintf(port, sizeof(port), "%u", self->laddr.port);
 	ASSERT_EQ(0, peer_spawn(self, args));
-	EXPECT_EQ(PEER_REJECTED, peer_wait_exit(self, PEER_EXIT_MS));
+	peer_rejected_with(_metadata, self, "krdma reason 1 version 1");
 	EXPECT_EQ(-EAGAIN, krdma_accept_conn(self->fd, self->listener,
 					     KRDMA_ACCEPT_NONBLOCK, 0, &conn));
 	/* The listener still works */
-	verbs_client(_metadata, self, variant, 4096, 1, true);
+	verbs_client(_metadata, self, variant, 4096, 1, NULL, NULL);
+}
+
+/*
+ * Private data of the peer's own, of any length, is not a krdma header:
+ * a plain verbs peer (on RoCE the CM pads a request to 56 bytes, on iWARP
+ * it arrives as sent)
+ */
+TEST_F_TIMEOUT(interop, verbs_client_private_data_of_any_length, 240)
+{
+	static const char *const lens[] = { "0", "1", "8", "27", "28", "56" };
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(lens); i++)
+		verbs_client(_metadata, self, variant, 4096, 1, "--pdata",
+			     lens[i]);
+}
+
+/* ... and from a verbs server, in its accept */
+TEST_F_TIMEOUT(interop, verbs_server_private_data_of_any_length, 240)
+{
+	static const char *const lens[] = { "1", "8", "28", "56" };
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(lens); i++)
+		verbs_server(_metadata, self, variant, 4096, 1, "--pdata",
+			     lens[i], 0);
+}
+
+/*
+ * A listener for krdma peers only rejects a plain verbs peer with reason
+ * 2 (not krdma), queues nothing, and takes a peer with the header
+ */
+TEST_F_TIMEOUT(interop, krdma_peer_listener_refuses_plain_peers, 240)
+{
+	static const char *const opts[][2] = {
+		{ "--no-hdr", NULL }, { "--pdata", "8" }, { "--pdata", "56" },
+	};
+	struct krdma_addr any, bound;
+	uint32_t l2, conn;
+	char port[16];
+	unsigned int i;
+
+	ASSERT_EQ(0, krdma_parse_addr(variant->ip, 0, &any));
+	ASSERT_EQ(0, krdma_listen_flags(self->fd, &any, 4,
+					KRDMA_LISTEN_KRDMA_PEER, &l2, &bound));
+	snprintf(port, sizeof(port), "%u", bound.port);
+	for (i = 0; i < ARRAY_SIZE(opts); i++) {
+		const char *args[] = {
+			"-c", variant->ip, "-p", port, "-t", PEER_TIMEOUT,
+			opts[i][0], opts[i][1], NULL,
+		};
+
+		ASSERT_EQ(0, peer_spawn(self, args));
+		peer_rejected_with(_metadata, self, "krdma reason 2 version 1");
+	}
+	EXPECT_EQ(-EAGAIN, krdma_accept_conn(self->fd, l2,
+					     KRDMA_ACCEPT_NONBLOCK, 0, &conn));
+	/* A peer that sends the header gets in */
+	EXPECT_EQ(0, krdma_destroy_handle(self->fd, self->listener));
+	self->listener = l2;
+	self->laddr = bound;
+	verbs_client(_metadata, self, variant, 4096, 1, NULL, NULL);
+}
+
+/* A connect for a krdma peer only fails with EPROTO on a plain accept */
+TEST_F_TIMEOUT(interop, krdma_peer_connect_refuses_plain_server, 240)
+{
+	static const char *const opts[][2] = {
+		{ "--no-hdr", NULL }, { "--pdata", "8" },
+	};
+	struct krdma_addr dst;
+	uint32_t conn;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(opts); i++) {
+		const char *args[] = {
+			"-s", variant->ip, "-p", "0", "-t", PEER_TIMEOUT,
+			opts[i][0], opts[i][1], NULL,
+		};
+
+		ASSERT_EQ(0, verbs_server_start(self, args, &dst));
+		EXPECT_EQ(-EPROTO,
+			  krdma_connect_flags(self->fd, &dst, NULL,
+					      KRDMA_CONNECT_KRDMA_PEER, 10000,
+					      &conn));
+		/* krdma disconnected: the peer ends without its script */
+		EXPECT_NE(PEER_OK, peer_wait_exit(self, PEER_EXIT_MS));
+	}
+	/* With the header it is a krdma peer */
+	verbs_server(_metadata, self, variant, 4096, 1, NULL, NULL,
+		     KRDMA_CONNECT_KRDMA_PEER);
+}
+
+/*
+ * What a krdma listener's reject says becomes the connect's errno; a
+ * reject without krdma's reason (or of a reason unknown) is ECONNREFUSED
+ */
+TEST_F_TIMEOUT(interop, reject_reasons_become_errnos, 240)
+{
+	static const struct {
+		const char *reason;
+		int err;
+	} cases[] = {
+		{ "1", -EPROTONOSUPPORT },	/* version */
+		{ "2", -EPROTO },		/* not krdma */
+		{ "3", -EBUSY },		/* backlog full */
+		{ "4", -ECONNREFUSED },		/* listener closing */
+		{ "5", -ENOBUFS },		/* no resources */
+		{ "0", -ECONNREFUSED },		/* no reason */
+		{ "200", -ECONNREFUSED },	/* a reason of the future */
+	};
+	struct krdma_addr dst;
+	uint32_t conn;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		const char *args[] = {
+			"-s", variant->ip, "-p", "0", "-t", PEER_TIMEOUT,
+			"--reject", cases[i].reason, NULL,
+		};
+
+		ASSERT_EQ(0, verbs_server_start(self, args, &dst));
+		EXPECT_EQ(cases[i].err,
+			  krdma_connect_to(self->fd, &dst, 10000, &conn))
+			TH_LOG("reject reason %s", cases[i].reason);
+		EXPECT_EQ(PEER_OK, peer_wait_exit(self, PEER_EXIT_MS));
+	}
+}
+
+/* An accept with a header of another version: EPROTONOSUPPORT */
+TEST_F_TIMEOUT(interop, accept_of_another_version, 120)
+{
+	const char *args[] = {
+		"-s", variant->ip, "-p", "0", "-t", PEER_TIMEOUT,
+		"--hdr-version", "2", NULL,
+	};
+	struct krdma_addr dst;
+	uint32_t conn;
+
+	ASSERT_EQ(0, verbs_server_start(self, args, &dst));
+	EXPECT_EQ(-EPROTONOSUPPORT,
+		  krdma_connect_to(self->fd, &dst, 10000, &conn));
+	EXPECT_NE(PEER_OK, peer_wait_exit(self, PEER_EXIT_MS));
+}
+
+/*
+ * krdma to krdma: a listener whose backlog is full rejects with reason 3,
+ * which the connecting side reports as EBUSY; once one is accepted there
+ * is room again
+ */
+TEST_F_TIMEOUT(interop, full_backlog_is_ebusy, 120)
+{
+	struct krdma_addr any, bound;
+	uint32_t l1, c1, c2, a1;
+
+	ASSERT_EQ(0, krdma_parse_addr(variant->ip, 0, &any));
+	ASSERT_EQ(0, krdma_listen_on(self->fd, &any, 1, &l1, &bound));
+	ASSERT_EQ(0, krdma_connect_to(self->fd, &bound, 10000, &c1));
+	EXPECT_EQ(-EBUSY, krdma_connect_to(self->fd, &bound, 10000, &c2));
+	ASSERT_EQ(0, krdma_accept_conn(self->fd, l1, 0, WAIT_MS, &a1));
+	ASSERT_EQ(0, krdma_connect_to(self->fd, &bound, 10000, &c2));
+	EXPECT_EQ(0, krdma_destroy_handle(self->fd, c2));
+	EXPECT_EQ(0, krdma_destroy_handle(self->fd, a1));
+	EXPECT_EQ(0, krdma_destroy_handle(self->fd, c1));
+	EXPECT_EQ(0, krdma_destroy_handle(self->fd, l1));
 }
 
 TEST_HARNESS_MAIN

@@ -18,7 +18,11 @@
  *   -o OFFSET         offset of the data in each window (default 3)
  *   -t SECONDS        give up after this long (default 30)
  *   --no-hdr          send no krdma handshake header (plain verbs peer)
+ *   --pdata N         instead of the header, send N bytes of private data
+ *                     of its own (0x5a, 0x5b, ...: not krdma's magic)
  *   --hdr-version N   send the header with version N (to be refused)
+ *   --reject N        (-s) reject the connect request, with a krdma reject
+ *                     of reason N in its private data (0: none), and exit
  *   --resp-res N      RDMA READs this peer serves at once (responder
  *                     resources; default: what the device can do)
  *
@@ -28,16 +32,19 @@
  * Exit status: 0 when every byte checked out on this side, 1 usage or
  * local setup error, 2 connection or transfer failed, 3 protocol error
  * (bad or missing krdma header, unexpected message or token), 4 data
- * mismatch, 5 the connection was rejected, 6 timeout.
+ * mismatch, 5 the connection was rejected, 6 timeout. A rejected client
+ * prints "rejected: krdma reason R version V" when the reject carries
+ * krdma's reason (struct krdma_cm_rej: le32 magic, u8 version, u8 reason,
+ * le16 0), else "rejected: no krdma reason".
  *
  * The handshake (module/wire.h): struct krdma_cm_hdr, 28 bytes,
  * little-endian, at the start of the rdma_cm private data of the connect
  * request and of the accept: magic 0x4d44524b ("KRDM"), version 1, zeros,
  * features (0), sq_depth, rq_depth (how many RECVs the sender can have
- * posted), 8 zero bytes. krdma accepts a request whose private data is
- * all zero (or shorter than the header) as coming from a plain verbs peer
- * and refuses one with another magic or version. This peer always expects
- * krdma's header in what it receives.
+ * posted), 8 zero bytes. krdma takes private data that does not start
+ * with the magic (or is shorter than the header) as coming from a plain
+ * verbs peer, and refuses a header of another version. This peer always
+ * expects krdma's header in what it receives.
  *
  * The token (<linux/krdma.h>): 32 bytes, little-endian: addr (u64, the
  * remote_addr of the window's first byte), length (u64), rkey (u32),
@@ -187,6 +194,9 @@ struct peer {
 	unsigned int port;
 	bool server;
 	bool no_hdr;
+	int pdata_len;		/* -1: none of its own */
+	int reject;		/* -1: accept */
+	bool rejected;
 	unsigned int hdr_version;
 	int resp_res;
 	size_t size, off, wlen;
@@ -288,6 +298,24 @@ static int wait_fd(struct peer *p, int fd, const char *what)
 	}
 }
 
+/* What a krdma listener says in its reject, if it says anything */
+static void print_reject(const struct rdma_cm_event *ev)
+{
+	const uint8_t *d = ev->param.conn.private_data;
+	uint32_t magic;
+
+	if (!d || ev->param.conn.private_data_len < 8) {
+		printf("rejected: no krdma reason\n");
+		return;
+	}
+	memcpy(&magic, d, 4);
+	if (le32toh(magic) != KVP_CM_MAGIC || d[6] || d[7]) {
+		printf("rejected: no krdma reason\n");
+		return;
+	}
+	printf("rejected: krdma reason %u version %u\n", d[5], d[4]);
+}
+
 /*
  * The next CM event, which must be @want. On success *evp is the event,
  * for the caller to rdma_ack_cm_event().
@@ -315,6 +343,8 @@ static int get_cm_event(struct peer *p, enum rdma_cm_event_type want,
 	}
 	err("expected %s, got %s (status %d)", rdma_event_str(want),
 	    rdma_event_str(ev->event), ev->status);
+	if (ev->event == RDMA_CM_EVENT_REJECTED)
+		print_reject(ev);
 	if (ev->event == RDMA_CM_EVENT_REJECTED ||
 	    (ev->event == RDMA_CM_EVENT_CONNECT_ERROR &&
 	     ev->status == -ECONNREFUSED))
@@ -466,8 +496,16 @@ static int setup_qp(struct peer *p)
 static void fill_conn_param(const struct peer *p, struct rdma_conn_param *cp,
 			    struct kvp_cm_hdr *hdr)
 {
+	static uint8_t own[256];
+	int i;
+
 	memset(cp, 0, sizeof(*cp));
-	if (!p->no_hdr) {
+	if (p->pdata_len >= 0) {
+		for (i = 0; i < p->pdata_len; i++)
+			own[i] = 0x5a + i;
+		cp->private_data = p->pdata_len ? own : NULL;
+		cp->private_data_len = p->pdata_len;
+	} else if (!p->no_hdr) {
 		fill_hdr(p, hdr);
 		cp->private_data = hdr;
 		cp->private_data_len = sizeof(*hdr);
@@ -577,6 +615,21 @@ static int accept_server(struct peer *p)
 		rdma_reject(p->id, NULL, 0);
 		return ret;
 	}
+	if (p->reject >= 0) {
+		/* struct krdma_cm_rej: magic, version, reason, 0 */
+		uint8_t rej[8] = { 0, 0, 0, 0, KVP_CM_VERSION, p->reject };
+		uint32_t magic = htole32(KVP_CM_MAGIC);
+
+		memcpy(rej, &magic, 4);
+		if (rdma_reject(p->id, p->reject ? rej : NULL,
+				p->reject ? sizeof(rej) : 0)) {
+			err("rdma_reject: %s", strerror(errno));
+			return EXIT_CONN;
+		}
+		printf("rejected the request (reason %d)\n", p->reject);
+		p->rejected = true;
+		return 0;
+	}
 
 	ret = setup_qp(p);
 	if (ret)
@@ -603,6 +656,47 @@ static int accept_server(struct peer *p)
 	printf("accepted (responder_resources %u initiator_depth %u)\n",
 	       cp.responder_resources, cp.initiator_depth);
 	return 0;
+}
+
+/*
+ * Wait for the completion channel; a DISCONNECTED event meanwhile ends
+ * the wait (on InfiniBand and RoCE the peer's disconnect does not flush
+ * this side's queues): 0, or an EXIT_*
+ */
+static int wait_completion_fd(struct peer *p)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = p->cc->fd, .events = POLLIN },
+		{ .fd = p->ec->fd, .events = POLLIN },
+	};
+	struct rdma_cm_event *ev;
+	int ret;
+
+	for (;;) {
+		ret = poll(pfd, 2, ms_left(p));
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret < 0) {
+			err("poll: %s", strerror(errno));
+			return EXIT_SETUP;
+		}
+		if (!ret) {
+			err("timed out waiting for a completion");
+			return EXIT_TIMEOUT;
+		}
+		if (pfd[0].revents)
+			return 0;
+		if (rdma_get_cm_event(p->ec, &ev))
+			continue;
+		err("waiting for a completion, got %s (status %d)",
+		    rdma_event_str(ev->event), ev->status);
+		ret = ev->event == RDMA_CM_EVENT_DISCONNECTED;
+		rdma_ack_cm_event(ev);
+		if (ret) {
+			p->connected = false;
+			return EXIT_CONN;
+		}
+	}
 }
 
 /* The completion of @wr_id: 0, or an EXIT_* */
@@ -652,7 +746,7 @@ static int wait_wc(struct peer *p, uint64_t wr_id, struct ibv_wc *out)
 			p->cq_armed = true;
 			continue;	/* poll once more: no event is lost */
 		}
-		ret = wait_fd(p, p->cc->fd, "a completion");
+		ret = wait_completion_fd(p);
 		if (ret)
 			return ret;
 		if (!ibv_get_cq_event(p->cc, &cq, &ctx)) {
@@ -1016,7 +1110,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: %s -c ADDR -p PORT | -s ADDR -p PORT [-n SIZE] [-o OFFSET]\n"
-		"       [-t SECONDS] [--no-hdr] [--hdr-version N] [--resp-res N]\n",
+		"       [-t SECONDS] [--no-hdr] [--pdata N] [--hdr-version N]\n"
+		"       [--resp-res N] [--reject N]\n",
 		prog);
 	exit(EXIT_SETUP);
 }
@@ -1027,6 +1122,8 @@ int main(int argc, char **argv)
 		{ "no-hdr", no_argument, NULL, 'H' },
 		{ "hdr-version", required_argument, NULL, 'V' },
 		{ "resp-res", required_argument, NULL, 'R' },
+		{ "pdata", required_argument, NULL, 'P' },
+		{ "reject", required_argument, NULL, 'J' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
@@ -1035,6 +1132,8 @@ int main(int argc, char **argv)
 		.off = 3,
 		.hdr_version = KVP_CM_VERSION,
 		.resp_res = -1,
+		.pdata_len = -1,
+		.reject = -1,
 	};
 	unsigned long timeout = 30;
 	bool have_port = false;
@@ -1070,6 +1169,16 @@ int main(int argc, char **argv)
 		case 'R':
 			p.resp_res = atoi(optarg);
 			break;
+		case 'P':
+			p.pdata_len = atoi(optarg);
+			if (p.pdata_len < 0 || p.pdata_len > 196)
+				usage();
+			break;
+		case 'J':
+			p.reject = atoi(optarg);
+			if (p.reject < 0 || p.reject > 255)
+				usage();
+			break;
 		default:
 			usage();
 		}
@@ -1100,7 +1209,7 @@ int main(int argc, char **argv)
 	}
 
 	ret = p.server ? accept_server(&p) : connect_client(&p);
-	if (!ret)
+	if (!ret && !p.rejected)
 		ret = run_script(&p);
 	if (p.connected && ret != EXIT_TIMEOUT)
 		disconnect(&p);

@@ -403,7 +403,7 @@ static void send_recv(struct __test_metadata *_metadata,
 	EXPECT_EQ(1, wc.cookie);
 	EXPECT_EQ(KRDMA_OP_RECV, wc.opcode);
 	EXPECT_EQ(size, wc.byte_len);
-	EXPECT_EQ(0, wc.flags & KRDMA_WC_F_IMM);
+	EXPECT_EQ(0, wc.flags & (KRDMA_WC_F_IMM | KRDMA_WC_F_RDMA_IMM));
 	EXPECT_EQ(-1, check_pattern(dst.p + off, size, size + 1));
 	EXPECT_EQ(-1, check_fill(dst.p + off + size, rlen - size, GUARD));
 	mem_put(self->cfd, &src);
@@ -511,7 +511,9 @@ TEST_F(xfer, write_imm_and_send_imm)
 	ASSERT_EQ(1, wait_wc(self->sfd, &wc, 1));
 	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
 	EXPECT_EQ(12, wc.cookie);
-	EXPECT_EQ(KRDMA_WC_F_IMM, wc.flags & KRDMA_WC_F_IMM);
+	/* Told apart from a SEND with immediate; its zero-length tail */
+	EXPECT_EQ(KRDMA_WC_F_IMM | KRDMA_WC_F_RDMA_IMM, wc.flags);
+	EXPECT_EQ(0, wc.byte_len);
 	EXPECT_EQ(0xa5a5f00d, wc.imm_data);
 	/* The data was placed before the immediate was delivered */
 	EXPECT_EQ(-1, check_pattern(dst.p + 100, 6000, 9));
@@ -529,7 +531,7 @@ TEST_F(xfer, write_imm_and_send_imm)
 	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
 	EXPECT_EQ(13, wc.cookie);
 	EXPECT_EQ(64, wc.byte_len);
-	EXPECT_EQ(KRDMA_WC_F_IMM, wc.flags & KRDMA_WC_F_IMM);
+	EXPECT_EQ(KRDMA_WC_F_IMM, wc.flags);
 	EXPECT_EQ(0x12345678, wc.imm_data);
 	EXPECT_EQ(-1, check_pattern(dst.p, 64, 9));
 out:
@@ -902,17 +904,21 @@ static uint32_t wait_conn_down(int fd, uint32_t conn)
 
 /*
  * A remote access that must fail. RoCE: the WRITE completes with
- * REM_ACCESS_ERR. iWARP: a WRITE completes once it is sent; the target
- * refuses it with a TERMINATE and the connection fails. Either way the
- * target bytes stay as they were and the connection is in error.
+ * REM_ACCESS_ERR, and the connection fails with EACCES. iWARP: a WRITE
+ * completes once it is sent; the target refuses it with a TERMINATE and
+ * the connection fails; siw tells the requester only of the reset
+ * (ECONNRESET). Either way the target bytes stay as they were, and RC
+ * ends the target's side (@tfd, @tconn) too.
  */
 static void expect_remote_denied(struct __test_metadata *_metadata,
 				 const FIXTURE_VARIANT(xfer) *variant, int fd,
 				 uint32_t conn, uint32_t buf,
 				 const struct krdma_token *tok,
-				 const uint8_t *target, size_t len)
+				 const uint8_t *target, size_t len,
+				 int tfd, uint32_t tconn)
 {
 	struct krdma_completion wc;
+	struct krdma_conn_query q;
 	struct krdma_op op;
 
 	op_rw(&op, KRDMA_OP_WRITE, conn, buf, 0, len, tok, 0, 99);
@@ -923,6 +929,20 @@ static void expect_remote_denied(struct __test_metadata *_metadata,
 			TH_LOG("got %s", krdma_wc_status_str(wc.status));
 	}
 	EXPECT_EQ(KRDMA_CONN_ERROR, wait_conn_down(fd, conn));
+	ASSERT_EQ(0, krdma_conn_info(fd, conn, &q));
+	EXPECT_EQ(variant->iwarp ? ECONNRESET : EACCES, q.error)
+		TH_LOG("the requester's connection failed with %s",
+		       strerror(q.error));
+	/*
+	 * The target learns of it from its own device where the device says
+	 * (siw: an access error event for rights it refused: EACCES), else
+	 * from the requester's disconnect (ECONNRESET)
+	 */
+	EXPECT_EQ(KRDMA_CONN_ERROR, wait_conn_down(tfd, tconn));
+	ASSERT_EQ(0, krdma_conn_info(tfd, tconn, &q));
+	EXPECT_TRUE(q.error == EACCES || q.error == ECONNRESET)
+		TH_LOG("the target's connection failed with %s",
+		       strerror(q.error));
 	EXPECT_EQ(-1, check_fill(target, len, GUARD));
 }
 
@@ -939,7 +959,7 @@ TEST_F(xfer, read_only_token_denies_write)
 	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, dst.h, 0, 4096,
 					KRDMA_ACCESS_REMOTE_READ, NULL, &tok));
 	expect_remote_denied(_metadata, variant, self->cfd, self->cconn, src.h,
-			     &tok, dst.p, 4096);
+			     &tok, dst.p, 4096, self->sfd, self->sconn);
 	/* A grant cannot give more than the buffer allows */
 	EXPECT_EQ(-EACCES, krdma_grant_window(self->cfd, self->cconn, src.h, 0,
 					      4096, KRDMA_ACCESS_REMOTE_WRITE,
@@ -964,7 +984,7 @@ TEST_F(xfer, token_works_only_on_its_connection)
 					KRDMA_ACCESS_REMOTE_WRITE, NULL, &tok));
 	/* Granted on the first connection, used on the second */
 	expect_remote_denied(_metadata, variant, self->cfd, c2, src.h, &tok,
-			     dst.p, 4096);
+			     dst.p, 4096, self->sfd, s2);
 	mem_put(self->cfd, &src);
 	mem_put(self->sfd, &dst);
 }
@@ -983,7 +1003,7 @@ TEST_F(xfer, revoked_token_is_dead)
 	ASSERT_EQ(0, krdma_destroy_handle(self->sfd, grant));
 	EXPECT_EQ(-ENOENT, krdma_destroy_handle(self->sfd, grant));
 	expect_remote_denied(_metadata, variant, self->cfd, self->cconn, src.h,
-			     &tok, dst.p, 4096);
+			     &tok, dst.p, 4096, self->sfd, self->sconn);
 	mem_put(self->cfd, &src);
 	mem_put(self->sfd, &dst);
 }
@@ -1003,7 +1023,7 @@ TEST_F(xfer, deregistered_buffer_is_dead)
 	ASSERT_EQ(0, krdma_destroy_handle(self->sfd, dst.h));
 	dst.h = 0;
 	expect_remote_denied(_metadata, variant, self->cfd, self->cconn, src.h,
-			     &tok, dst.p, 4096);
+			     &tok, dst.p, 4096, self->sfd, self->sconn);
 	EXPECT_EQ(0, krdma_destroy_handle(self->sfd, grant));
 	mem_put(self->cfd, &src);
 	mem_put(self->sfd, &dst);
