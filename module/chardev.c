@@ -48,7 +48,8 @@ static int krdma_cmd_query_module(struct krdma_ucmd *ucmd)
 
 	cmd->abi_version = KRDMA_ABI_VERSION;
 	cmd->version = KRDMA_VERSION_CODE(0, 2, 0);
-	cmd->features = KRDMA_FEATURE_DEV_QUERY | KRDMA_FEATURE_CONN;
+	cmd->features = KRDMA_FEATURE_DEV_QUERY | KRDMA_FEATURE_CONN |
+			 KRDMA_FEATURE_KRDMA_PEER;
 	cmd->num_devices = krdma_device_count(ucmd->kfile->net);
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
 }

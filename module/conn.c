@@ -141,22 +141,56 @@ static void krdma_fill_hdr(struct krdma_conn *conn, struct krdma_cm_hdr *hdr)
 }
 
 /*
- * Read the peer's header. A peer that sends none (all zero, or too short)
- * is a plain verbs peer: fine. Anything else that is not our magic and
- * version is refused.
+ * Read the peer's header. Private data that is not a krdma header (none,
+ * shorter than one, or another first word) comes from a plain verbs peer:
+ * fine, unless the connection is for krdma peers only. On InfiniBand and
+ * RoCE the CM pads a request's private data to 56 bytes, so the length
+ * alone says nothing.
+ *
+ * Return: 0, or why the peer is refused (enum krdma_rej_reason).
  */
 static int krdma_parse_hdr(struct krdma_conn *conn, const void *data, u8 len)
 {
 	const struct krdma_cm_hdr *hdr = data;
 
-	if (!data || len < sizeof(*hdr) || !hdr->magic)
-		return 0;
-	if (le32_to_cpu(hdr->magic) != KRDMA_CM_MAGIC ||
-	    hdr->version != KRDMA_CM_VERSION)
-		return -EPROTO;
+	if (!data || len < sizeof(*hdr) ||
+	    le32_to_cpu(hdr->magic) != KRDMA_CM_MAGIC)
+		return conn->params.flags & KRDMA_CONN_KRDMA_PEER ?
+		       KRDMA_REJ_NOT_KRDMA : 0;
+	if (hdr->version != KRDMA_CM_VERSION)
+		return KRDMA_REJ_VERSION;
 	conn->peer_features = le32_to_cpu(hdr->features);
 	conn->peer_rq_depth = le32_to_cpu(hdr->rq_depth);
 	return 0;
+}
+
+/* What a connecting side makes of a reject reason: an errno of its own */
+static int krdma_rej_errno(int reason)
+{
+	switch (reason) {
+	case KRDMA_REJ_VERSION:
+		return -EPROTONOSUPPORT;
+	case KRDMA_REJ_NOT_KRDMA:
+		return -EPROTO;
+	case KRDMA_REJ_BACKLOG:
+		return -EBUSY;
+	case KRDMA_REJ_NO_RESOURCES:
+		return -ENOBUFS;
+	case KRDMA_REJ_CLOSING:
+	default:
+		return -ECONNREFUSED;
+	}
+}
+
+/* A reject's reason if a krdma listener sent it, else 0 */
+static int krdma_rej_reason(const struct rdma_cm_event *ev)
+{
+	const struct krdma_cm_rej *rej = ev->param.conn.private_data;
+
+	if (!rej || ev->param.conn.private_data_len < sizeof(*rej) ||
+	    le32_to_cpu(rej->magic) != KRDMA_CM_MAGIC)
+		return 0;
+	return rej->reason;
 }
 
 static void krdma_qp_event(struct ib_event *event, void *context)
@@ -645,7 +679,8 @@ static int krdma_cm_status_errno(struct rdma_cm_event *ev)
 {
 	switch (ev->event) {
 	case RDMA_CM_EVENT_REJECTED:
-		return -ECONNREFUSED;
+		/* A krdma listener says why; anyone else: refused */
+		return krdma_rej_errno(krdma_rej_reason(ev));
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_ADDR_ERROR:
 		return ev->status == -ETIMEDOUT ? -ETIMEDOUT : -EHOSTUNREACH;
@@ -715,10 +750,11 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 		/* Only a connection still connecting can be established */
 		if (conn->state != KRDMA_CS_CONNECTING)
 			break;
-		if (!passive &&
-		    krdma_parse_hdr(conn, ev->param.conn.private_data,
-				    ev->param.conn.private_data_len)) {
-			krdma_conn_fail(conn, -EPROTO);
+		ret = passive ? 0 :
+		      krdma_parse_hdr(conn, ev->param.conn.private_data,
+				      ev->param.conn.private_data_len);
+		if (ret) {
+			krdma_conn_fail(conn, krdma_rej_errno(ret));
 			rdma_disconnect(id);
 			break;
 		}
@@ -797,10 +833,15 @@ static bool krdma_conn_settled(struct krdma_conn *conn)
  * Context: process context; sleeps until connected, failed, timed out or
  * interrupted by a signal.
  * Return: the connected connection (the caller owns a reference; end it
- * with krdma_conn_close()), or ERR_PTR(): -ECONNREFUSED, -EHOSTUNREACH,
- * -ENETUNREACH, -ETIMEDOUT, -EINTR, -ENODEV, -ENOMEM, ...; -ECONNRESET
- * also when the connection was established but failed before it could be
- * returned (the peer closed it at once, or its QP failed).
+ * with krdma_conn_close()), or ERR_PTR(): -ECONNREFUSED (nobody listens,
+ * the listener is closing, or a peer that is not krdma refused),
+ * -EHOSTUNREACH, -ENETUNREACH, -ETIMEDOUT, -EINTR, -ENODEV, -ENOMEM, ...;
+ * from a krdma listener's reject: -EBUSY (its backlog is full), -ENOBUFS
+ * (it had no resources for the connection), -EPROTONOSUPPORT (it speaks
+ * another handshake version); -EPROTO (KRDMA_CONN_KRDMA_PEER, and the
+ * peer is not krdma); -ECONNRESET also when the connection was established
+ * but failed before it could be returned (the peer closed it at once, or
+ * its QP failed).
  */
 struct krdma_conn *krdma_connect(struct net *net, struct sockaddr *dst,
 				 struct sockaddr *src, long timeout,
@@ -893,6 +934,19 @@ bool krdma_listener_enqueue(struct krdma_listener *l, struct krdma_conn *conn)
 	return ok;
 }
 
+/* Refuse a connect request, and tell a krdma peer why */
+static void krdma_listener_reject(struct rdma_cm_id *id, int reason)
+{
+	struct krdma_cm_rej rej = {
+		.magic = cpu_to_le32(KRDMA_CM_MAGIC),
+		.version = KRDMA_CM_VERSION,
+		.reason = reason,
+	};
+
+	pr_debug("rejecting a connect request: reason %d\n", reason);
+	rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
+}
+
 /* A connect request on a listener: accept it in the kernel at once */
 static int krdma_listener_request(struct krdma_listener *l,
 				  struct rdma_cm_id *id,
@@ -902,10 +956,12 @@ static int krdma_listener_request(struct krdma_listener *l,
 	struct rdma_conn_param param = {};
 	struct krdma_cm_hdr hdr;
 	struct krdma_conn *conn;
+	int reason = KRDMA_REJ_NO_RESOURCES;
 	int ret;
 
 	spin_lock(&l->lock);
 	if (l->closed || l->queued >= l->backlog) {
+		reason = l->closed ? KRDMA_REJ_CLOSING : KRDMA_REJ_BACKLOG;
 		spin_unlock(&l->lock);
 		ret = -ECONNREFUSED;
 		goto err_reject;
@@ -926,8 +982,11 @@ static int krdma_listener_request(struct krdma_listener *l,
 	conn->peer_qp_num = ev->param.conn.qp_num;
 	ret = krdma_parse_hdr(conn, ev->param.conn.private_data,
 			      ev->param.conn.private_data_len);
-	if (ret)
+	if (ret) {
+		reason = ret;
+		ret = krdma_rej_errno(reason);
 		goto err_free_conn;
+	}
 	ret = krdma_conn_create_qp(conn);
 	if (ret)
 		goto err_free_conn;
@@ -976,7 +1035,7 @@ err_unqueue:
 	spin_unlock(&l->lock);
 	krdma_listener_put(l);
 err_reject:
-	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+	krdma_listener_reject(id, reason);
 	return ret;
 }
 

@@ -328,13 +328,15 @@ int krdma_cmd_listen(struct krdma_ucmd *ucmd)
 	struct krdma_conn_params params = {
 		.sq_depth = cmd->sq_depth,
 		.rq_depth = cmd->rq_depth,
+		.flags = cmd->flags & KRDMA_LISTEN_KRDMA_PEER ?
+			 KRDMA_CONN_KRDMA_PEER : 0,
 	};
 	struct krdma_listener *l;
 	struct sockaddr_storage ss;
 	u32 backlog;
 	int ret;
 
-	if (cmd->flags)
+	if (cmd->flags & ~KRDMA_LISTEN_KRDMA_PEER)
 		return -EINVAL;
 	ret = krdma_addr_in(&cmd->addr, &ss, false);
 	if (ret)
@@ -418,12 +420,14 @@ int krdma_cmd_connect(struct krdma_ucmd *ucmd)
 	struct krdma_conn_params params = {
 		.sq_depth = cmd->sq_depth,
 		.rq_depth = cmd->rq_depth,
+		.flags = cmd->flags & KRDMA_CONNECT_KRDMA_PEER ?
+			 KRDMA_CONN_KRDMA_PEER : 0,
 	};
 	struct sockaddr_storage dst, src;
 	struct krdma_conn *conn;
 	int ret;
 
-	if (cmd->flags)
+	if (cmd->flags & ~KRDMA_CONNECT_KRDMA_PEER)
 		return -EINVAL;
 	ret = krdma_addr_in(&cmd->dst, &dst, false);
 	if (ret)

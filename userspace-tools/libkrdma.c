@@ -509,11 +509,19 @@ char *krdma_addr_str(const struct krdma_addr *a, char *buf, size_t len)
 int krdma_listen_on(int fd, const struct krdma_addr *addr, uint32_t backlog,
 		    uint32_t *handle, struct krdma_addr *bound)
 {
+	return krdma_listen_flags(fd, addr, backlog, 0, handle, bound);
+}
+
+int krdma_listen_flags(int fd, const struct krdma_addr *addr,
+		       uint32_t backlog, uint32_t flags, uint32_t *handle,
+		       struct krdma_addr *bound)
+{
 	struct krdma_listen l;
 	int ret;
 
 	memset(&l, 0, sizeof(l));
 	l.size = sizeof(l);
+	l.flags = flags;
 	l.addr = *addr;
 	l.backlog = backlog;
 	ret = krdma_ioctl(fd, KRDMA_IOC_LISTEN, &l);
@@ -552,11 +560,19 @@ int krdma_connect_from(int fd, const struct krdma_addr *dst,
 		       const struct krdma_addr *src, uint32_t timeout_ms,
 		       uint32_t *conn)
 {
+	return krdma_connect_flags(fd, dst, src, 0, timeout_ms, conn);
+}
+
+int krdma_connect_flags(int fd, const struct krdma_addr *dst,
+			const struct krdma_addr *src, uint32_t flags,
+			uint32_t timeout_ms, uint32_t *conn)
+{
 	struct krdma_connect c;
 	int ret;
 
 	memset(&c, 0, sizeof(c));
 	c.size = sizeof(c);
+	c.flags = flags;
 	c.dst = *dst;
 	if (src)
 		c.src = *src;

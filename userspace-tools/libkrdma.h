@@ -168,6 +168,10 @@ int krdma_parse_addr(const char *host, uint32_t port, struct krdma_addr *out);
 char *krdma_addr_str(const struct krdma_addr *a, char *buf, size_t len);
 int krdma_listen_on(int fd, const struct krdma_addr *addr, uint32_t backlog,
 		    uint32_t *handle, struct krdma_addr *bound);
+/* The same with KRDMA_LISTEN_* flags */
+int krdma_listen_flags(int fd, const struct krdma_addr *addr,
+		       uint32_t backlog, uint32_t flags, uint32_t *handle,
+		       struct krdma_addr *bound);
 int krdma_accept_conn(int fd, uint32_t listener, uint32_t flags,
 		      uint32_t timeout_ms, uint32_t *conn);
 int krdma_connect_to(int fd, const struct krdma_addr *dst,
@@ -176,6 +180,10 @@ int krdma_connect_to(int fd, const struct krdma_addr *dst,
 int krdma_connect_from(int fd, const struct krdma_addr *dst,
 		       const struct krdma_addr *src, uint32_t timeout_ms,
 		       uint32_t *conn);
+/* The same with KRDMA_CONNECT_* flags */
+int krdma_connect_flags(int fd, const struct krdma_addr *dst,
+			const struct krdma_addr *src, uint32_t flags,
+			uint32_t timeout_ms, uint32_t *conn);
 int krdma_disconnect_conn(int fd, uint32_t conn);
 int krdma_conn_info(int fd, uint32_t conn, struct krdma_conn_query *out);
 int krdma_destroy_handle(int fd, uint32_t handle);

@@ -32,10 +32,18 @@ struct net;
 struct page;
 struct sg_table;
 
+/* krdma_conn_params.flags */
+#define KRDMA_CONN_KRDMA_PEER	(1U << 0)	/* refuse a peer that sends no
+						 * krdma handshake
+						 */
+
 /**
  * struct krdma_conn_params - what a connection is created with
  * @sq_depth: operations in flight on the send queue (0: default)
  * @rq_depth: RECVs that can be posted at once (0: default)
+ * @flags: KRDMA_CONN_KRDMA_PEER: the peer must be krdma. A listener
+ *         rejects a plain verbs peer, krdma_connect() fails with -EPROTO
+ *         if the peer accepts without krdma's handshake.
  * @event: optional: called once when the connection fails (peer gone,
  *         QP error, device removed), after every operation in flight has
  *         completed; @error is why (-ECONNRESET, -ENODEV, ...). Process
@@ -46,6 +54,7 @@ struct sg_table;
 struct krdma_conn_params {
 	u32 sq_depth;
 	u32 rq_depth;
+	u32 flags;
 	void (*event)(struct krdma_conn *conn, int error, void *context);
 	void *context;
 };

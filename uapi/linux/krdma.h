@@ -86,6 +86,9 @@
  */
 #define KRDMA_FEATURE_DEV_QUERY		_BITULL(0)	/* DEV_LIST, DEV_QUERY, PORT_QUERY */
 #define KRDMA_FEATURE_CONN		_BITULL(1)	/* LISTEN .. POLL */
+#define KRDMA_FEATURE_KRDMA_PEER	_BITULL(2)	/* KRDMA_LISTEN_KRDMA_PEER,
+							 * KRDMA_CONNECT_KRDMA_PEER
+							 */
 
 /* Encoding of krdma_query_module.version */
 #define KRDMA_VERSION_CODE(major, minor, patch) \
@@ -408,10 +411,17 @@ struct krdma_destroy {
 
 #define KRDMA_IOC_DESTROY _IO(KRDMA_TYPE, KRDMA_CMD_DESTROY)
 
+/* krdma_listen.flags */
+#define KRDMA_LISTEN_KRDMA_PEER	_BITUL(0)	/* reject peers that are not
+						 * krdma
+						 */
+
 /**
  * struct krdma_listen - ioctl(KRDMA_IOC_LISTEN)
  * @size: sizeof(struct krdma_listen)
- * @flags: Must be 0
+ * @flags: KRDMA_LISTEN_*: KRDMA_LISTEN_KRDMA_PEER rejects a connect request
+ *         that carries no krdma handshake (a plain verbs peer), with the
+ *         reason "not krdma" (Documentation/protocol.rst)
  * @addr: Input: address to listen on (all-zero address: every address of
  *        the family); port 0 picks a free port. Output: the bound address
  *        and port.
@@ -466,10 +476,16 @@ struct krdma_accept {
 
 #define KRDMA_IOC_ACCEPT _IO(KRDMA_TYPE, KRDMA_CMD_ACCEPT)
 
+/* krdma_connect.flags */
+#define KRDMA_CONNECT_KRDMA_PEER _BITUL(0)	/* fail (EPROTO) if the peer
+						 * is not krdma
+						 */
+
 /**
  * struct krdma_connect - ioctl(KRDMA_IOC_CONNECT)
  * @size: sizeof(struct krdma_connect)
- * @flags: Must be 0
+ * @flags: KRDMA_CONNECT_*: KRDMA_CONNECT_KRDMA_PEER fails the connect with
+ *         EPROTO if the peer accepts without a krdma handshake
  * @dst: Input: address and port of the listener
  * @src: Input: local address to connect from; family 0: any
  * @timeout_ms: Input: limit for the whole connect (0: 10 seconds)
