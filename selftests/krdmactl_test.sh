@@ -19,6 +19,8 @@
 #   then still serves a ping; `ping` against `rping -s` fails with "not
 #   krdma", and rping -s ends by itself too (skipped without rping or
 #   ib_write_bw);
+# - serve on 127.0.0.1 (lo has no RDMA device) says so and `krdmactl up`:
+#   a LISTEN that fails exits 1, one that stands warns;
 # - bad usage exits 2; --help works for every subcommand.
 # Every command runs under `timeout`.
 
@@ -131,10 +133,10 @@ fi
 mapfile -t cmds < <(subcommands)
 
 # version 2 + dev 3 + per transport 2 (ping, xfer) + refused 1 + per
-# transport 5 (stock tools) + usages + help per subcommand + help listing
-# all of serve ping xfer 1
+# transport 5 (stock tools) + no device 1 + usages + help per subcommand
+# + help listing all of serve ping xfer 1
 echo "TAP version 13"
-echo "1..$((2 + 3 + 2 * 2 + 1 + 2 * 5 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
+echo "1..$((2 + 3 + 2 * 2 + 1 + 2 * 5 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
 
 # version
 run 20 version
@@ -384,6 +386,21 @@ stock_tests() {
 
 stock_tests "rxe" "$RXE_ADDR" "$RXE_DEV"
 stock_tests "siw" "$SIW_ADDR" "$SIW_DEV"
+
+# No RDMA device on lo: LISTEN on 127.0.0.1 fails (ENODEV, exit 1), or
+# stands with a warning (serve then waits: timeout's 124); either way
+# it names lo and what to do
+run 10 serve -1 -a 127.0.0.1 -p 0
+no_device_ok() {
+	grep -q 'no RDMA device is on lo, which has 127\.0\.0\.1' "$TMP/err" &&
+		grep -q 'krdmactl up' "$TMP/err" &&
+		{ { ((rc == 1)) &&
+			grep -q '^krdmactl: serve: cannot listen on 127\.0\.0\.1:0: ' "$TMP/err"; } ||
+		  { ((rc == 124)) &&
+			grep -q '^krdmactl: serve: warning: ' "$TMP/err"; }; }
+}
+check "serve -a 127.0.0.1 (no RDMA device on lo): says so and what to do (exit status $rc)" \
+	no_device_ok
 
 # Bad usage
 usage_error() {
