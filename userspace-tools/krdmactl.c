@@ -567,7 +567,11 @@ int tool_listen(int fd, const char *cmd, struct krdma_listen *l)
 			errmsg_advice(0, fix, "%s: warning: %s", cmd, why);
 		return 0;
 	}
-	if (!dev_ok && (ret == -ENODEV || ret == -EADDRNOTAVAIL)) {
+	if (!dev_ok) {
+		/*
+		 * Whatever rdma_cm says (ENODEV, EADDRNOTAVAIL; EADDRINUSE
+		 * for 127.0.0.1 even with port 0), this is the cause
+		 */
 		char hint[600];
 
 		snprintf(hint, sizeof(hint), "%s: %s", why, fix);

@@ -423,6 +423,13 @@ for cmd in serve "bench -l"; do
 		"$cmd -a 127.0.0.1, no device"
 	expect_in err '^krdmactl: no RDMA device in this network namespace, so none on lo, which has 127\.0\.0\.1: create one: sudo krdmactl up .*lo' \
 		"$cmd -a 127.0.0.1, no device"
+	# rdma_cm says EADDRINUSE for 127.0.0.1, even with port 0
+	# shellcheck disable=SC2086
+	run "features=7,nodevs,listen_err=98" $cmd -a 127.0.0.1 -p 0
+	expect_in err '^krdmactl: no RDMA device in this network namespace, so none on lo' \
+		"$cmd -a 127.0.0.1, no device, EADDRINUSE"
+	expect_not_in err 'the port is taken' \
+		"$cmd -a 127.0.0.1, no device, EADDRINUSE"
 	# shellcheck disable=SC2086
 	run "features=7,listen_err=99" $cmd -a 203.0.113.77 -p 0
 	expect_rc 1 "$cmd -a 203.0.113.77"
