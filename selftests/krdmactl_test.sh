@@ -13,6 +13,14 @@
 #   client's rounds;
 # - ping to a port nobody listens on fails quickly, with status 1 and a
 #   message that says what to do;
+# - stock tools and krdmactl refuse each other at once, on rxe and on siw:
+#   `rping -c` and `ib_write_bw -R` (perftest) against serve are rejected
+#   and exit non-zero by themselves, well before their timeout, and serve
+#   then still serves a ping; `ping` against `rping -s` fails with "not
+#   krdma", and rping -s ends by itself too (skipped without rping or
+#   ib_write_bw);
+# - serve on 127.0.0.1 (lo has no RDMA device) says so and `krdmactl up`:
+#   a LISTEN that fails exits 1, one that stands warns;
 # - bad usage exits 2; --help works for every subcommand.
 # Every command runs under `timeout`.
 
@@ -30,8 +38,10 @@ COUNT=5
 
 TMP=$(mktemp -d /tmp/krdmactl_test.XXXXXX) || exit 1
 server_pid=
+rping_pid=
 cleanup() {
 	[[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null
+	[[ -n $rping_pid ]] && kill "$rping_pid" 2>/dev/null
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -93,10 +103,11 @@ if [[ ! -x $K ]]; then
 fi
 mapfile -t cmds < <(subcommands)
 
-# version 2 + dev 3 + per transport 2 (ping, xfer) + refused 1 + usages
-# + help per subcommand + help listing all of serve ping xfer 1
+# version 2 + dev 3 + per transport 2 (ping, xfer) + refused 1 + per
+# transport 5 (stock tools) + no device 1 + usages + help per subcommand
+# + help listing all of serve ping xfer 1
 echo "TAP version 13"
-echo "1..$((2 + 3 + 2 * 2 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
+echo "1..$((2 + 3 + 2 * 2 + 1 + 2 * 5 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
 
 # version
 run 20 version
@@ -144,18 +155,25 @@ start_server() {
 	[[ -n $line && $port =~ ^[0-9]+$ && $port -gt 0 ]]
 }
 
+# reap PID SECONDS: wait (bounded) for the background job PID to exit,
+# kill it if it does not; its exit status in $reaped_rc
+reap() {
+	local i
+
+	for ((i = 0; i < $2 * 20; i++)); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill "$1" 2>/dev/null
+	wait "$1"
+	reaped_rc=$?
+}
+
 # stop_server: the server must exit by itself after its one client, with
 # status 0 (bounded: 10 s); sets $server_rc, appends its output to err
 stop_server() {
-	local i
-
-	for ((i = 0; i < 200; i++)); do
-		kill -0 "$server_pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	kill "$server_pid" 2>/dev/null
-	wait "$server_pid"
-	server_rc=$?
+	reap "$server_pid" 10
+	server_rc=$reaped_rc
 	server_pid=
 	{
 		echo "--- server (exit status $server_rc):"
@@ -226,6 +244,134 @@ refused_ok() {
 }
 check "ping to a port nobody listens on: exit 1 within 10 s, says refused and what to do" \
 	refused_ok
+
+# Stock verbs tools (rdmacm-utils, perftest) and krdmactl: each refuses
+# the other at once. Times are bounded loosely (a slow TCG guest): what
+# tells a refusal from the old hang is the bound against the tool's own
+# wait, and the message.
+now_ms() {
+	local t=${EPOCHREALTIME/[.,]/}
+
+	echo $((t / 1000))
+}
+
+# stock_run SECONDS CMD...: CMD (bounded) into $TMP/out and $TMP/err;
+# status in $rc, how long it took in $ms
+stock_run() {
+	local secs=$1 t0
+
+	shift
+	t0=$(now_ms)
+	timeout -k 5 "$secs" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+	rc=$?
+	ms=$(($(now_ms) - t0))
+	echo "(exit status $rc after $ms ms)" >>"$TMP/err"
+}
+
+# ended_by_itself LIMIT_MS: failed, by itself (not timeout's kill), in time
+ended_by_itself() {
+	((rc != 0 && rc != 124 && rc != 137 && ms <= $1))
+}
+
+rping_rejected() {
+	ended_by_itself 10000 && grep -q 'RDMA_CM_EVENT_REJECTED' "$TMP/err"
+}
+
+# serve still serves: ping -c 1, and the server's one client is counted
+serve_still_serves() {
+	((rc == 0 && server_rc == 0)) && json "d['ok'] and d['verified'] == 1" &&
+		grep -q "via $dev: 1 round of 64 B, every WRITE verified, bye" \
+			"$TMP/server"
+}
+
+# ping against rping -s: EPROTO at once (not the WELCOME wait of -t)
+ping_not_krdma() {
+	((rc == 1 && ms <= 15000)) &&
+		grep -q "cannot connect to $addr:$rport: Protocol error" "$TMP/err" &&
+		grep -q 'the peer is not krdma' "$TMP/err" &&
+		! grep -q 'did not complete' "$TMP/err"
+}
+
+# stock_tests LABEL ADDR DEV
+stock_tests() {
+	local label=$1 addr=$2 dev=$3 rport i t0 rping_rc
+
+	if ! command -v rping >/dev/null || ! command -v ib_write_bw >/dev/null; then
+		for i in 1 2 3 4 5; do
+			ok "$label: stock tools # SKIP rping (rdmacm-utils) or ib_write_bw (perftest) not installed"
+		done
+		return
+	fi
+	if ! start_server "$addr"; then
+		cp "$TMP/server" "$TMP/err"
+		: >"$TMP/out"
+		for i in 1 2 3; do
+			check "$label: serve for rping and ib_write_bw: the server starts listening" false
+		done
+	else
+		stock_run 20 rping -c -a "$addr" -p "$port" -C 1 -v
+		check "$label: rping -c against serve: rejected, exits non-zero by itself within 10 s ($ms ms)" \
+			rping_rejected
+		stock_run 20 ib_write_bw -R -p "$port" "$addr"
+		check "$label: ib_write_bw -R against serve: exits non-zero by itself within 10 s of its 20 s ($ms ms)" \
+			ended_by_itself 10000
+		run 60 ping "$addr" -p "$port" -c 1 -j
+		stop_server
+		check "$label: serve still serves after them: ping -c 1 verified, the server exits 0" \
+			serve_still_serves
+	fi
+
+	# ping against rping -s: a port of its own, waiting for its listen
+	rport=$((port + 1000))
+	((rport > 65535 || rport < 1024)) && rport=18999
+	timeout -k 5 60 stdbuf -oL rping -s -d -a "$addr" -p "$rport" -C 1 -v \
+		>"$TMP/rping" 2>&1 </dev/null &
+	rping_pid=$!
+	for ((i = 0; i < 200; i++)); do
+		grep -q '^rdma_listen' "$TMP/rping" && break
+		kill -0 "$rping_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	run_t0=$(now_ms)
+	timeout -k 5 40 "$K" ping "$addr" -p "$rport" -c 1 -t 20000 \
+		>"$TMP/out" 2>"$TMP/err" </dev/null
+	rc=$?
+	ms=$(($(now_ms) - run_t0))
+	echo "(exit status $rc after $ms ms)" >>"$TMP/err"
+	check "$label: ping against rping -s: exit 1 within 15 s (not its 20 s WELCOME wait; $ms ms), says the peer is not krdma" \
+		ping_not_krdma
+	# and rping -s ends by itself (bounded: 15 s)
+	t0=$(now_ms)
+	reap "$rping_pid" 15
+	rping_rc=$reaped_rc
+	rping_pid=
+	ms=$(($(now_ms) - t0))
+	{
+		echo "--- rping -s (exit status $rping_rc, $ms ms after ping ended):"
+		cat "$TMP/rping"
+	} >"$TMP/err"
+	: >"$TMP/out"
+	check "$label: rping -s ends by itself after ping's refusal ($ms ms)" \
+		eval '((rping_rc != 124 && rping_rc != 137 && rping_rc != 143))'
+}
+
+stock_tests "rxe" "$RXE_ADDR" "$RXE_DEV"
+stock_tests "siw" "$SIW_ADDR" "$SIW_DEV"
+
+# No RDMA device on lo: LISTEN on 127.0.0.1 fails (ENODEV, exit 1), or
+# stands with a warning (serve then waits: timeout's 124); either way
+# it names lo and what to do
+run 10 serve -1 -a 127.0.0.1 -p 0
+no_device_ok() {
+	grep -q 'no RDMA device is on lo, which has 127\.0\.0\.1' "$TMP/err" &&
+		grep -q 'krdmactl up' "$TMP/err" &&
+		{ { ((rc == 1)) &&
+			grep -q '^krdmactl: serve: cannot listen on 127\.0\.0\.1:0: ' "$TMP/err"; } ||
+		  { ((rc == 124)) &&
+			grep -q '^krdmactl: serve: warning: ' "$TMP/err"; }; }
+}
+check "serve -a 127.0.0.1 (no RDMA device on lo): says so and what to do (exit status $rc)" \
+	no_device_ok
 
 # Bad usage
 usage_error() {

@@ -24,8 +24,14 @@
  * Connections (with features=3): BUF_REG, GRANT and SUBMIT check access
  * as the module does, LISTEN refuses a port below 1024 (EACCES, as for a
  * caller without CAP_NET_BIND_SERVICE), CONNECT always succeeds;
+ * KRDMA_LISTEN_KRDMA_PEER and KRDMA_CONNECT_KRDMA_PEER are taken only with
+ * the feature bit KRDMA_FEATURE_KRDMA_PEER (features=7), EINVAL otherwise;
  *   grant_err=N   GRANT fails with errno N
  *   submit_err=N  SUBMIT fails with errno N
+ *   listen_err=N  LISTEN fails with errno N
+ *   connect_err=N CONNECT fails with errno N (a reject reason: EBUSY, ...)
+ *   peer_only     LISTEN and CONNECT without the KRDMA_PEER flag fail with
+ *                 EDOM, an errno nothing else returns
  *   peer          a `krdmactl ping` client, in a few steps: ACCEPT hands out
  *                 its connection; when a WELCOME is sent, it answers with
  *                 HELLO (a window of 4 KiB); when a TOKEN is sent, it
@@ -473,14 +479,27 @@ static int fake_poll(struct krdma_poll *p)
 	return 0;
 }
 
+/* The KRDMA_PEER flag of LISTEN and CONNECT (bit 0 of both), if known */
+static uint32_t peer_flag(void)
+{
+	_Static_assert(KRDMA_LISTEN_KRDMA_PEER == KRDMA_CONNECT_KRDMA_PEER,
+		       "one bit");
+	return opt_num("features", KRDMA_FEATURE_DEV_QUERY) &
+	       KRDMA_FEATURE_KRDMA_PEER ? KRDMA_LISTEN_KRDMA_PEER : 0;
+}
+
 static int fake_conn_ioctl(unsigned long cmd, void *arg)
 {
 	switch (cmd) {
 	case KRDMA_IOC_LISTEN: {
 		struct krdma_listen *l = arg;
 
-		if (check_in(l, sizeof(*l), l->flags, 0))
+		if (check_in(l, sizeof(*l), l->flags & ~peer_flag(), 0))
 			return -EINVAL;
+		if (opt("peer_only") && !(l->flags & KRDMA_LISTEN_KRDMA_PEER))
+			return -EDOM;
+		if (opt("listen_err"))
+			return -(int)opt_num("listen_err", EIO);
 		if (l->addr.port && l->addr.port < 1024)
 			return -EACCES;
 		if (!l->addr.port)
@@ -502,8 +521,12 @@ static int fake_conn_ioctl(unsigned long cmd, void *arg)
 	case KRDMA_IOC_CONNECT: {
 		struct krdma_connect *c = arg;
 
-		if (check_in(c, sizeof(*c), c->flags, 0))
+		if (check_in(c, sizeof(*c), c->flags & ~peer_flag(), 0))
 			return -EINVAL;
+		if (opt("peer_only") && !(c->flags & KRDMA_CONNECT_KRDMA_PEER))
+			return -EDOM;
+		if (opt("connect_err"))
+			return -(int)opt_num("connect_err", EIO);
 		conn_handle = c->handle = next_handle++;
 		return 0;
 	}

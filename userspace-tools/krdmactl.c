@@ -9,11 +9,14 @@
  *
  * Copyright (c) 2026 The krdma authors
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <ifaddrs.h>
 #include <inttypes.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -429,6 +432,160 @@ int open_krdma_for(uint64_t features, const char *feature_name)
 		fd = -1;
 	}
 	return fd;
+}
+
+bool module_has(int fd, uint64_t features)
+{
+	struct krdma_query_module qm;
+
+	return !krdma_query_module(fd, &qm) &&
+	       (qm.features & features) == features;
+}
+
+uint32_t tool_connect_flags(int fd)
+{
+	return module_has(fd, KRDMA_FEATURE_KRDMA_PEER) ?
+	       KRDMA_CONNECT_KRDMA_PEER : 0;
+}
+
+/* The address of @a as a GID (IPv4-mapped for IPv4) */
+static void addr_gid(const struct krdma_addr *a, uint8_t gid[16])
+{
+	memset(gid, 0, 16);
+	if (a->family == AF_INET) {
+		gid[10] = gid[11] = 0xff;
+		memcpy(gid + 12, a->addr, 4);
+	} else {
+		memcpy(gid, a->addr, 16);
+	}
+}
+
+/* The netdev that has the address @a into @name; false: no netdev has it */
+static bool addr_netdev(const struct krdma_addr *a, char *name, size_t len)
+{
+	struct ifaddrs *ifa = NULL, *i;
+	bool found = false;
+
+	if (getifaddrs(&ifa))
+		return false;
+	for (i = ifa; i && !found; i = i->ifa_next) {
+		const void *ip;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != a->family)
+			continue;
+		if (a->family == AF_INET)
+			ip = &((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+		else
+			ip = &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+		if (!memcmp(ip, a->addr, a->family == AF_INET ? 4 : 16)) {
+			snprintf(name, len, "%s", i->ifa_name);
+			found = true;
+		}
+	}
+	freeifaddrs(ifa);
+	return found;
+}
+
+/*
+ * Can an RDMA device take connections at @a? For the wildcard: is there
+ * any RDMA device; for an address: is an RDMA device on its netdev, or has
+ * a GID of it. True when it can (or when the module cannot say); else the
+ * facts into @why and what to do into @fix.
+ */
+static bool listen_device_ok(int fd, const struct krdma_addr *a, char *why,
+			     size_t wlen, char *fix, size_t flen)
+{
+	static const uint8_t zero[16];
+	struct krdma_query_module qm;
+	struct dev_info *devs;
+	uint32_t ndevs, i, p, g;
+	char ip[INET6_ADDRSTRLEN] = "?", netdev[IF_NAMESIZE] = "";
+	uint8_t gid[16];
+	bool local, ok = false;
+
+	if (krdma_query_module(fd, &qm))
+		return true;
+	if (!memcmp(a->addr, zero, a->family == AF_INET ? 4 : 16)) {
+		if (qm.num_devices)
+			return true;
+		snprintf(why, wlen, "no RDMA device in this network namespace: no client can connect until there is one");
+		snprintf(fix, flen, "create one: sudo krdmactl up [--siw] [NETDEV] (see: krdmactl dev)");
+		return false;
+	}
+	if (!(qm.features & KRDMA_FEATURE_DEV_QUERY))
+		return true;
+	inet_ntop(a->family, a->addr, ip, sizeof(ip));
+	local = addr_netdev(a, netdev, sizeof(netdev));
+	addr_gid(a, gid);
+	if (qm.num_devices && collect_devs(fd, NULL, &devs, &ndevs))
+		return true;	/* (collect_devs() said why) */
+	for (i = 0; qm.num_devices && i < ndevs && !ok; i++) {
+		for (p = 0; p < devs[i].dq.phys_port_cnt && !ok; p++) {
+			const struct port_info *pi = &devs[i].ports[p];
+
+			ok = local && !strcmp((const char *)pi->pq.netdev_name,
+					      netdev);
+			for (g = 0; g < pi->ngids && !ok; g++)
+				ok = !memcmp(pi->gids[g].gid, gid, 16);
+		}
+	}
+	if (qm.num_devices)
+		free_devs(devs, ndevs);
+	if (ok)
+		return true;
+	if (!local) {
+		snprintf(why, wlen, "%s is not an address of this host", ip);
+		snprintf(fix, flen, "give -a an address of a netdev with an RDMA device (see: krdmactl dev), or leave -a out to listen on every address");
+	} else if (!qm.num_devices) {
+		snprintf(why, wlen, "no RDMA device in this network namespace, so none on %s, which has %s",
+			 netdev, ip);
+		snprintf(fix, flen, "create one: sudo krdmactl up [--siw] %s (see: krdmactl dev)",
+			 netdev);
+	} else {
+		snprintf(why, wlen, "no RDMA device is on %s, which has %s",
+			 netdev, ip);
+		snprintf(fix, flen, "create one: sudo krdmactl up [--siw] %s, or give -a an address of a netdev with one (see: krdmactl dev)",
+			 netdev);
+	}
+	return false;
+}
+
+int tool_listen(int fd, const char *cmd, struct krdma_listen *l)
+{
+	char why[256], fix[256], buf[80];
+	bool dev_ok;
+	int ret;
+
+	dev_ok = listen_device_ok(fd, &l->addr, why, sizeof(why), fix,
+				  sizeof(fix));
+	krdma_addr_str(&l->addr, buf, sizeof(buf));
+	if (module_has(fd, KRDMA_FEATURE_KRDMA_PEER))
+		l->flags |= KRDMA_LISTEN_KRDMA_PEER;
+	ret = krdma_ioctl(fd, KRDMA_IOC_LISTEN, l);
+	if (!ret) {
+		if (!dev_ok)
+			errmsg_advice(0, fix, "%s: warning: %s", cmd, why);
+		return 0;
+	}
+	if (!dev_ok) {
+		/*
+		 * Whatever rdma_cm says (ENODEV, EADDRNOTAVAIL; EADDRINUSE
+		 * for 127.0.0.1 even with port 0), this is the cause
+		 */
+		char hint[600];
+
+		snprintf(hint, sizeof(hint), "%s: %s", why, fix);
+		errmsg_advice(ret, hint, "%s: cannot listen on %s", cmd, buf);
+	} else if (ret == -EADDRINUSE || ret == -EADDRNOTAVAIL) {
+		/* rdma_cm says EADDRNOTAVAIL for a port that is taken */
+		errmsg_advice(ret, "the port is taken (another krdmactl serve or bench -l?): choose another -p PORT",
+			      "%s: cannot listen on %s", cmd, buf);
+	} else {
+		errmsg_advice(ret, krdma_cmd_strerror_hint(KRDMA_IOC_LISTEN,
+							   ret),
+			      "%s: cannot listen on %s", cmd, buf);
+	}
+	return ret;
 }
 
 enum opt_result parse_json_opts(int argc, char *argv[], bool *json)

@@ -59,6 +59,24 @@ int check_module_for(int fd, uint64_t features, const char *feature_name);
 /* open_krdma() and check_module_for(): the file, or -1 (and said why) */
 int open_krdma_for(uint64_t features, const char *feature_name);
 
+/* Has the module every bit of @features? (false when it cannot say) */
+bool module_has(int fd, uint64_t features);
+/*
+ * The flags of a krdmactl client's CONNECT: KRDMA_CONNECT_KRDMA_PEER where
+ * the module has it (a plain verbs peer is refused at once), else 0.
+ */
+uint32_t tool_connect_flags(int fd);
+
+/*
+ * LISTEN for serve and bench -l (@cmd), with @l filled in: for krdma
+ * peers only where the module has KRDMA_FEATURE_KRDMA_PEER. When no RDMA
+ * device can take connections at the address, a warning that says so and
+ * what to do, or that advice for a LISTEN that failed. Returns 0 or
+ * -errno (and said why).
+ */
+struct krdma_listen;
+int tool_listen(int fd, const char *cmd, struct krdma_listen *l);
+
 /* "Usage: krdmactl NAME ..." of subcommand @name */
 void print_usage_of(const char *name, FILE *f);
 /*

@@ -121,6 +121,8 @@ struct kb_sess {
 	bool defer_send_err;		/* server: see server_one() */
 	struct krdma_completion send_wc;	/* the first SEND/WRITE failed */
 	char err[256];
+	const char *hint;		/* advice for err, or NULL */
+	uint32_t connect_flags;		/* KRDMA_CONNECT_* */
 };
 
 static volatile sig_atomic_t kb_stop;
@@ -371,14 +373,15 @@ static int kb_recv(struct kb_sess *s, unsigned int type, struct kb_msg *m,
 }
 
 static int kb_connect_raw(int fd, const struct krdma_addr *dst,
-			  uint32_t timeout_ms, uint32_t sq, uint32_t rq,
-			  uint32_t *conn)
+			  uint32_t flags, uint32_t timeout_ms, uint32_t sq,
+			  uint32_t rq, uint32_t *conn)
 {
 	struct krdma_connect c;
 	int ret;
 
 	memset(&c, 0, sizeof(c));
 	c.size = sizeof(c);
+	c.flags = flags;
 	c.dst = *dst;
 	c.timeout_ms = timeout_ms;
 	c.sq_depth = sq;
@@ -786,13 +789,9 @@ static int server_run(const struct bench_opts *o)
 	l.backlog = 4;
 	l.sq_depth = 64;
 	l.rq_depth = KB_SERVER_RQ;
-	ret = krdma_ioctl(s.fd, KRDMA_IOC_LISTEN, &l);
-	if (ret) {
-		errmsg_advice(ret, krdma_cmd_strerror_hint(KRDMA_IOC_LISTEN, ret),
-			      "bench: cannot listen on %s",
-			      krdma_addr_str(&addr, buf, sizeof(buf)));
+	ret = tool_listen(s.fd, "bench", &l);
+	if (ret)
 		goto out;
-	}
 	bound = l.addr;
 	{
 		struct sigaction sa;
@@ -1169,10 +1168,15 @@ static int kb_conn_once(struct kb_sess *s, const struct krdma_addr *dst,
 	int ret;
 
 	t0 = kb_now();
-	ret = kb_connect_raw(s->fd, dst, s->timeout_ms, 16, 8, &s->conn);
+	ret = kb_connect_raw(s->fd, dst, s->connect_flags, s->timeout_ms, 16,
+			     8, &s->conn);
 	t1 = kb_now();
 	if (ret) {
-		kb_fail(s, ret, "cannot connect");
+		char target[80];
+
+		kb_fail(s, ret, "cannot connect to %s",
+			krdma_addr_str(dst, target, sizeof(target)));
+		s->hint = krdma_cmd_strerror_hint(KRDMA_IOC_CONNECT, ret);
 		return ret;
 	}
 	*connect_ns = t1 - t0 > UINT32_MAX ? UINT32_MAX : t1 - t0;
@@ -1233,6 +1237,7 @@ static int bench_conn(const struct bench_opts *o)
 	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
 	if (s.fd < 0)
 		return 1;
+	s.connect_flags = tool_connect_flags(s.fd);
 	conn_ns = calloc(n, sizeof(*conn_ns));
 	close_ns = calloc(n, sizeof(*close_ns));
 	if (!conn_ns || !close_ns) {
@@ -1308,7 +1313,7 @@ report:
 	}
 	fflush(stdout);
 	if (s.err[0])
-		errmsg("bench: %s", s.err);
+		errmsg_advice(0, s.hint, "bench: %s", s.err);
 	close(s.fd);
 	if (s.ctrl)
 		munmap(s.ctrl, s.ctrl_len);
@@ -1372,11 +1377,14 @@ static int bench_client(const struct bench_opts *o)
 			     &s.data, &s.data_map, &s.data_h);
 	s.data_len = 2 * max_size;
 	if (!ret) {
-		ret = kb_connect_raw(s.fd, &dst, o->timeout_ms,
-				     o->depth + 32, KB_CLIENT_RECVS + 16,
-				     &s.conn);
-		if (ret)
+		ret = kb_connect_raw(s.fd, &dst, tool_connect_flags(s.fd),
+				     o->timeout_ms, o->depth + 32,
+				     KB_CLIENT_RECVS + 16, &s.conn);
+		if (ret) {
 			kb_fail(&s, ret, "cannot connect to %s", target);
+			s.hint = krdma_cmd_strerror_hint(KRDMA_IOC_CONNECT,
+							 ret);
+		}
 	}
 	for (i = 0; !ret && i < KB_CLIENT_RECVS; i++)
 		ret = kb_post_ctrl_recv(&s, i);
@@ -1503,7 +1511,7 @@ report:
 		fflush(stdout);
 	}
 	if (s.err[0])
-		errmsg("bench: %s", s.err);
+		errmsg_advice(0, s.hint, "bench: %s", s.err);
 	close(s.fd);
 	if (s.data)
 		munmap(s.data, s.data_map);

@@ -785,6 +785,7 @@ out:
 static int serve_run(const struct serve_opts *o)
 {
 	struct krdma_addr addr, bound;
+	struct krdma_listen l;
 	struct kp_sess s;
 	uint32_t listener, served = 0, failed = 0;
 	uint64_t slots_len;
@@ -809,16 +810,15 @@ static int serve_run(const struct serve_opts *o)
 		errmsg_advice(0, s.hint, "%s", s.err);
 		goto out;
 	}
-	ret = krdma_listen_on(s.fd, &addr, 16, &listener, &bound);
-	if (ret) {
-		/* rdma_cm says EADDRNOTAVAIL for a port that is taken */
-		errmsg_advice(ret, ret == -EADDRINUSE || ret == -EADDRNOTAVAIL ?
-			      "the port is taken (another krdmactl serve?), or ADDR is not an address of this host: choose another -p PORT or -a ADDR" :
-			      krdma_cmd_strerror_hint(KRDMA_IOC_LISTEN, ret),
-			      "cannot listen on %s",
-			      krdma_addr_str(&addr, buf, sizeof(buf)));
+	memset(&l, 0, sizeof(l));
+	l.size = sizeof(l);
+	l.addr = addr;
+	l.backlog = 16;
+	ret = tool_listen(s.fd, "serve", &l);
+	if (ret)
 		goto out;
-	}
+	listener = l.handle;
+	bound = l.addr;
 	kp_catch_signals();
 	printf("krdmactl serve: listening on %s\n",
 	       krdma_addr_str(&bound, buf, sizeof(buf)));
@@ -1076,14 +1076,17 @@ static int ping_connect(struct kp_sess *s, const struct ping_opts *o,
 {
 	struct krdma_addr dst;
 	unsigned int tries;
+	uint32_t flags;
 	uint64_t rc;
 	int ret;
 
 	krdma_parse_addr(o->host, o->port, &dst);
+	flags = tool_connect_flags(s->fd);
 	for (tries = 1;; tries++) {
 		s->first_cookie = s->next_cookie;
 		s->nstash = 0;
-		ret = krdma_connect_to(s->fd, &dst, o->timeout_ms, &s->conn);
+		ret = krdma_connect_flags(s->fd, &dst, NULL, flags,
+					  o->timeout_ms, &s->conn);
 		/*
 		 * On iWARP the WELCOME can overtake our first RECV even
 		 * before the connect returned: the connection is reset under
@@ -1097,8 +1100,9 @@ static int ping_connect(struct kp_sess *s, const struct ping_opts *o,
 			continue;
 		}
 		if (ret) {
-			kp_fail(s, ret, kp_hint(ret), "cannot connect to %s",
-				res->target);
+			kp_fail(s, ret,
+				krdma_cmd_strerror_hint(KRDMA_IOC_CONNECT, ret),
+				"cannot connect to %s", res->target);
 			return ret;
 		}
 		ret = kp_post_recv(s, &rc);

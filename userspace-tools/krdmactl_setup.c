@@ -1601,6 +1601,7 @@ static const struct {
 	{ ECONNABORTED, "ECONNABORTED" }, { ENOTCONN, "ENOTCONN" },
 	{ EADDRINUSE, "EADDRINUSE" }, { EMSGSIZE, "EMSGSIZE" },
 	{ EMFILE, "EMFILE" }, { EIO, "EIO" }, { ENOBUFS, "ENOBUFS" },
+	{ EBUSY, "EBUSY" },
 };
 
 /* Second names of some errnos */
@@ -1680,6 +1681,7 @@ static void explain_errno(struct json *j, int err)
 	const char *name = errno_name(err);
 	const char *gen = krdma_strerror_hint(err);
 	const char *conn = krdma_conn_strerror_hint(err);
+	const char *cn = krdma_cmd_strerror_hint(KRDMA_IOC_CONNECT, err);
 	const char *none = errno_in_table(err) ?
 		"no advice beyond the message: usually a bug or a bad argument" :
 		"krdma's documentation does not name it (another program's error?): no advice beyond the message";
@@ -1698,6 +1700,10 @@ static void explain_errno(struct json *j, int err)
 			json_str(j, "in_connections", conn);
 		else
 			json_null(j, "in_connections");
+		if (cn != conn)
+			json_str(j, "on_connect", cn);
+		else
+			json_null(j, "on_connect");
 		json_end_object(j);
 		return;
 	}
@@ -1707,7 +1713,11 @@ static void explain_errno(struct json *j, int err)
 	if (conn && conn != gen)
 		printf("%s%s", gen ? "; from a connection or transfer: " : ": ",
 		       conn);
-	if (!gen && !conn)
+	/* A krdma listener's reject reason, or no krdma handshake */
+	if (cn != conn)
+		printf("%s%s", gen || conn ? "; from CONNECT: " : ": from CONNECT: ",
+		       cn);
+	if (!gen && !conn && cn == conn)
 		printf(": %s", none);
 	putchar('\n');
 }

@@ -397,6 +397,8 @@ const char *krdma_feature_str(uint64_t feature_bit)
 		return "dev_query";
 	if (feature_bit == KRDMA_FEATURE_CONN)
 		return "conn";
+	if (feature_bit == KRDMA_FEATURE_KRDMA_PEER)
+		return "krdma_peer";
 	return NULL;
 }
 
@@ -776,7 +778,7 @@ const char *krdma_conn_strerror_hint(int err)
 {
 	switch (err < 0 ? -err : err) {
 	case ECONNREFUSED:
-		return "the peer is reachable but nobody listens at that address and port: start `krdmactl serve` there, or give its -p PORT";
+		return "the peer is reachable but nobody listens at that address and port (or the program there refused): start `krdmactl serve` there, or give its -p PORT";
 	case ETIMEDOUT:
 		return "no answer in time: is the peer running, and is its address on a network that an RDMA device of this host is attached to (see: krdmactl dev)? a firewall dropping UDP 4791 (RoCE v2) or TCP (iWARP) looks the same; try: krdmactl doctor ADDR";
 	case EHOSTUNREACH:
@@ -828,6 +830,19 @@ const char *krdma_cmd_strerror_hint(unsigned long cmd, int err)
 			return "a READ, RECV or atomic operation writes into a buffer registered without LOCAL_WRITE: register that buffer with KRDMA_ACCESS_LOCAL_WRITE";
 		if (err == EPERM)
 			return "a buffer of the operation was registered by another process (this file came through fork(), execve() or SCM_RIGHTS): register the memory in the process that submits";
+		break;
+	case KRDMA_IOC_CONNECT:
+		/* A krdma listener's reject reason, or no krdma handshake */
+		switch (err) {
+		case EPROTO:
+			return "the peer is not krdma (no krdma handshake in its answer): is a krdmactl serve listening there, not rping or perftest?";
+		case EBUSY:
+			return "the server's backlog of connections not yet accepted is full: retry in a moment";
+		case ENOBUFS:
+			return "the server had no resources (memory, a QP or a CQ) for the connection: retry later, or see the server's kernel log (dmesg)";
+		case EPROTONOSUPPORT:
+			return "the server's krdma speaks another handshake version: run the same krdma version at both ends (see: krdmactl version)";
+		}
 		break;
 	}
 	switch (cmd) {

@@ -137,6 +137,8 @@ static void test_names(void)
 	check_str("speed 3", krdma_port_speed_str(3), "unknown");
 	check_str("feature", krdma_feature_str(KRDMA_FEATURE_DEV_QUERY),
 		  "dev_query");
+	check_str("feature krdma_peer",
+		  krdma_feature_str(KRDMA_FEATURE_KRDMA_PEER), "krdma_peer");
 	check_str("feature ?", krdma_feature_str(1ULL << 63), NULL);
 }
 
@@ -188,6 +190,9 @@ static void test_cmd_hints(void)
 	static const char *const not_submit[] = {
 		"/dev/krdma", "1024", "grant", NULL
 	};
+	static const char *const not_connect[] = {
+		"ABI", "rq_depth", "lacks a feature", NULL
+	};
 
 	check_hint("LISTEN EACCES",
 		   krdma_cmd_strerror_hint(KRDMA_IOC_LISTEN, -EACCES),
@@ -211,6 +216,23 @@ static void test_cmd_hints(void)
 	check_str("SUBMIT ENOTCONN",
 		  krdma_cmd_strerror_hint(KRDMA_IOC_SUBMIT, -ENOTCONN),
 		  krdma_conn_strerror_hint(-ENOTCONN));
+	/* CONNECT: a krdma listener's reject reason, not the ABI's */
+	check_hint("CONNECT EPROTO",
+		   krdma_cmd_strerror_hint(KRDMA_IOC_CONNECT, -EPROTO),
+		   "the peer is not krdma", not_connect);
+	check_hint("CONNECT EBUSY",
+		   krdma_cmd_strerror_hint(KRDMA_IOC_CONNECT, EBUSY),
+		   "backlog", not_connect);
+	check_hint("CONNECT ENOBUFS",
+		   krdma_cmd_strerror_hint(KRDMA_IOC_CONNECT, -ENOBUFS),
+		   "no resources", not_connect);
+	check_hint("CONNECT EPROTONOSUPPORT",
+		   krdma_cmd_strerror_hint(KRDMA_IOC_CONNECT,
+					   -EPROTONOSUPPORT),
+		   "another handshake version", not_connect);
+	check_str("CONNECT ETIMEDOUT",
+		  krdma_cmd_strerror_hint(KRDMA_IOC_CONNECT, -ETIMEDOUT),
+		  krdma_conn_strerror_hint(-ETIMEDOUT));
 	check_str("DEV_QUERY ENODEV",
 		  krdma_cmd_strerror_hint(KRDMA_IOC_DEV_QUERY, -ENODEV),
 		  krdma_strerror_hint(-ENODEV));

@@ -299,7 +299,7 @@ expect_in err "unknown option '-x'" "explain -x"
 # each with the advice for its one cause
 run "features=3" serve -p 80
 expect_rc 1 "serve -p 80"
-expect_in err '^krdmactl: cannot listen on 0\.0\.0\.0:80: Permission denied' \
+expect_in err '^krdmactl: serve: cannot listen on 0\.0\.0\.0:80: Permission denied' \
 	"serve -p 80"
 expect_in err 'port below 1024 needs CAP_NET_BIND_SERVICE' "serve -p 80"
 only_cause err "serve -p 80" listen
@@ -342,6 +342,124 @@ expect_in err '^krdmactl: ping: cannot start a RECV: Operation not permitted' \
 	"ping, SUBMIT EPERM"
 expect_in err 'registered by another process' "ping, SUBMIT EPERM"
 only_cause err "ping, SUBMIT EPERM" submit
+
+# krdma peers only, where the module has it: with peer_only the fake
+# fails a LISTEN or CONNECT without the flag (EDOM); an older module
+# (features=3) refuses the flag (EINVAL)
+for scenario in features=7,peer_only features=3; do
+	run "$scenario" serve -p 0
+	expect_in out '^krdmactl serve: listening on 0\.0\.0\.0:40000$' \
+		"serve ($scenario): the LISTEN flags"
+	run "$scenario" bench -l -p 0
+	expect_in out '^krdmactl bench: listening on 0\.0\.0\.0:40000$' \
+		"bench -l ($scenario): the LISTEN flags"
+	run "$scenario" ping 198.18.0.2 -c 1 -t 100
+	expect_rc 1 "ping ($scenario): the CONNECT flags"
+	expect_in err "WELCOME did not complete in 100 ms" \
+		"ping ($scenario): the CONNECT flags"
+done
+run "features=3,peer_only" serve -p 0
+expect_in err 'cannot listen on 0\.0\.0\.0:0: Numerical argument out of domain' \
+	"serve, an older module: no LISTEN flag"
+
+# A failed CONNECT names its one cause, from the listener's reject reason
+# (ping, xfer, bench, bench -o conn), and the flag went with it
+for cmd in ping xfer bench conn; do
+	case $cmd in
+	conn) args="bench -o conn 198.18.0.2" port=18516 ;;
+	bench) args="bench 198.18.0.2" port=18516 ;;
+	*) args="$cmd 198.18.0.2" port=18515 ;;
+	esac
+	what=${args%% 198*}
+	for e in EPROTO:71 EBUSY:16 ENOBUFS:105 EPROTONOSUPPORT:93 \
+		ECONNREFUSED:111; do
+		# shellcheck disable=SC2086 # the command's words
+		run "features=7,peer_only,connect_err=${e#*:}" $args
+		expect_rc 1 "$what, CONNECT ${e%:*}"
+		expect_in err "^krdmactl: ${what%% *}: cannot connect to 198\.18\.0\.2:$port: " \
+			"$what, CONNECT ${e%:*}"
+		case ${e%:*} in
+		EPROTO) pat='the peer is not krdma (no krdma handshake in its answer): is a krdmactl serve listening there, not rping or perftest?'
+			other='ABI' ;;
+		EBUSY) pat="the server's backlog of connections not yet accepted is full: retry"
+			other='no resources' ;;
+		ENOBUFS) pat='the server had no resources'
+			other='rq_depth' ;;
+		EPROTONOSUPPORT) pat="the server's krdma speaks another handshake version"
+			other='lacks a feature' ;;
+		ECONNREFUSED) pat='the peer is reachable but nobody listens at that address and port (or the program there refused)'
+			other='not krdma' ;;
+		esac
+		expect_in err "^krdmactl: $pat" "$what, CONNECT ${e%:*}"
+		expect_not_in err "$other" "$what, CONNECT ${e%:*}: only its cause"
+		expect_not_in err "did not complete" \
+			"$what, CONNECT ${e%:*}: no wait for a WELCOME"
+	done
+done
+run "features=7,connect_err=71" ping 198.18.0.2 -c 1 -j
+expect_rc 1 "ping -j, CONNECT EPROTO"
+json_check 'd["ok"] is False and d["error"] ==
+	"cannot connect to 198.18.0.2:18515: Protocol error"' \
+	"ping -j, CONNECT EPROTO"
+expect_in err 'the peer is not krdma' "ping -j, CONNECT EPROTO"
+
+# No RDMA device to listen with: a warning and what to do, or the advice
+# for the failed LISTEN
+for cmd in serve "bench -l"; do
+	# shellcheck disable=SC2086 # the command's words
+	run "features=7,nodevs" $cmd -p 0
+	expect_in out 'listening on 0\.0\.0\.0:40000$' "$cmd, no device"
+	expect_in err "^krdmactl: ${cmd%% *}: warning: no RDMA device in this network namespace" \
+		"$cmd, no device"
+	expect_in err '^krdmactl: create one: sudo krdmactl up' \
+		"$cmd, no device"
+	# shellcheck disable=SC2086
+	run "features=7" $cmd -p 0
+	expect_not_in err 'warning' "$cmd, a device: no warning"
+	# shellcheck disable=SC2086
+	run "features=7,nodevs,listen_err=19" $cmd -a 127.0.0.1 -p 0
+	expect_rc 1 "$cmd -a 127.0.0.1, no device"
+	expect_in err "^krdmactl: ${cmd%% *}: cannot listen on 127\.0\.0\.1:0: No such device" \
+		"$cmd -a 127.0.0.1, no device"
+	expect_in err '^krdmactl: no RDMA device in this network namespace, so none on lo, which has 127\.0\.0\.1: create one: sudo krdmactl up .*lo' \
+		"$cmd -a 127.0.0.1, no device"
+	# rdma_cm says EADDRINUSE for 127.0.0.1, even with port 0
+	# shellcheck disable=SC2086
+	run "features=7,nodevs,listen_err=98" $cmd -a 127.0.0.1 -p 0
+	expect_in err '^krdmactl: no RDMA device in this network namespace, so none on lo' \
+		"$cmd -a 127.0.0.1, no device, EADDRINUSE"
+	expect_not_in err 'the port is taken' \
+		"$cmd -a 127.0.0.1, no device, EADDRINUSE"
+	# shellcheck disable=SC2086
+	run "features=7,listen_err=99" $cmd -a 203.0.113.77 -p 0
+	expect_rc 1 "$cmd -a 203.0.113.77"
+	expect_in err '^krdmactl: 203\.0\.113\.77 is not an address of this host: give -a an address' \
+		"$cmd -a 203.0.113.77"
+	# shellcheck disable=SC2086
+	run "features=7,listen_err=99" $cmd -a 10.0.2.15 -p 0
+	expect_in err '^krdmactl: the port is taken' "$cmd -a (a GID of rxe0), EADDRNOTAVAIL"
+	expect_not_in err 'not an address of this host' \
+		"$cmd -a (a GID of rxe0), EADDRNOTAVAIL"
+done
+run "features=7" serve -a 203.0.113.77 -p 0
+expect_in out '^krdmactl serve: listening on 203\.0\.113\.77:40000$' \
+	"serve -a 203.0.113.77, LISTEN succeeds"
+expect_in err '^krdmactl: serve: warning: 203\.0\.113\.77 is not an address of this host' \
+	"serve -a 203.0.113.77, LISTEN succeeds"
+
+# explain: what CONNECT makes of an errno
+run "" explain EBUSY
+expect_rc 0 "explain EBUSY"
+expect_in out "^EBUSY (errno 16, Device or resource busy): from CONNECT: the server's backlog" \
+	"explain EBUSY"
+for e in EPROTO ENOBUFS EPROTONOSUPPORT; do
+	run "" explain $e
+	expect_in out '; from CONNECT: ' "explain $e"
+done
+run "" explain -j EPROTO ETIMEDOUT
+json_check 'd["explanations"][0]["on_connect"].startswith(
+	"the peer is not krdma") and d["explanations"][1]["on_connect"] is None' \
+	"explain -j EPROTO ETIMEDOUT"
 
 # status and set, against made-up debugfs files and module parameters
 # (KRDMA_DEBUGFS, KRDMA_SYSFS_MODULE) and the fake /dev/krdma
