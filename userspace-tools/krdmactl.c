@@ -33,10 +33,50 @@
 
 static const char *prog = "krdmactl";
 
+bool json_output;
+bool json_pretty;
+
+/* Was a JSON document begun on stdout? */
+static bool json_doc_begun;
+
+/*
+ * The error that stderr says, for JSON: the first one with an errno, else
+ * the first one at all.
+ */
+static struct {
+	bool set;
+	int err;		/* positive errno; 0: none */
+	bool has_hint;
+	char msg[512];
+	char hint[1100];
+} last_err;
+
+static void record_error(int err, bool with_strerror, const char *hint,
+			 const char *fmt, va_list ap)
+{
+	size_t n;
+
+	if (!json_output || (last_err.set && (last_err.err || !err)))
+		return;
+	err = err < 0 ? -err : err;
+	last_err.set = true;
+	last_err.err = err;
+	vsnprintf(last_err.msg, sizeof(last_err.msg), fmt, ap);
+	n = strlen(last_err.msg);
+	if (with_strerror && err && n < sizeof(last_err.msg))
+		snprintf(last_err.msg + n, sizeof(last_err.msg) - n, ": %s",
+			 strerror(err));
+	last_err.has_hint = hint;
+	snprintf(last_err.hint, sizeof(last_err.hint), "%s", hint ?: "");
+}
+
 void errmsg(const char *fmt, ...)
 {
 	va_list ap;
 
+	va_start(ap, fmt);
+	record_error(0, false, NULL, fmt, ap);
+	va_end(ap);
 	fprintf(stderr, "%s: ", prog);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -48,6 +88,11 @@ void errmsg(const char *fmt, ...)
 static void verrmsg(int err, bool with_strerror, const char *hint,
 		    const char *fmt, va_list ap)
 {
+	va_list aq;
+
+	va_copy(aq, ap);
+	record_error(err, with_strerror, hint, fmt, aq);
+	va_end(aq);
 	fprintf(stderr, "%s: ", prog);
 	vfprintf(stderr, fmt, ap);
 	if (with_strerror && err)
@@ -302,6 +347,13 @@ static void json_write_string(FILE *f, const char *str)
 	fputc('"', f);
 }
 
+/* -p: a new line and four spaces a level, as iproute2's -p */
+static void json_newline(struct json *j)
+{
+	if (json_pretty)
+		fprintf(j->f, "\n%*s", 4 * j->depth, "");
+}
+
 static void json_key(struct json *j, const char *key)
 {
 	if (j->depth > 0) {
@@ -312,10 +364,11 @@ static void json_key(struct json *j, const char *key)
 		if (!j->first[top])
 			fputc(',', j->f);
 		j->first[top] = false;
+		json_newline(j);
 	}
 	if (key) {
 		json_write_string(j->f, key);
-		fputc(':', j->f);
+		fputs(json_pretty ? ": " : ":", j->f);
 	}
 }
 
@@ -324,6 +377,8 @@ static void json_open(struct json *j, const char *key, char kind)
 	json_key(j, key);
 	if (j->depth >= JSON_MAX_DEPTH)
 		abort();
+	if (!j->depth && j->f == stdout)
+		json_doc_begun = true;
 	fputc(kind, j->f);
 	j->kind[j->depth] = kind;
 	j->first[j->depth] = true;
@@ -335,6 +390,8 @@ static void json_close(struct json *j, char kind)
 	if (j->depth <= 0 || j->kind[j->depth - 1] != kind)
 		abort();
 	j->depth--;
+	if (!j->first[j->depth])
+		json_newline(j);
 	fputc(kind == '{' ? '}' : ']', j->f);
 	if (!j->depth)
 		fputc('\n', j->f);
@@ -388,6 +445,54 @@ void json_null(struct json *j, const char *key)
 {
 	json_key(j, key);
 	fputs("null", j->f);
+}
+
+void json_error(struct json *j, const char *key, int err, const char *msg,
+		const char *hint)
+{
+	const char *name;
+
+	err = err < 0 ? -err : err;
+	name = err ? strerrorname_np(err) : NULL;
+	json_begin_object(j, key);
+	json_u64(j, "errno", err);
+	if (name)
+		json_str(j, "name", name);
+	else
+		json_null(j, "name");
+	json_str(j, "message", msg);
+	if (hint)
+		json_str(j, "hint", hint);
+	else
+		json_null(j, "hint");
+	json_end_object(j);
+}
+
+void json_last_error(struct json *j, const char *key, int status)
+{
+	int err = last_err.err;
+
+	if (!err && status == EXIT_USAGE)
+		err = EINVAL;
+	json_error(j, key, err, last_err.set ? last_err.msg : "failed",
+		   last_err.has_hint ? last_err.hint : NULL);
+}
+
+/*
+ * A command run with JSON output failed before it began its document:
+ * {"error": ERROR} on stdout, so that there is always one object to parse.
+ */
+static int json_error_doc(int status)
+{
+	struct json j = { .f = stdout };
+
+	if (!json_output || !status || json_doc_begun)
+		return status;
+	json_begin_object(&j, NULL);
+	json_last_error(&j, "error", status);
+	json_end_object(&j);
+	fflush(stdout);
+	return status;
 }
 
 void bad_option(const char *cmd, int c, char *argv[])
@@ -597,12 +702,14 @@ enum opt_result parse_json_opts(int argc, char *argv[], bool *json)
 	};
 	int c;
 
+	*json = json_output;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":jh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			*json = true;
+			json_output = true;
 			break;
 		case 'h':
 			print_usage_of(argv[0], stdout);
@@ -698,17 +805,20 @@ static int version_main(int argc, char *argv[])
 	if (fd >= 0)
 		close(fd);
 	if (ret) {
-		if (json) {
-			json_null(&j, "module");
-			json_end_object(&j);
-		}
-		finish_stdout(0);
+		/* the text known so far first, also when both go to one file */
+		if (!json)
+			fflush(stdout);
 		if (fd < 0)
 			errmsg_advice(ret, open_hint(ret, hint, sizeof(hint)),
 				      "cannot open %s", KRDMA_DEV_PATH);
 		else
 			errmsg_err(ret, "cannot query the krdma module");
-		return 1;
+		if (json) {
+			json_null(&j, "module");
+			json_last_error(&j, "error", 1);
+			json_end_object(&j);
+		}
+		return finish_stdout(1);
 	}
 
 	snprintf(ver, sizeof(ver), "%u.%u.%u",
@@ -1420,7 +1530,7 @@ static void print_usage(FILE *f)
 {
 	size_t i;
 
-	fprintf(f, "Usage: %s COMMAND [ARGS...]\n", prog);
+	fprintf(f, "Usage: %s [-j] [-p] COMMAND [ARGS...]\n", prog);
 	fprintf(f, "       %s COMMAND --help\n", prog);
 	fprintf(f, "Inspect and control krdma, the in-kernel RDMA transport (%s).\n\n",
 		KRDMA_DEV_PATH);
@@ -1428,6 +1538,11 @@ static void print_usage(FILE *f)
 	for (i = 0; i < ARRAY_SIZE(subcommands); i++)
 		fprintf(f, "  %-9s %s\n", subcommands[i].name,
 			subcommands[i].help);
+	fprintf(f, "\nOptions before COMMAND:\n");
+	fprintf(f, "  -j, --json    print JSON, as the command's -j does; on failure,\n");
+	fprintf(f, "                {\"error\":{\"errno\",\"name\",\"message\",\"hint\"}}\n");
+	fprintf(f, "  -p, --pretty  indent the JSON (-jp: both)\n");
+	fprintf(f, "  -V, --version show krdmactl's version\n");
 	fprintf(f, "\nExit status: 0 done, 1 failed, 2 bad usage.\n");
 }
 
@@ -1472,13 +1587,60 @@ static int help_main(int argc, char *argv[])
 	return finish_stdout(0);
 }
 
-int main(int argc, char *argv[])
+/*
+ * The options before the command: -j/--json, -p/--pretty (JSON, indented),
+ * bundled as -jp. Returns how many there are; the first word that is not
+ * one of them is taken for the command.
+ */
+static int parse_global_opts(int argc, char *argv[])
 {
+	int a;
+
+	for (a = 1; a < argc && argv[a][0] == '-' && argv[a][1]; a++) {
+		const char *o = argv[a];
+
+		if (!strcmp(o, "--json")) {
+			json_output = true;
+		} else if (!strcmp(o, "--pretty")) {
+			json_pretty = true;
+		} else if (o[1] != '-' && strspn(o + 1, "jp") == strlen(o + 1)) {
+			json_output |= !!strchr(o, 'j');
+			json_pretty |= !!strchr(o, 'p');
+		} else {
+			break;
+		}
+	}
+	return a - 1;
+}
+
+/* Does command @name print JSON with -j? */
+static bool has_json(const char *name)
+{
+	static const char *const cmds[] = {
+		"version", "dev", "status", "ping", "xfer", "bench", "doctor",
+		"explain",
+	};
 	size_t i;
 
+	for (i = 0; i < ARRAY_SIZE(cmds); i++)
+		if (!strcmp(name, cmds[i]))
+			return true;
+	return false;
+}
+
+int main(int argc, char *argv[])
+{
+	int nopts;
+	size_t i;
+
+	nopts = parse_global_opts(argc, argv);
+	argc -= nopts;
+	argv += nopts;
 	if (argc < 2) {
+		if (json_output)
+			errmsg("no command given");
 		print_usage(stderr);
-		return EXIT_USAGE;
+		return json_error_doc(EXIT_USAGE);
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		print_usage(stdout);
@@ -1490,10 +1652,15 @@ int main(int argc, char *argv[])
 		return finish_stdout(0);
 	}
 	for (i = 0; i < ARRAY_SIZE(subcommands); i++) {
-		if (!strcmp(argv[1], subcommands[i].name))
-			return subcommands[i].fn(argc - 1, argv + 1);
+		if (strcmp(argv[1], subcommands[i].name))
+			continue;
+		if (json_output && !has_json(argv[1])) {
+			errmsg("%s has no JSON output (-j)", argv[1]);
+			return json_error_doc(EXIT_USAGE);
+		}
+		return json_error_doc(subcommands[i].fn(argc - 1, argv + 1));
 	}
 	errmsg("unknown command '%s'", argv[1]);
 	print_usage(stderr);
-	return EXIT_USAGE;
+	return json_error_doc(EXIT_USAGE);
 }

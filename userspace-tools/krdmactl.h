@@ -94,6 +94,14 @@ enum opt_result { OPT_OK, OPT_HELP, OPT_BAD };
 
 enum opt_result parse_json_opts(int argc, char *argv[], bool *json);
 
+/*
+ * -j and -p before the command (krdmactl -jp status), or a command's own
+ * -j: print JSON, indented. A command that takes -j starts from
+ * json_output and sets it with its -j.
+ */
+extern bool json_output;
+extern bool json_pretty;
+
 /* The JSON writer of krdmactl.c */
 #define JSON_MAX_DEPTH 16
 
@@ -114,6 +122,18 @@ void json_u64(struct json *j, const char *key, uint64_t val);
 void json_double(struct json *j, const char *key, double val, int decimals);
 void json_bool(struct json *j, const char *key, bool val);
 void json_null(struct json *j, const char *key);
+/*
+ * The error object, the same wherever a failure is said in JSON:
+ * {"errno": N (0: no system error), "name": "ENOENT" or null,
+ *  "message": what stderr says, "hint": the advice or null}
+ */
+void json_error(struct json *j, const char *key, int err, const char *msg,
+		const char *hint);
+/*
+ * The first error said on stderr since JSON output was chosen, as
+ * json_error(); EINVAL for bad usage (@status EXIT_USAGE) without an errno
+ */
+void json_last_error(struct json *j, const char *key, int status);
 
 /* What `krdmactl dev` collects about the devices (krdmactl.c) */
 #include "libkrdma.h"

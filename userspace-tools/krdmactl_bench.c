@@ -121,6 +121,7 @@ struct kb_sess {
 	bool defer_send_err;		/* server: see server_one() */
 	struct krdma_completion send_wc;	/* the first SEND/WRITE failed */
 	char err[256];
+	int errnum;			/* its errno (either sign), 0: none */
 	const char *hint;		/* advice for err, or NULL */
 	uint32_t connect_flags;		/* KRDMA_CONNECT_* */
 };
@@ -156,6 +157,22 @@ kb_fail(struct kb_sess *s, int err, const char *fmt, ...)
 	if (err && n < sizeof(s->err))
 		snprintf(s->err + n, sizeof(s->err) - n, ": %s",
 			 strerror(err < 0 ? -err : err));
+	s->errnum = err;
+}
+
+/* "error" of bench -j: null, or the first error as json_error() */
+static void kb_json_error(struct json *j, const struct kb_sess *s, bool ok)
+{
+	char msg[sizeof(s->err) + 16];
+
+	if (ok && !s->err[0]) {
+		json_null(j, "error");
+		return;
+	}
+	snprintf(msg, sizeof(msg), "bench: %s",
+		 s->err[0] ? s->err : "not every run completed");
+	json_error(j, "error", s->err[0] ? s->errnum : 0, msg,
+		   s->err[0] ? s->hint : NULL);
 }
 
 /* A failed completion: say which, -EIO */
@@ -1294,10 +1311,7 @@ report:
 		}
 		json_end_array(&j);
 		json_bool(&j, "ok", ok);
-		if (s.err[0])
-			json_str(&j, "error", s.err);
-		else
-			json_null(&j, "error");
+		kb_json_error(&j, &s, ok);
 		json_end_object(&j);
 	} else if (done) {
 		printf("KRDMA BENCH %s via %s (%s): %" PRIu64 " connections, one at a time\n",
@@ -1503,10 +1517,7 @@ report:
 		}
 		json_end_array(&j);
 		json_bool(&j, "ok", ok);
-		if (s.err[0])
-			json_str(&j, "error", s.err);
-		else
-			json_null(&j, "error");
+		kb_json_error(&j, &s, ok);
 		json_end_object(&j);
 		fflush(stdout);
 	}
@@ -1637,6 +1648,7 @@ int bench_main(int argc, char *argv[])
 		.timeout_ms = 10000,
 		.max_size = 8ULL << 20,
 		.ops = { true, true, true, true },	/* not conn */
+		.json = json_output,
 	};
 	uint64_t v;
 	int c;
@@ -1704,6 +1716,7 @@ int bench_main(int argc, char *argv[])
 			break;
 		case 'j':
 			o.json = true;
+			json_output = true;
 			break;
 		case 'h':
 			print_usage_of(argv[0], stdout);
@@ -1718,6 +1731,10 @@ int bench_main(int argc, char *argv[])
 	if (o.batch > o.depth)
 		o.batch = o.depth;
 	if (o.server) {
+		if (o.json) {
+			errmsg("bench: -l has no JSON output (-j)");
+			return EXIT_USAGE;
+		}
 		if (optind < argc) {
 			errmsg("bench: unexpected argument '%s'", argv[optind]);
 			print_usage_of(argv[0], stderr);

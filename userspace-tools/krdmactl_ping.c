@@ -228,6 +228,7 @@ struct kp_sess {
 	uint32_t grant;
 	struct krdma_token tok;	/* client: the server's token */
 	char err[512];		/* the first error */
+	int errnum;		/* its errno (either sign), 0: none */
 	const char *hint;	/* and advice for it, or NULL */
 	bool lost;		/* the connection is down */
 	bool server;		/* krdmactl serve */
@@ -249,6 +250,7 @@ kp_fail(struct kp_sess *s, int err, const char *hint, const char *fmt, ...)
 		snprintf(s->err + n, sizeof(s->err) - n, ": %s",
 			 strerror(err < 0 ? -err : err));
 	s->hint = hint;
+	s->errnum = err;
 	if (err == -ENOTCONN || err == ENOTCONN)
 		s->lost = true;
 }
@@ -256,6 +258,7 @@ kp_fail(struct kp_sess *s, int err, const char *hint, const char *fmt, ...)
 static void kp_reset_error(struct kp_sess *s)
 {
 	s->err[0] = '\0';
+	s->errnum = 0;
 	s->hint = NULL;
 	s->lost = false;
 }
@@ -1337,10 +1340,20 @@ static void ping_report_json(const struct ping_opts *o,
 		json_stat(&j, "read_us", &res->read);
 	}
 	json_bool(&j, "ok", ok);
-	if (s->err[0])
-		json_str(&j, "error", s->err);
-	else
+	if (s->err[0]) {
+		char msg[sizeof(s->err) + 16];
+
+		snprintf(msg, sizeof(msg), "%s: %s", o->cmd, s->err);
+		json_error(&j, "error", s->errnum, msg, s->hint);
+	} else if (!ok) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "%s: %u of %u rounds verified",
+			 o->cmd, res->verified, o->count);
+		json_error(&j, "error", 0, msg, NULL);
+	} else {
 		json_null(&j, "error");
+	}
 	json_end_object(&j);
 }
 
@@ -1505,6 +1518,7 @@ static int client_main(int argc, char *argv[], bool bulk)
 		.interval_ms = bulk ? 0 : 1000,
 		.timeout_ms = bulk ? 60000 : 10000,
 		.bulk = bulk,
+		.json = json_output,
 	};
 	const char *opts = bulk ? ":p:s:t:jh" : ":p:c:s:i:t:jh";
 	int c;
@@ -1550,6 +1564,7 @@ static int client_main(int argc, char *argv[], bool bulk)
 			break;
 		case 'j':
 			o.json = true;
+			json_output = true;
 			break;
 		case 'h':
 			print_usage_of(argv[0], stdout);

@@ -1438,7 +1438,7 @@ int doctor_main(int argc, char *argv[])
 	struct krdma_addr tmp;
 	struct doctor *dr;
 	struct check *c;
-	bool json = false, roce = false;
+	bool json = json_output, roce = false;
 	int ch, fd, failed = 0, ret;
 	char *end;
 
@@ -1448,6 +1448,7 @@ int doctor_main(int argc, char *argv[])
 		switch (ch) {
 		case 'j':
 			json = true;
+			json_output = true;
 			break;
 		case 'd':
 			devname = optarg;
@@ -1561,6 +1562,13 @@ int doctor_main(int argc, char *argv[])
 		json_end_array(&j);
 		json_u64(&j, "failed", failed);
 		json_bool(&j, "ok", !failed);
+		if (failed) {
+			char msg[64];
+
+			snprintf(msg, sizeof(msg), "doctor: %d check%s failed",
+				 failed, failed == 1 ? "" : "s");
+			json_error(&j, "error", 0, msg, NULL);
+		}
 		json_end_object(&j);
 	} else {
 		for (i = 0; i < (uint32_t)dr->n; i++) {
@@ -1814,7 +1822,7 @@ int explain_main(int argc, char *argv[])
 	struct json jj = { .f = stdout }, *j = NULL;
 	char **opts, **words;
 	int c, a, nopts = 1, nwords = 0, bad = 0, ret = 0;
-	bool json = false, dashdash = false;
+	bool json = json_output, dashdash = false;
 	uint32_t s;
 	size_t i;
 
@@ -1848,6 +1856,7 @@ int explain_main(int argc, char *argv[])
 		switch (c) {
 		case 'j':
 			json = true;
+			json_output = true;
 			break;
 		case 'h':
 			print_usage_of(argv[0], stdout);
@@ -1879,6 +1888,8 @@ int explain_main(int argc, char *argv[])
 	}
 	if (json) {
 		json_end_array(j);
+		if (bad)
+			json_last_error(j, "error", 1);
 		json_end_object(j);
 	}
 	ret = finish_stdout(0);

@@ -885,7 +885,7 @@ int status_main(int argc, char *argv[])
 	collect_status(&s);
 	if (!s.have_module && !s.nparams) {
 		free_status(&s);
-		errmsg_advice(0, LOAD_HINT, "krdma is not loaded (no %s)",
+		errmsg_advice(-ENOENT, LOAD_HINT, "krdma is not loaded (%s)",
 			      module_dir());
 		return 1;
 	}

@@ -89,6 +89,78 @@ if [ ! -e /dev/krdma ]; then
 	expect_in err 'modprobe krdma' "dev without /dev/krdma"
 fi
 
+# JSON with the module missing: one error object on stdout, the message
+# on stderr too; -j and -p before the command, bundled or not
+if [ ! -e /dev/krdma ]; then
+	for opts in "-j dev" "dev -j" "--json dev" "-jp dev" "-pj dev" \
+		"-j -p dev" "--pretty --json dev"; do
+		# shellcheck disable=SC2086 # the words of $opts
+		./krdmactl $opts >"$TMP/out" 2>"$TMP/err"
+		rc=$?
+		expect_rc 1 "krdmactl $opts without /dev/krdma"
+		json_check 'list(d) == ["error"] and d["error"] == {
+			"errno": 2, "name": "ENOENT",
+			"message": "cannot open /dev/krdma: No such file or directory",
+			"hint": d["error"]["hint"]} and
+			"modprobe krdma" in d["error"]["hint"]' \
+			"krdmactl $opts without /dev/krdma: the error object"
+		expect_in err 'cannot open /dev/krdma' \
+			"krdmactl $opts without /dev/krdma: stderr"
+	done
+	./krdmactl -jp version >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	expect_rc 1 "-jp version without /dev/krdma"
+	json_check 'd["module"] is None and d["error"]["name"] == "ENOENT" and
+		d["krdmactl"]["version"]' "-jp version without /dev/krdma"
+	expect_in out '^    "error": {$' "-jp version: indented by 4"
+fi
+
+run "" -jp dev
+expect_rc 0 "-jp dev"
+expect_in out '^{$' "-jp dev: pretty"
+expect_in out '^    "devices": \[$' "-jp dev: pretty"
+expect_in out '^                    "gids": \[\]' "-jp dev: pretty, empty array"
+json_check 'len(d["devices"]) == 2' "-jp dev"
+run "" -j dev
+expect_in out '^{"devices":\[{' "-j dev: compact"
+expect_rc 0 "-j dev"
+run "" -p dev
+expect_in out '^rxe0$' "-p dev: -p alone does not choose JSON"
+
+# Bad usage with -j: exit 2 and the error object, errno EINVAL
+for args in "-j" "-j nosuchcmd" "-j dev -x" "-j serve" "-j help" \
+	"bench -l -j" "-j set ack_timeout=1" "-j up"; do
+	# shellcheck disable=SC2086 # the words of $args
+	run "" $args
+	expect_rc 2 "krdmactl $args"
+	json_check 'list(d) == ["error"] and d["error"]["errno"] == 22 and
+		d["error"]["name"] == "EINVAL" and d["error"]["message"] and
+		d["error"]["hint"] is None' "krdmactl $args: the error object"
+done
+run "" dev -j -x
+expect_rc 2 "dev -j -x"
+json_check 'd["error"]["message"] == "dev: unknown option \x27-x\x27"' \
+	"dev -j -x: the error object"
+
+run "" -j dev nosuchdev
+expect_rc 1 "-j dev nosuchdev"
+json_check 'list(d) == ["error"] and d["error"]["errno"] == 0 and
+	d["error"]["name"] is None and
+	d["error"]["message"] == "no RDMA device named \x27nosuchdev\x27"' \
+	"-j dev nosuchdev: the error object, no errno"
+run "abi=2" dev -j
+expect_rc 1 "dev -j, ABI mismatch"
+json_check 'list(d) == ["error"] and d["error"]["name"] == "EPROTO" and
+	"ABI 2" in d["error"]["message"]' "dev -j, ABI mismatch"
+run "eacces,euid=1000" -j dev
+expect_rc 1 "-j dev, EACCES"
+json_check 'd["error"]["name"] == "EACCES" and
+	"only root may open it" in d["error"]["hint"]' "-j dev, EACCES"
+run "" explain -j NOSUCH
+expect_rc 1 "explain -j NOSUCH"
+json_check 'd["explanations"] == [] and d["error"]["errno"] == 0 and
+	"NOSUCH" in d["error"]["message"]' "explain -j NOSUCH"
+
 run "" version
 expect_rc 0 "version"
 expect_in out '^module: *0\.1\.0 (krdma ABI 1)' "version"
@@ -398,8 +470,10 @@ for cmd in ping xfer bench conn; do
 done
 run "features=7,connect_err=71" ping 198.18.0.2 -c 1 -j
 expect_rc 1 "ping -j, CONNECT EPROTO"
-json_check 'd["ok"] is False and d["error"] ==
-	"cannot connect to 198.18.0.2:18515: Protocol error"' \
+json_check 'd["ok"] is False and d["error"]["message"] ==
+	"ping: cannot connect to 198.18.0.2:18515: Protocol error" and
+	d["error"]["errno"] == 71 and d["error"]["name"] == "EPROTO" and
+	"not krdma" in d["error"]["hint"]' \
 	"ping -j, CONNECT EPROTO"
 expect_in err 'the peer is not krdma' "ping -j, CONNECT EPROTO"
 
@@ -564,6 +638,11 @@ only_cause err "status, EACCES" open
 KRDMA_SYSFS_MODULE=$TMP/nomodule run "eacces" status
 expect_rc 1 "status, module not loaded"
 expect_in err 'krdma is not loaded' "status, module not loaded"
+KRDMA_SYSFS_MODULE=$TMP/nomodule run "eacces" -j status
+expect_rc 1 "-j status, module not loaded"
+json_check 'list(d) == ["error"] and d["error"]["name"] == "ENOENT" and
+	d["error"]["message"].startswith("krdma is not loaded") and
+	"modprobe krdma" in d["error"]["hint"]' "-j status, module not loaded"
 # (a variable set for a function call may stay set: sh leaves it open)
 export KRDMA_DEBUGFS="$TMP/dbg" KRDMA_SYSFS_MODULE="$TMP/mod"
 
