@@ -83,7 +83,7 @@ json_ok() { # DEVICE
 import json, math, sys
 d = json.load(open(sys.argv[1]))
 assert d["ok"] is True and d["error"] is None, d.get("error")
-assert d["device"] == sys.argv[2], d["device"]
+assert d["ifname"] == sys.argv[2], d["ifname"]
 for k in ("date", "kernel", "machine", "transport", "target"):
     assert isinstance(d[k], str) and d[k], k
 rows = d["results"]
@@ -114,7 +114,7 @@ conn_ok() { # DEVICE CONNS
 import json, math, sys
 d = json.load(open(sys.argv[1]))
 assert d["ok"] is True and d["error"] is None, d.get("error")
-assert d["device"] == sys.argv[2], d["device"]
+assert d["ifname"] == sys.argv[2], d["ifname"]
 rows = d["results"]
 assert [(r["op"], r["size"], r["iters"]) for r in rows] == [("conn", 0, int(sys.argv[3]))], rows
 l, c = rows[0]["lat_us"], rows[0]["close_us"]

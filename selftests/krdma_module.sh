@@ -24,7 +24,7 @@ loaded() {
 krdma_devs() {
 	"$KRDMACTL" dev -j | python3 -c '
 import json, sys
-print("\n".join(sorted(d["name"] for d in json.load(sys.stdin)["devices"])))'
+print("\n".join(sorted(d["ifname"] for d in json.load(sys.stdin)["devices"])))'
 }
 
 # The RDMA devices the kernel has, as `rdma link` sees them

@@ -99,6 +99,12 @@ def js():
     with open(TMP + "/out") as f:
         return json.load(f)
 
+# status -j's names of the debugfs keys it renames (Documentation/cli.rst)
+JSON_KEY = {"conns": "connections", "bufs": "buffers",
+            "max_conns": "max_connections", "max_bufs": "max_buffers",
+            "dev": "ifname", "dev_index": "ifindex", "qp": "lqpn",
+            "peer_qp": "rqpn"}
+
 def peer():
     d = {"statuses": []}
     with open(TMP + "/peer.out") as f:
@@ -342,15 +348,15 @@ for dev in rxe siw; do
 		    sum(b["grants"] for b in js()["buffers"] if str(b["owner"]["pid"]) == peer()["pid"]) ==
 		        sum(peer()["grants"].values())'
 	check "$dev: status -j users: root holds the peer's 2 connections and buffers, 2 files" \
-		py '[ (u["conns"], u["bufs"], u["files"]) for u in js()["users"] if u["uid"] == 0] ==
+		py '[ (u["connections"], u["buffers"], u["files"]) for u in js()["users"] if u["uid"] == 0] ==
 		    [(2, len(peer()["sizes"]), 2)] and
-		    js()["users"] == [{k: (int(v) if v.isdigit() else v) for k, v in u.items()} | {"user": "root"}
+		    js()["users"] == [{JSON_KEY.get(k, k): (int(v) if v.isdigit() else v) for k, v in u.items()} | {"user": "root"}
 		                      for u in dbg("users")]'
 	cp "$TMP/out" "$TMP/status.json"
 	run 30 status
 	check "$dev: status text shows the same connections and counters as -j" \
 		py 'all(
-		      re.search(r"conn %d: %s, %s port %d, %s -> %s" % (c["id"], c["state"], c["dev"], c["port"],
+		      re.search(r"conn %d: %s, %s port %d, %s -> %s" % (c["id"], c["state"], c["ifname"], c["port"],
 		                re.escape(c["local"]), re.escape(c["peer"])), open(TMP + "/out").read()) and
 		      all(re.search(r"\n      %-8s +%d +%d +%d +%d\n" % (k, c["ops"][k]["posted"], c["ops"][k]["done"],
 		                    c["ops"][k]["failed"], c["ops"][k]["bytes"]),
@@ -418,7 +424,7 @@ run 30 status -j
 check "uid $NOBODY holds 3 connections of 3: users file and status -j" \
 	py '[u for u in dbg("users") if u["uid"] == "65534"] ==
 	    [{"uid": "65534", "files": "1", "conns": "3", "bufs": "0", "max_conns": "3", "max_bufs": "3"}] and
-	    [(u["conns"], u["max_conns"], u["user"]) for u in js()["users"] if u["uid"] == 65534] ==
+	    [(u["connections"], u["max_connections"], u["user"]) for u in js()["users"] if u["uid"] == 65534] ==
 	    [(3, 3, "nobody")]'
 check "the kernel log says which parameter to raise" \
 	eval 'klog | grep -q "uid $NOBODY holds 3 connections .*raise it: krdmactl set max_conns_per_user=N"'

@@ -131,7 +131,7 @@ check "dev -j exits 0 and parses as JSON" dev_json_ok
 "$PYTHON" -c '
 import json, sys
 for x in json.load(open(sys.argv[1]))["devices"]:
-    print(x["name"])' "$TMP/out" 2>/dev/null | sort >"$TMP/json_devs"
+    print(x["ifname"])' "$TMP/out" 2>/dev/null | sort >"$TMP/json_devs"
 same_devs() {
 	[[ -s $TMP/json_devs ]] && cmp -s "$TMP/text_devs" "$TMP/json_devs"
 }
@@ -189,7 +189,7 @@ ping_ok() {
 		      all(r['verified'] and r['write_us'] > 0 and
 			  r['read_us'] > 0 and r['send_rtt_us'] > 0
 			  for r in d['rounds']) and
-		      d['device'] == '$dev' and d['error'] is None" &&
+		      d['ifname'] == '$dev' and d['error'] is None" &&
 		grep -q "via $dev: $COUNT rounds of 64 B, every WRITE verified, bye" \
 			"$TMP/server"
 }
@@ -197,7 +197,7 @@ ping_ok() {
 xfer_ok() {
 	((rc == 0 && server_rc == 0)) &&
 		json "d['ok'] and d['bytes'] == 8 << 20 and
-		      d['device'] == '$dev' and
+		      d['ifname'] == '$dev' and
 		      d['write']['verified'] and d['read']['verified'] and
 		      d['write']['seconds'] > 0 and d['read']['mb_per_s'] > 0" &&
 		grep -q "via $dev: 1 round of 8 MiB, every WRITE verified, bye" \

@@ -1032,10 +1032,33 @@ kv(int indent, const char *key, const char *fmt, ...)
 	putchar('\n');
 }
 
+/*
+ * A port's width or speed (@s, the name of @v) as text and JSON show it:
+ * "4X", or "unknown (9)"
+ */
+static const char *enum_text(const char *s, uint32_t v, char buf[24])
+{
+	if (strcmp(s, "unknown"))
+		return s;
+	snprintf(buf, 24, "unknown (%u)", v);
+	return buf;
+}
+
+static const char *width_text(uint32_t width, char buf[24])
+{
+	return enum_text(krdma_port_width_str(width), width, buf);
+}
+
+static const char *speed_text(uint32_t speed, char buf[24])
+{
+	return enum_text(krdma_port_speed_str(speed), speed, buf);
+}
+
 static void print_port_text(const struct port_info *pi)
 {
 	const struct krdma_port_query *pq = &pi->pq;
 	char buf[KRDMA_GID_IP_STR_LEN], ifbuf[IF_NAMESIZE + 16];
+	char wbuf[24], sbuf[24];
 	uint32_t g;
 
 	printf("\tport %u:\n", pq->port_num);
@@ -1052,16 +1075,8 @@ static void print_port_text(const struct port_info *pi)
 		kv(2, "netdev", "%s", ifname(pq->netdev_ifindex, ifbuf));
 	else
 		kv(2, "netdev", "none");
-	if (strcmp(krdma_port_width_str(pq->active_width), "unknown"))
-		kv(2, "active_width", "%s",
-		   krdma_port_width_str(pq->active_width));
-	else
-		kv(2, "active_width", "unknown (%u)", pq->active_width);
-	if (strcmp(krdma_port_speed_str(pq->active_speed), "unknown"))
-		kv(2, "active_speed", "%s",
-		   krdma_port_speed_str(pq->active_speed));
-	else
-		kv(2, "active_speed", "unknown (%u)", pq->active_speed);
+	kv(2, "active_width", "%s", width_text(pq->active_width, wbuf));
+	kv(2, "active_speed", "%s", speed_text(pq->active_speed, sbuf));
 	kv(2, "gid_tbl_len", "%u", pq->gid_tbl_len);
 	if (!pi->ngids)
 		kv(2, "gids", "none");
@@ -1123,26 +1138,46 @@ static void print_dev_text(const struct dev_info *d)
 		print_port_text(&d->ports[p]);
 }
 
+/*
+ * "netdev" and "netdev_index", as rdma -j link: the network device @name
+ * (NULL or "": by @ifindex), null and null when there is none
+ */
+static void json_netdev(struct json *j, const char *name, uint32_t ifindex)
+{
+	char ifbuf[IF_NAMESIZE];
+
+	if ((!name || !name[0]) && ifindex)
+		name = if_indextoname(ifindex, ifbuf);
+	if (name && name[0])
+		json_str(j, "netdev", name);
+	else
+		json_null(j, "netdev");
+	if (ifindex)
+		json_u64(j, "netdev_index", ifindex);
+	else
+		json_null(j, "netdev_index");
+}
+
 static void json_port(struct json *j, const struct port_info *pi)
 {
 	const struct krdma_port_query *pq = &pi->pq;
-	char buf[KRDMA_GID_IP_STR_LEN];
+	char buf[KRDMA_GID_IP_STR_LEN], wbuf[24], sbuf[24];
 	uint32_t g;
 
 	_Static_assert(KRDMA_GID_IP_STR_LEN >= KRDMA_GID_STR_LEN, "buf");
 
 	json_begin_object(j, NULL);
-	json_u64(j, "port_num", pq->port_num);
+	json_u64(j, "port", pq->port_num);
 	json_str(j, "state", krdma_port_state_str(pq->state));
-	json_str(j, "phys_state", krdma_port_phys_state_str(pq->phys_state));
+	json_str(j, "physical_state",
+		 krdma_port_phys_state_str(pq->phys_state));
 	json_u64(j, "max_mtu", pq->max_mtu);
 	json_u64(j, "active_mtu", pq->active_mtu);
 	json_str(j, "link_layer", krdma_link_layer_str(pq->link_layer));
 	json_u64(j, "gid_tbl_len", pq->gid_tbl_len);
-	json_u64(j, "netdev_ifindex", pq->netdev_ifindex);
-	json_str(j, "netdev_name", (const char *)pq->netdev_name);
-	json_u64(j, "active_speed", pq->active_speed);
-	json_u64(j, "active_width", pq->active_width);
+	json_netdev(j, (const char *)pq->netdev_name, pq->netdev_ifindex);
+	json_str(j, "active_speed", speed_text(pq->active_speed, sbuf));
+	json_str(j, "active_width", width_text(pq->active_width, wbuf));
 	json_u64(j, "num_gids", pi->ngids);
 	json_begin_array(j, "gids");
 	for (g = 0; g < pi->ngids; g++) {
@@ -1153,7 +1188,7 @@ static void json_port(struct json *j, const struct port_info *pi)
 		json_str(j, "type", krdma_gid_type_str(ge->type));
 		json_str(j, "gid", krdma_gid_str(ge->gid, buf));
 		json_str(j, "ip", krdma_gid_ip_str(ge->gid, buf));
-		json_u64(j, "netdev_ifindex", ge->netdev_ifindex);
+		json_netdev(j, NULL, ge->netdev_ifindex);
 		json_end_object(j);
 	}
 	json_end_array(j);
@@ -1167,12 +1202,12 @@ void json_dev(struct json *j, const struct dev_info *d)
 	uint32_t p;
 
 	json_begin_object(j, NULL);
-	json_u64(j, "dev_index", dq->dev_index);
-	json_str(j, "name", (const char *)dq->name);
+	json_u64(j, "ifindex", dq->dev_index);
+	json_str(j, "ifname", (const char *)dq->name);
 	json_str(j, "transport", krdma_transport_str(dq->transport));
 	json_str(j, "node_guid", krdma_guid_str(dq->node_guid, buf));
 	json_str(j, "sys_image_guid", krdma_guid_str(dq->sys_image_guid, buf));
-	json_str(j, "fw_ver", (const char *)dq->fw_ver);
+	json_str(j, "fw", (const char *)dq->fw_ver);
 	json_u64(j, "vendor_id", dq->vendor_id);
 	json_u64(j, "vendor_part_id", dq->vendor_part_id);
 	json_u64(j, "hw_ver", dq->hw_ver);
@@ -1281,10 +1316,12 @@ static const struct {
 	  "Show every RDMA device krdma tracks, or only DEVNAME (e.g. rxe0):\n"
 	  "its identity, limits, ports and their valid GIDs.\n"
 	  "\n"
-	  "  -j, --json  print JSON: {\"devices\":[{...,\"ports\":[{...,\n"
-	  "              \"gids\":[...]}]}]}, fields named as in\n"
-	  "              <linux/krdma.h>; GUIDs, GIDs, fw_ver and enum values\n"
-	  "              as strings, the same as in the text output\n"
+	  "  -j, --json  print JSON: {\"devices\":[{\"ifindex\",\"ifname\",...,\n"
+	  "              \"ports\":[{\"port\",\"state\",\"physical_state\",...,\n"
+	  "              \"netdev\",\"netdev_index\",\"gids\":[...]}]}]}: names as\n"
+	  "              rdma -j uses them, the others as in <linux/krdma.h>;\n"
+	  "              GUIDs, GIDs, fw and enum values (active_speed...) as\n"
+	  "              strings, the same as in the text output\n"
 	  "  -h, --help  show this help\n" },
 	{ "status", status_main,
 	  "show what krdma holds: connections, buffers, users, parameters",
@@ -1432,7 +1469,7 @@ static const struct {
 	  "                       within [N, ITERS], rounded up to a multiple\n"
 	  "                       of BATCH but for lat (default 256M)\n"
 	  "  -t, --timeout MS     longest wait without progress (default 10000)\n"
-	  "  -j, --json           print JSON: {\"device\",\"transport\",\"date\",\n"
+	  "  -j, --json           print JSON: {\"ifname\",\"transport\",\"date\",\n"
 	  "                       \"kernel\",\"machine\",\"results\":[{\"op\",\"size\",\n"
 	  "                       \"iters\",\"mb_per_s\",\"mmsg_per_s\",\"lat_us\":\n"
 	  "                       {\"median\",\"p99\",\"p99_9\"},\"cpu\":{\"s_per_gb\"}}],\n"

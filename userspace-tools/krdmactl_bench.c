@@ -1130,7 +1130,7 @@ static void kb_json_head(struct json *j, const char *target, const char *dev,
 	json_begin_object(j, NULL);
 	json_str(j, "command", "bench");
 	json_str(j, "target", target);
-	json_str(j, "device", dev);
+	json_str(j, "ifname", dev);
 	json_str(j, "transport", transport);
 	json_str(j, "date", date);
 	json_str(j, "kernel", un.release);

@@ -1277,7 +1277,7 @@ static void ping_report_json(const struct ping_opts *o,
 	json_begin_object(&j, NULL);
 	json_str(&j, "command", o->cmd);
 	json_str(&j, "target", res->target);
-	json_str(&j, "device", res->dev);
+	json_str(&j, "ifname", res->dev);
 	json_str(&j, "transport", res->transport);
 	json_u64(&j, "size", o->size);
 	json_u64(&j, "connect_retries", res->retries);

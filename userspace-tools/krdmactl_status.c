@@ -271,12 +271,15 @@ static void json_kv(struct json *j, const char *key, const char *val)
 		json_str(j, key, val);
 }
 
-/* The keys @keys (NULL-terminated) of @l as JSON members of the same names */
+/*
+ * Keys of @l as JSON members: @keys is NULL-terminated pairs of the JSON
+ * name and the debugfs key (NULL: the same name)
+ */
 static void json_copy(struct json *j, const struct kvline *l,
 		      const char *const *keys)
 {
-	for (; *keys; keys++)
-		json_kv(j, *keys, kv_get(l, *keys));
+	for (; *keys; keys += 2)
+		json_kv(j, keys[0], kv_get(l, keys[1] ?: keys[0]));
 }
 
 /* The value of a hexadecimal key ("0x7") as a JSON number */
@@ -422,14 +425,16 @@ static void json_conn(struct json *j, const struct kvline *l)
 	json_begin_object(j, NULL);
 	json_kv(j, "id", kv_get(l, "id"));
 	json_kv(j, "state", kv_get(l, "state"));
-	json_u64(j, "error", err);
 	if (err)
-		json_str(j, "error_name", errno_name(err));
+		json_error(j, "error", (int)err, strerror((int)err),
+			   krdma_strerror_hint(-(int)err));
 	else
-		json_null(j, "error_name");
-	json_copy(j, l, (const char *const[]){ "dev", "dev_index", "port",
-		  "local", "peer", "qp", "peer_qp", "sq_depth", "rq_depth",
-		  NULL });
+		json_null(j, "error");
+	/* rdma's names: rdma -j link, rdma -j resource show qp */
+	json_copy(j, l, (const char *const[]){ "ifname", "dev",
+		  "ifindex", "dev_index", "port", NULL, "local", NULL,
+		  "peer", NULL, "lqpn", "qp", "rqpn", "peer_qp",
+		  "sq_depth", NULL, "rq_depth", NULL, NULL });
 	json_bool(j, "passive", kv_u64(l, "passive"));
 	json_kv(j, "grants", kv_get(l, "grants"));
 	json_owner(j, l);
@@ -448,19 +453,21 @@ static void json_conn(struct json *j, const struct kvline *l)
 	json_end_object(j);
 }
 
+/* KRDMA_ACCESS_* bits, from bit 0 */
+static const char *const access_names[] = {
+	"LOCAL_WRITE", "REMOTE_READ", "REMOTE_WRITE", "REMOTE_ATOMIC",
+};
+
 /* KRDMA_ACCESS_* bits as "LOCAL_WRITE|REMOTE_READ", or "none" */
 static const char *access_str(uint64_t access, char *buf, size_t len)
 {
-	static const char *const names[] = {
-		"LOCAL_WRITE", "REMOTE_READ", "REMOTE_WRITE", "REMOTE_ATOMIC",
-	};
 	size_t i, off = 0;
 
 	buf[0] = '\0';
-	for (i = 0; i < ARRAY_SIZE(names); i++)
+	for (i = 0; i < ARRAY_SIZE(access_names); i++)
 		if (access & (1ULL << i))
 			off += snprintf(buf + off, len - off, "%s%s",
-					off ? "|" : "", names[i]);
+					off ? "|" : "", access_names[i]);
 	if (!off)
 		snprintf(buf, len, "none");
 	return buf;
@@ -485,14 +492,18 @@ static void text_buf(const struct kvline *l)
 
 static void json_buf(struct json *j, const struct kvline *l)
 {
-	char acc[80];
+	uint64_t access = kv_u64(l, "access");
+	size_t i;
 
 	json_begin_object(j, NULL);
-	json_copy(j, l, (const char *const[]){ "id", "kind", "size", "pages",
-		  NULL });
+	json_copy(j, l, (const char *const[]){ "id", NULL, "kind", NULL,
+		  "size", NULL, "pages", NULL, NULL });
 	json_num_kv(j, "access", l, "access");
-	json_str(j, "access_names",
-		 access_str(kv_u64(l, "access"), acc, sizeof(acc)));
+	json_begin_array(j, "access_names");
+	for (i = 0; i < ARRAY_SIZE(access_names); i++)
+		if (access & (1ULL << i))
+			json_str(j, NULL, access_names[i]);
+	json_end_array(j);
 	json_kv(j, "grants", kv_get(l, "grants"));
 	json_bool(j, "dead", kv_u64(l, "dead"));
 	json_owner(j, l);
@@ -521,8 +532,10 @@ static void json_user(struct json *j, const struct kvline *l)
 		json_str(j, "user", name);
 	else
 		json_null(j, "user");
-	json_copy(j, l, (const char *const[]){ "files", "conns", "bufs",
-		  "max_conns", "max_bufs", NULL });
+	json_copy(j, l, (const char *const[]){ "files", NULL,
+		  "connections", "conns", "buffers", "bufs",
+		  "max_connections", "max_conns", "max_buffers", "max_bufs",
+		  NULL });
 	json_end_object(j);
 }
 
@@ -539,9 +552,12 @@ static void text_totals(const struct kvline *l)
 static void json_totals(struct json *j, const struct kvline *l)
 {
 	json_begin_object(j, "totals");
-	json_copy(j, l, (const char *const[]){ "conns", "bufs", "users",
-		  "conns_created", "bufs_created", "conn_limit_refused",
-		  "buf_limit_refused", NULL });
+	json_copy(j, l, (const char *const[]){ "connections", "conns",
+		  "buffers", "bufs", "users", NULL,
+		  "connections_created", "conns_created",
+		  "buffers_created", "bufs_created",
+		  "connection_limit_refused", "conn_limit_refused",
+		  "buffer_limit_refused", "buf_limit_refused", NULL });
 	json_ops(j, l);
 	json_end_object(j);
 }
@@ -829,10 +845,17 @@ static void print_status_json(const struct status *s)
 	json_begin_object(&j, "debugfs");
 	json_str(&j, "path", debugfs_dir());
 	json_bool(&j, "available", !s->dbg_err);
-	if (s->dbg_err)
-		json_str(&j, "error", strerror(-s->dbg_err));
-	else
+	if (s->dbg_err) {
+		char msg[4200];
+
+		snprintf(msg, sizeof(msg),
+			 "cannot read the connections and buffers from %s: %s",
+			 debugfs_dir(), strerror(-s->dbg_err));
+		json_error(&j, "error", s->dbg_err, msg,
+			   debugfs_advice(s->dbg_err));
+	} else {
 		json_null(&j, "error");
+	}
 	json_end_object(&j);
 	if (s->dbg_err) {
 		json_null(&j, "connections");

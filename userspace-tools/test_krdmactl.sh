@@ -246,7 +246,7 @@ expect_in out 'fw_ver: *2\.3\.4' "dev"
 
 run "" dev -j
 expect_rc 0 "dev -j"
-json_check '[x["name"] for x in d["devices"]] ==
+json_check '[x["ifname"] for x in d["devices"]] ==
 	["rxe0", "we\"ird\\dev\t\u00e9\ufffd"]' "dev -j names"
 json_check 'd["devices"][0]["ports"][0]["gids"][2]["ip"] == "10.0.2.15" and
 	d["devices"][0]["ports"][0]["gids"][0]["gid"] ==
@@ -258,12 +258,52 @@ json_check 'd["devices"][0]["max_mr_size"] == 2**64 - 1 and
 	d["devices"][1]["atomic_cap"] == "none" and
 	d["devices"][0]["ports"][0]["state"] == "ACTIVE" and
 	d["devices"][1]["ports"][1]["state"] == "DOWN" and
-	d["devices"][1]["ports"][1]["phys_state"] == "DISABLED" and
+	d["devices"][1]["ports"][1]["physical_state"] == "DISABLED" and
 	d["devices"][1]["ports"][1]["gids"] == []' "dev -j values"
+
+json_check 'd["devices"][0]["ports"][0]["active_speed"] == "25.0 Gbps (EDR)" and
+	d["devices"][0]["ports"][0]["active_width"] == "4X" and
+	d["devices"][1]["ports"][0]["active_speed"] == "unknown (0)" and
+	d["devices"][1]["ports"][0]["active_width"] == "unknown (0)" and
+	d["devices"][0]["ports"][0]["port"] == 1 and
+	d["devices"][1]["ports"][1]["port"] == 2 and
+	d["devices"][0]["fw"] == "2.3.4" and
+	d["devices"][1]["ports"][0]["netdev"] is None and
+	d["devices"][1]["ports"][0]["netdev_index"] is None and
+	d["devices"][1]["ports"][0]["gids"][0]["netdev_index"] is None' \
+	"dev -j: names of rdma -j, enums as the text shows them"
+# Every enum and name of the text, the same in JSON
+cp "$TMP/out" "$TMP/dev.json"
+run "" dev
+expect_rc 0 "dev (for the JSON)"
+n=$((n + 1))
+"$PYTHON" - "$TMP/out" "$TMP/dev.json" <<'EOP' || fail "dev and dev -j disagree"
+import json, re, sys
+text = open(sys.argv[1], errors="replace").read()
+devs = json.load(open(sys.argv[2]))["devices"]
+blocks = re.split(r"\n(?=\S)", text.strip())
+assert len(blocks) == len(devs), (len(blocks), len(devs))
+for b, d in zip(blocks, devs):
+    def val(key, part):
+        return re.search(r"^\t*%s: +(.*)$" % re.escape(key), part, re.M).group(1)
+    assert val("transport", b).split(" (")[0] == d["transport"]
+    assert val("fw_ver", b) == d["fw"]
+    ports = b.split("\tport ")[1:]
+    assert len(ports) == len(d["ports"])
+    for t, p in zip(ports, d["ports"]):
+        assert int(t.split(":")[0]) == p["port"]
+        for k in ("active_width", "active_speed", "link_layer"):
+            assert val(k, t) == p[k], (k, val(k, t), p[k])
+        assert val("state", t).split(" (")[0] == p["state"]
+        assert val("phys_state", t).split(" (")[0] == p["physical_state"]
+        nd = val("netdev", t)
+        assert nd == "none" if p["netdev"] is None else \
+            nd == "%s (ifindex %d)" % (p["netdev"], p["netdev_index"]), nd
+EOP
 
 run "" dev -j rxe0
 expect_rc 0 "dev -j rxe0"
-json_check 'len(d["devices"]) == 1 and d["devices"][0]["dev_index"] == 3' \
+json_check 'len(d["devices"]) == 1 and d["devices"][0]["ifindex"] == 3' \
 	"dev -j rxe0"
 
 run "" dev rxe0 --json
@@ -277,12 +317,12 @@ expect_in err 'krdma tracks: rxe0' "dev nosuch"
 
 run "grow" dev -j
 expect_rc 0 "dev -j, devices and GIDs growing"
-json_check '[x["name"] for x in d["devices"]][::2] == ["rxe0", "siw1"] and
+json_check '[x["ifname"] for x in d["devices"]][::2] == ["rxe0", "siw1"] and
 	len(d["devices"][0]["ports"][0]["gids"]) == 4' "dev -j grow"
 
 run "vanish" dev -j
 expect_rc 0 "dev -j, a device vanishing"
-json_check '[x["name"] for x in d["devices"]] == ["rxe0"]' "dev -j vanish"
+json_check '[x["ifname"] for x in d["devices"]] == ["rxe0"]' "dev -j vanish"
 
 run "nodevs" dev
 expect_rc 0 "dev, no devices"
@@ -602,25 +642,35 @@ json_check '[c["id"] for c in d["connections"]] == [3, 9] and
 	"caller": None} and
 	d["connections"][0]["last_error"] == {"status": "REM_ACCESS_ERR",
 	"status_code": 10, "op": "SEND", "vendor_err": 0x244} and
-	d["connections"][1]["error_name"] == "ECONNRESET" and
+	d["connections"][1]["error"]["name"] == "ECONNRESET" and
+	d["connections"][1]["error"]["errno"] == 104 and
+	d["connections"][0]["error"] is None and
 	d["connections"][1]["peer"] is None and
 	d["connections"][1]["last_error"] is None and
-	d["connections"][1]["passive"] is True' "status -j connections"
+	d["connections"][1]["passive"] is True and
+	[(c["ifname"], c["ifindex"], c["port"], c["lqpn"], c["rqpn"])
+	 for c in d["connections"]] == [("rxe0", 1, 1, 17, 18),
+	 (None, None, None, 0, 0)]' "status -j connections"
 json_check '[(b["size"], b["grants"], b["owner"]["kind"], b["dead"])
 	for b in d["buffers"]] == [(65536, 1, "user", False),
 	(4096, 0, "kernel", True)] and d["buffers"][0]["access"] == 7 and
 	d["buffers"][1]["owner"]["module"] == "krdma_sample"' \
 	"status -j buffers"
+json_check '[b["access_names"] for b in d["buffers"]] == [["LOCAL_WRITE",
+	"REMOTE_READ", "REMOTE_WRITE"], ["LOCAL_WRITE"]]' \
+	"status -j buffers: access_names, an array"
 json_check 'd["users"] == [{"uid": 0, "user": "root", "files": 2,
-	"conns": 1, "bufs": 1, "max_conns": 1024, "max_bufs": 65536}] and
-	d["totals"]["conn_limit_refused"] == 2 and
+	"connections": 1, "buffers": 1, "max_connections": 1024,
+	"max_buffers": 65536}] and
+	d["totals"]["connection_limit_refused"] == 2 and
 	d["totals"]["ops"]["recv"]["bytes"] == 256 and
-	[x["name"] for x in d["devices"]][0] == "rxe0" and
+	[x["ifname"] for x in d["devices"]][0] == "rxe0" and
 	d["debugfs"]["available"]' "status -j users, totals, devices"
 
 KRDMA_DEBUGFS=$TMP/nodebugfs run "" status -j
 expect_rc 0 "status -j without debugfs"
 json_check 'd["connections"] is None and not d["debugfs"]["available"] and
+	d["debugfs"]["error"]["name"] == "ENOENT" and
 	d["parameters"]["max_bufs_per_user"]["value"] == 65536' \
 	"status -j without debugfs"
 expect_in err 'cannot read the connections and buffers' \
