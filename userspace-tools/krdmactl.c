@@ -447,6 +447,17 @@ void json_null(struct json *j, const char *key)
 	fputs("null", j->f);
 }
 
+void json_conn_dev(struct json *j, const char *dev, const char *transport)
+{
+	if (!dev[0] || !strcmp(dev, "?")) {
+		json_null(j, "ifname");
+		json_null(j, "transport");
+		return;
+	}
+	json_str(j, "ifname", dev);
+	json_str(j, "transport", transport);
+}
+
 void json_error(struct json *j, const char *key, int err, const char *msg,
 		const char *hint)
 {
@@ -815,6 +826,7 @@ static int version_main(int argc, char *argv[])
 			errmsg_err(ret, "cannot query the krdma module");
 		if (json) {
 			json_null(&j, "module");
+			json_null(&j, "abi_match");
 			json_last_error(&j, "error", 1);
 			json_end_object(&j);
 		}

@@ -123,6 +123,11 @@ void json_double(struct json *j, const char *key, double val, int decimals);
 void json_bool(struct json *j, const char *key, bool val);
 void json_null(struct json *j, const char *key);
 /*
+ * "ifname" and "transport" of the connection's device @dev, or null and
+ * null before there is one (@dev "?", as ping and bench name it then)
+ */
+void json_conn_dev(struct json *j, const char *dev, const char *transport);
+/*
  * The error object, the same wherever a failure is said in JSON:
  * {"errno": N (0: no system error), "name": "ENOENT" or null,
  *  "message": what stderr says, "hint": the advice or null}

@@ -1130,8 +1130,7 @@ static void kb_json_head(struct json *j, const char *target, const char *dev,
 	json_begin_object(j, NULL);
 	json_str(j, "command", "bench");
 	json_str(j, "target", target);
-	json_str(j, "ifname", dev);
-	json_str(j, "transport", transport);
+	json_conn_dev(j, dev, transport);
 	json_str(j, "date", date);
 	json_str(j, "kernel", un.release);
 	json_str(j, "machine", un.machine);
@@ -1495,10 +1494,17 @@ report:
 			json_u64(&j, "batch", r->op == KB_OP_LAT ? 1 : o->batch);
 			json_bool(&j, "skipped", r->skipped);
 			if (r->skipped) {
+				/* the same keys, with nothing measured */
 				json_str(&j, "why", r->why);
+				json_null(&j, "seconds");
+				json_null(&j, "mb_per_s");
+				json_null(&j, "mmsg_per_s");
+				json_null(&j, "lat_us");
+				json_null(&j, "cpu");
 				json_end_object(&j);
 				continue;
 			}
+			json_null(&j, "why");
 			json_double(&j, "seconds", r->seconds, 6);
 			json_double(&j, "mb_per_s", r->mb_per_s, 3);
 			json_double(&j, "mmsg_per_s", r->mmsg_per_s, 6);

@@ -1277,8 +1277,7 @@ static void ping_report_json(const struct ping_opts *o,
 	json_begin_object(&j, NULL);
 	json_str(&j, "command", o->cmd);
 	json_str(&j, "target", res->target);
-	json_str(&j, "ifname", res->dev);
-	json_str(&j, "transport", res->transport);
+	json_conn_dev(&j, res->dev, res->transport);
 	json_u64(&j, "size", o->size);
 	json_u64(&j, "connect_retries", res->retries);
 	if (o->bulk) {
@@ -1295,6 +1294,7 @@ static void ping_report_json(const struct ping_opts *o,
 			json_double(&j, "check_seconds", rr->rtt_ns / 1e9, 6);
 		} else {
 			json_null(&j, "write");
+			json_null(&j, "check_seconds");
 		}
 		if (rr && rr->read_ns) {
 			json_begin_object(&j, "read");
@@ -1325,10 +1325,11 @@ static void ping_report_json(const struct ping_opts *o,
 			else
 				json_null(&j, "read_us");
 			json_bool(&j, "verified", rr->verified);
+			/* as xfer's: "error" is the error object */
 			if (rr->verified)
-				json_null(&j, "error");
+				json_null(&j, "mismatch");
 			else
-				json_str(&j, "error", rr->err);
+				json_str(&j, "mismatch", rr->err);
 			json_end_object(&j);
 		}
 		json_end_array(&j);

@@ -1676,7 +1676,11 @@ static void explain_status(struct json *j, uint32_t s)
 		json_str(j, "kind", "status");
 		json_str(j, "name", krdma_wc_status_str(s));
 		json_u64(j, "value", s);
+		/* the keys of an errno's, as one shape for every entry */
+		json_null(j, "strerror");
 		json_str(j, "explanation", krdma_wc_status_explain(s));
+		json_null(j, "in_connections");
+		json_null(j, "on_connect");
 		json_end_object(j);
 		return;
 	}
