@@ -126,7 +126,7 @@ clean:
 # make install (after make): the module to /lib/modules/$(KVER)/updates (the kernel's
 # modules_install with INSTALL_MOD_DIR=updates, then depmod), krdmactl to
 # $(PREFIX)/sbin, its man page, bash completion and the ABI files its man
-# page refers to (debugfs-krdma, in $(DOCDIR)), and a udev rule giving
+# page refers to (debugfs-krdma and cli.rst, in $(DOCDIR)), and a udev rule giving
 # /dev/krdma mode 0660, group rdma. DESTDIR and PREFIX are honoured;
 # depmod, mandb and udevadm run only without DESTDIR. DEPMOD=true skips
 # depmod. INSTALL_MOD_STRIP= (empty) keeps the module's debug info.
@@ -184,7 +184,7 @@ install-tools: tools
 		>$(DESTDIR)$(MANDIR)/man8/krdmactl.8
 	chmod 0644 $(DESTDIR)$(MANDIR)/man8/krdmactl.8
 	$(INSTALL) -D -m 0644 -t $(DESTDIR)$(DOCDIR) Documentation/ABI/testing/debugfs-krdma \
-		Documentation/ABI/testing/sysfs-module-krdma
+		Documentation/ABI/testing/sysfs-module-krdma Documentation/cli.rst
 	$(INSTALL) -D -m 0644 userspace-tools/krdmactl.bash-completion $(DESTDIR)$(COMPDIR)/krdmactl
 	$(INSTALL) -D -m 0644 userspace-tools/60-krdma.rules $(DESTDIR)$(UDEVDIR)/60-krdma.rules
 	$(if $(DESTDIR),,udevadm control --reload 2>/dev/null || true)
@@ -199,7 +199,7 @@ uninstall:
 	$(if $(DESTDIR),,$(DEPMOD) -a $(MOD_KVER))
 	rm -f $(DESTDIR)$(SBINDIR)/krdmactl $(DESTDIR)$(MANDIR)/man8/krdmactl.8 \
 		$(DESTDIR)$(DOCDIR)/debugfs-krdma $(DESTDIR)$(DOCDIR)/sysfs-module-krdma \
-		$(DESTDIR)$(COMPDIR)/krdmactl $(DESTDIR)$(UDEVDIR)/60-krdma.rules
+		$(DESTDIR)$(DOCDIR)/cli.rst $(DESTDIR)$(COMPDIR)/krdmactl $(DESTDIR)$(UDEVDIR)/60-krdma.rules
 	-rmdir $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR) $(DESTDIR)$(PREFIX)/share/doc \
 		$(DESTDIR)$(COMPDIR) $(DESTDIR)$(PREFIX)/share/bash-completion 2>/dev/null
 	$(if $(DESTDIR),,udevadm control --reload 2>/dev/null || true)

@@ -79,7 +79,7 @@ bench_run() {
 }
 
 json_ok() { # DEVICE
-	"$PYTHON" - "$TMP/out" "$1" <<'EOF'
+	"$PYTHON" - "$TMP/out" "$1" <<'EOF' || return 1
 import json, math, sys
 d = json.load(open(sys.argv[1]))
 assert d["ok"] is True and d["error"] is None, d.get("error")
@@ -101,6 +101,13 @@ for r in rows:
     # MB/s = size x messages/s (both rounded)
     assert abs(r["mb_per_s"] - r["size"] * r["mmsg_per_s"]) <= 0.01 * r["mb_per_s"] + 0.01, r
 EOF
+	schema BENCH
+}
+
+# schema OBJECT: $TMP/out is a document OBJECT of cli.rst, "JSON output"
+schema() {
+	"$PYTHON" userspace-tools/check_json.py Documentation/cli.rst "$1" \
+		"$TMP/out" 2>>"$TMP/err"
 }
 
 text_ok() {
@@ -125,6 +132,7 @@ assert l["median"] <= l["p99"] <= l["p99_9"] and c["median"] <= c["p99"], rows
 # unit for all of them: microseconds)
 assert l["avg"] <= l["p99_9"] * 1.001 + 0.001, rows
 EOF
+	schema BENCH_CONN || return 1
 	# the server saw each of them come and say bye
 	[[ $(grep -c '^client [0-9]*: done$' "$TMP/srv") == "$2" ]]
 }
@@ -137,9 +145,9 @@ conn_alone() {
 echo "TAP version 13"
 echo "1..12"
 check "bench on rxe (JSON) runs" bench_run "$RXE_ADDR" -j "${ARGS[@]}"
-check "bench on rxe: JSON well-formed" json_ok rxe0
+check "bench on rxe: JSON well-formed, a BENCH of cli.rst" json_ok rxe0
 check "bench on siw (JSON) runs" bench_run "$SIW_ADDR" -j "${ARGS[@]}"
-check "bench on siw: JSON well-formed" json_ok siw0
+check "bench on siw: JSON well-formed, a BENCH of cli.rst" json_ok siw0
 check "bench on rxe (text) runs" bench_run "$RXE_ADDR" "${ARGS[@]}"
 check "bench text output well-formed" text_ok
 usage() {

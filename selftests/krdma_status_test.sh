@@ -234,6 +234,12 @@ wait_gone() {
 	return 1
 }
 
+# schema_and_py OBJECT EXPRESSION: $TMP/out is an OBJECT of cli.rst, and
+# the expression holds (py)
+schema_and_py() {
+	json_schema "$1" && py "$2"
+}
+
 echo "TAP version 13"
 echo "1..$NTESTS"
 
@@ -330,8 +336,8 @@ for dev in rxe siw; do
 		py 'counters_match(conn_of(dbg("connections"), "server"), peer()["expect_server"])'
 	cp "$DBG/connections" "$TMP/connections"
 	run 30 status -j
-	check "$dev: status -j says what debugfs says about both connections" \
-		py 'all(
+	check "$dev: status -j (a STATUS of cli.rst) says what debugfs says about both connections" \
+		schema_and_py STATUS 'all(
 		      any(str(j["id"]) == c["id"] and j["state"] == c["state"] and
 		          j["local"] == c["local"] and j["peer"] == c["peer"] and
 		          str(j["owner"]["pid"]) == c["pid"] and j["owner"]["kind"] == "user" and

@@ -290,11 +290,13 @@ check "the installed krdma.ko is stripped (< 1 MB, < 1/4 of the tree's) and modi
 if command -v mandb >/dev/null && command -v whatis >/dev/null; then
 	manpage=$(man -w krdmactl 2>&1)
 	abi=$(sed -n '/^\.I .*debugfs-krdma$/s/^\.I //p' "$manpage" 2>/dev/null)
-	echo "# man -w krdmactl: $manpage; the page names $abi"
+	cli=$(sed -n 's/^\.IR \(.*cli\.rst\) \.$/\1/p' "$manpage" 2>/dev/null)
+	echo "# man -w krdmactl: $manpage; the page names $abi and $cli"
 	whatis krdmactl >"$TMP/out" 2>"$TMP/err"
-	check "man -w krdmactl and whatis krdmactl find the installed page; debugfs-krdma, which it names, is installed" \
+	check "man -w krdmactl and whatis krdmactl find the installed page; debugfs-krdma and cli.rst, which it names, are installed" \
 		eval '[[ $(readlink -f "$manpage") == "$(readlink -f /usr/local/share/man/man8/krdmactl.8)" ]] &&
-		      grep -q "^krdmactl (8)" "$TMP/out" && [[ -n $abi && -s $abi ]]'
+		      grep -q "^krdmactl (8)" "$TMP/out" && [[ -n $abi && -s $abi ]] &&
+		      [[ -n $cli && -s $cli ]]'
 else
 	skip "man -w krdmactl and whatis krdmactl find the installed page" "man-db is not installed"
 fi

@@ -125,9 +125,10 @@ dev_text_ok() {
 check "dev exits 0 and lists $RXE_DEV and $SIW_DEV" dev_text_ok
 run 20 dev -j
 dev_json_ok() {
-	((rc == 0)) && "$PYTHON" -m json.tool "$TMP/out" >/dev/null
+	((rc == 0)) && "$PYTHON" -m json.tool "$TMP/out" >/dev/null &&
+		json_schema DEV
 }
-check "dev -j exits 0 and parses as JSON" dev_json_ok
+check "dev -j exits 0 and parses as JSON, a DEV of cli.rst" dev_json_ok
 "$PYTHON" -c '
 import json, sys
 for x in json.load(open(sys.argv[1]))["devices"]:
@@ -190,6 +191,7 @@ ping_ok() {
 			  r['read_us'] > 0 and r['send_rtt_us'] > 0
 			  for r in d['rounds']) and
 		      d['ifname'] == '$dev' and d['error'] is None" &&
+		json_schema PING &&
 		grep -q "via $dev: $COUNT rounds of 64 B, every WRITE verified, bye" \
 			"$TMP/server"
 }
@@ -200,6 +202,7 @@ xfer_ok() {
 		      d['ifname'] == '$dev' and
 		      d['write']['verified'] and d['read']['verified'] and
 		      d['write']['seconds'] > 0 and d['read']['mb_per_s'] > 0" &&
+		json_schema XFER &&
 		grep -q "via $dev: 1 round of 8 MiB, every WRITE verified, bye" \
 			"$TMP/server"
 }
@@ -211,7 +214,7 @@ transport_tests() {
 	if start_server "$addr"; then
 		run 60 ping "$addr" -p "$port" -c $COUNT -i 20 -j
 		stop_server
-		check "$label: serve -1 + ping -c $COUNT -j: exit 0, JSON reports $COUNT verified rounds via $dev, the server exits 0" \
+		check "$label: serve -1 + ping -c $COUNT -j: exit 0, JSON (a PING of cli.rst) reports $COUNT verified rounds via $dev, the server exits 0" \
 			ping_ok
 	else
 		cp "$TMP/server" "$TMP/err"
@@ -222,7 +225,7 @@ transport_tests() {
 	if start_server "$addr"; then
 		run 120 xfer "$addr" -p "$port" -s 8M -j
 		stop_server
-		check "$label: serve -1 + xfer -s 8M -j: both ways verified via $dev, the server exits 0" \
+		check "$label: serve -1 + xfer -s 8M -j: both ways verified via $dev (an XFER of cli.rst), the server exits 0" \
 			xfer_ok
 	else
 		cp "$TMP/server" "$TMP/err"

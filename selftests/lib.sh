@@ -10,6 +10,10 @@
 #                          diagnostics: 4000 bytes of each, or CHECK_LINES
 #                          lines of at most 300 characters
 #   ok DESC, not_ok DESC, skip DESC REASON, diag (stdin as "# " lines)
+#   json_schema OBJECT     $TMP/out is one krdmactl JSON document of type
+#                          OBJECT of Documentation/cli.rst, "JSON output"
+#                          (userspace-tools/check_json.py; from the top
+#                          of the tree); what is wrong goes to $TMP/err
 # shellcheck shell=bash
 
 n=0
@@ -35,6 +39,11 @@ skip() {
 
 diag() {
 	sed 's/^/# /'
+}
+
+json_schema() {
+	"${PYTHON:-python3}" userspace-tools/check_json.py \
+		Documentation/cli.rst "$1" "$TMP/out" 2>>"$TMP/err"
 }
 
 check() {

@@ -3,7 +3,9 @@
 #
 # Run krdmactl against fake_krdma.so (see fake_krdma.c): exit statuses,
 # error messages, the retry protocols of libkrdma, and that -j prints valid
-# JSON of the right shape. Run from userspace-tools/ by `make test`.
+# JSON of the right shape: every command's, against the schema of
+# Documentation/cli.rst (check_json.py). Run from userspace-tools/ by
+# `make test`.
 
 set -u
 
@@ -67,6 +69,18 @@ only_cause() {
 		esac
 		expect_not_in "$file" "$pat" "$what: only its cause"
 	done
+}
+
+# schema_check OBJECT DESCRIPTION: stdout is one JSON document of type
+# OBJECT of Documentation/cli.rst, "JSON output": every key of its table
+# and no other, each of its type (check_json.py)
+SCHEMA=$(pwd)/../Documentation/cli.rst
+CHECK_JSON_SEEN=$TMP/seen
+export CHECK_JSON_SEEN
+schema_check() {
+	n=$((n + 1))
+	"$PYTHON" ./check_json.py "$SCHEMA" "$1" "$TMP/out" 2>"$TMP/schema" ||
+		fail "$2: not a $1 of cli.rst: $(head -n 5 "$TMP/schema")"
 }
 
 # json_check PYTHON-EXPRESSION DESCRIPTION: d is the parsed stdout
@@ -723,6 +737,77 @@ n=$((n + 1))
 KRDMA_SYSFS_MODULE=$TMP/nomodule run "" set ack_timeout=1
 expect_rc 1 "set, module not loaded"
 expect_in err 'krdma is not loaded' "set, module not loaded"
+# Every command's JSON against the schema of Documentation/cli.rst, in
+# each shape it has here: done, failed in its document, failed before it
+# (FAILURE). SCENARIO "-": the shim as it is; nodev: no shim, where there
+# is no /dev/krdma; nomodule: no /sys/module/krdma, no /dev/krdma;
+# nodebugfs: no debugfs
+nodev=
+[ -e /dev/krdma ] || nodev=1
+while read -r object scenario args; do
+	[ "$scenario" = - ] && scenario=
+	if [ "$scenario" = nodev ]; then
+		[ -n "$nodev" ] || continue
+		# shellcheck disable=SC2086 # the command's words
+		./krdmactl $args >"$TMP/out" 2>"$TMP/err" </dev/null
+		rc=$?
+	elif [ "$scenario" = nomodule ]; then
+		# shellcheck disable=SC2086
+		KRDMA_SYSFS_MODULE=$TMP/nomodule run eacces $args
+	elif [ "$scenario" = nodebugfs ]; then
+		# shellcheck disable=SC2086
+		KRDMA_DEBUGFS=$TMP/nodebugfs run "" $args
+	else
+		# shellcheck disable=SC2086
+		run "$scenario" $args
+	fi
+	schema_check "$object" "krdmactl $args ($scenario)"
+done <<'EOL'
+VERSION - version -j
+VERSION abi=2 -jp version
+VERSION nodev -j version
+FAILURE nodev -j dev
+STATUS nodev status -j
+DEV - dev -j
+DEV - -jp dev
+DEV nodevs dev -j
+DEV grow dev -j
+DEV vanish dev -j
+DEV - dev -j rxe0
+FAILURE - dev -j nosuchdev
+FAILURE abi=2 dev -j
+FAILURE eacces,euid=1000 -j dev
+FAILURE - -j dev -x
+FAILURE - -j serve
+FAILURE - -j
+STATUS - status -j
+STATUS nodebugfs -jp status
+FAILURE nomodule status -j
+PING features=7,connect_err=71 ping 198.18.0.2 -c 1 -j
+PING features=7,connect_err=111 -j ping 198.18.0.2
+XFER features=7,connect_err=71 xfer 198.18.0.2 -j
+BENCH features=7,connect_err=16 bench 198.18.0.2 -j
+BENCH_CONN features=7,connect_err=16 bench -o conn 198.18.0.2 -j
+DOCTOR - doctor -j
+DOCTOR eacces,euid=1000,node_gid=54321,node_mode=0660 doctor -j
+EXPLAIN - explain -j
+EXPLAIN - explain -j 12 EPROTO RETRY_EXC_ERR
+EXPLAIN - -j explain NOSUCH
+EOL
+# and what they showed: ping, xfer and bench done are the guest's
+n=$((n + 1))
+"$PYTHON" - "$SCHEMA" "$CHECK_JSON_SEEN" <<'EOP' || fail "the fake shows every object of cli.rst but those only a real connection has"
+import re, sys
+objs = set(re.findall(r"^\.\. json-object: (\w+)$", open(sys.argv[1]).read(), re.M))
+seen = set(open(sys.argv[2]).read().split())
+guest = {"ROUND", "STATS", "XFER_WAY", "BENCH_RESULT", "LATENCY", "CPU",
+         "CONN_RESULT", "CLOSE_LATENCY"}
+missing = objs - seen - guest
+if missing:
+    print("never seen: %s" % " ".join(sorted(missing)), file=sys.stderr)
+sys.exit(1 if missing or not objs else 0)
+EOP
+
 unset KRDMA_DEBUGFS KRDMA_SYSFS_MODULE
 
 if command -v valgrind >/dev/null 2>&1; then
