@@ -1588,10 +1588,11 @@ static void print_usage(FILE *f)
 		fprintf(f, "  %-9s %s\n", subcommands[i].name,
 			subcommands[i].help);
 	fprintf(f, "\nOptions before COMMAND:\n");
-	fprintf(f, "  -j, --json    print JSON, as the command's -j does; on failure,\n");
-	fprintf(f, "                {\"error\":{\"errno\",\"name\",\"message\",\"hint\"}}\n");
-	fprintf(f, "  -p, --pretty  indent the JSON (-jp: both)\n");
-	fprintf(f, "  -V, --version show krdmactl's version\n");
+	fprintf(f, "  -j, --json     print JSON, as the command's -j does; on failure,\n");
+	fprintf(f, "                 {\"error\":{\"errno\",\"name\",\"message\",\"hint\"}}\n");
+	fprintf(f, "  -p, --pretty   indent the JSON (-jp: both)\n");
+	fprintf(f, "  -V, --version  show krdmactl's version\n");
+	fprintf(f, "  -h, --help     show this help\n");
 	fprintf(f, "\nExit status: 0 done, 1 failed, 2 bad usage.\n");
 }
 

@@ -1349,8 +1349,13 @@ static void ping_report_json(const struct ping_opts *o,
 	} else if (!ok) {
 		char msg[128];
 
-		snprintf(msg, sizeof(msg), "%s: %u of %u rounds verified",
-			 o->cmd, res->verified, o->count);
+		/* as the text says it */
+		if (!o->bulk && res->nrounds < o->count)
+			snprintf(msg, sizeof(msg), "%s: only %u of %u rounds done",
+				 o->cmd, res->nrounds, o->count);
+		else
+			snprintf(msg, sizeof(msg), "%s: %u of %u rounds verified",
+				 o->cmd, res->verified, res->nrounds);
 		json_error(&j, "error", 0, msg, NULL);
 	} else {
 		json_null(&j, "error");
