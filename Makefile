@@ -3,7 +3,8 @@
 # Top-level build of krdma: the module (through Kbuild), the userspace
 # tools and the selftests, plus the guest test bed.
 #
-#   make                 module + tools, for KDIR (default: running kernel)
+#   make                 module + tools + examples, for KDIR (default: running
+#                        kernel)
 #   make check           every test, in a QEMU guest per kernel, then two
 #                        guests (see README.md)
 #   make check-two       only the two guests joined by a QEMU socket link:
@@ -19,7 +20,8 @@
 #   make bench           krdmactl bench vs perftest vs TCP, in a QEMU guest;
 #                        writes Documentation/benchmarks-results.* and .png
 #   make lint            W=1, sparse and checkpatch --strict on the module
-#   make install         module, krdmactl, man page, completion, udev rule
+#   make install         module, krdmactl, krdma-allreduce, man page,
+#                        completion, udev rule
 #   make uninstall       remove what make install installed
 
 KVER ?= $(shell uname -r)
@@ -36,10 +38,10 @@ $(info krdma: no headers for the running kernel $(KVER); building for $(notdir $
 endif
 endif
 
-.PHONY: all modules tools selftests check check-debug check-two demo guest-run soak bench lint clean help \
+.PHONY: all modules tools examples selftests check check-debug check-two demo guest-run soak bench lint clean help \
 	install uninstall install-modules install-tools
 
-all: modules tools
+all: modules tools examples
 
 modules:
 	@test -f $(KDIR)/Makefile || { \
@@ -52,6 +54,10 @@ modules:
 
 tools:
 	$(MAKE) -C userspace-tools
+
+# Workloads over libkrdma (Documentation/workloads.rst)
+examples: tools
+	$(MAKE) -C examples
 
 selftests: modules tools
 	$(MAKE) -C selftests KDIR=$(KDIR)
@@ -102,6 +108,7 @@ lint:
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	$(MAKE) -C userspace-tools clean
+	$(MAKE) -C examples clean
 	$(MAKE) -C selftests clean
 
 # make install (after make): the module to /lib/modules/$(KVER)/updates (the kernel's
@@ -129,8 +136,9 @@ install-modules:
 		$(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) modules_install
 	$(if $(DESTDIR),,$(DEPMOD) -a $(MOD_KVER))
 
-install-tools: tools
+install-tools: tools examples
 	$(INSTALL) -D -m 0755 userspace-tools/krdmactl $(DESTDIR)$(SBINDIR)/krdmactl
+	$(INSTALL) -D -m 0755 examples/krdma-allreduce $(DESTDIR)$(SBINDIR)/krdma-allreduce
 	$(INSTALL) -D -m 0644 userspace-tools/krdmactl.8 $(DESTDIR)$(MANDIR)/man8/krdmactl.8
 	$(INSTALL) -D -m 0644 userspace-tools/krdmactl.bash-completion $(DESTDIR)$(COMPDIR)/krdmactl
 	$(INSTALL) -D -m 0644 userspace-tools/60-krdma.rules $(DESTDIR)$(UDEVDIR)/60-krdma.rules
@@ -143,7 +151,8 @@ uninstall:
 		$(DESTDIR)/lib/modules/$(MOD_KVER)/updates/krdma.ko.gz
 	-rmdir $(DESTDIR)/lib/modules/$(MOD_KVER)/updates 2>/dev/null
 	$(if $(DESTDIR),,$(DEPMOD) -a $(MOD_KVER))
-	rm -f $(DESTDIR)$(SBINDIR)/krdmactl $(DESTDIR)$(MANDIR)/man8/krdmactl.8 \
+	rm -f $(DESTDIR)$(SBINDIR)/krdmactl $(DESTDIR)$(SBINDIR)/krdma-allreduce \
+		$(DESTDIR)$(MANDIR)/man8/krdmactl.8 \
 		$(DESTDIR)$(COMPDIR)/krdmactl $(DESTDIR)$(UDEVDIR)/60-krdma.rules
 	-rmdir $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(COMPDIR) \
 		$(DESTDIR)$(PREFIX)/share/bash-completion 2>/dev/null
