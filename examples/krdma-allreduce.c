@@ -81,6 +81,8 @@
 #define NOTE_MAGIC		0x4e414b52U	/* "RKAN" */
 
 #define __printf(a, b) __attribute__((format(printf, a, b)))
+#define __noreturn __attribute__((noreturn))
+#define ARRAY_SIZE(x) (sizeof(x) / sizeof((x)[0]))
 
 enum rv_type {
 	RV_HELLO = 1,	/* rank, the options it runs with */
@@ -277,12 +279,12 @@ static int rv_read(int sock, struct rv_msg *m, uint64_t deadline)
 	return 0;
 }
 
-static void __attribute__((noreturn)) ar_abort(struct ar *a, int blame,
+static void __noreturn ar_abort(struct ar *a, int blame,
 					       const char *fmt, ...)
 	__printf(3, 4);
 
 /* Rank 0: the verdict to everyone still there, then exit */
-static void __attribute__((noreturn)) root_verdict(struct ar *a, int blame,
+static void __noreturn root_verdict(struct ar *a, int blame,
 						   const char *text)
 {
 	struct rv_msg m;
@@ -310,7 +312,7 @@ static void dead_text(const struct ar *a, int q, char *buf, size_t len)
  * a word died; else the first reason given (its own, or a rank's ABORT).
  * It waits up to AR_GRACE_MS for a dying rank's socket to close.
  */
-static void __attribute__((noreturn)) root_abort(struct ar *a, int blame,
+static void __noreturn root_abort(struct ar *a, int blame,
 						 const char *why)
 {
 	uint64_t deadline = now_ns() + AR_GRACE_MS * 1000000ULL;
@@ -1086,7 +1088,7 @@ static void krdma_setup(struct ar *a)
 }
 
 /* A failed completion: which neighbour, what */
-static void __attribute__((noreturn)) wc_failed(struct ar *a,
+static void __noreturn wc_failed(struct ar *a,
 						const struct krdma_completion *wc)
 {
 	char buf[96];
@@ -1923,7 +1925,7 @@ int main(int argc, char *argv[])
 		for (t = 0; t <= T_INT32; t++) {
 			if (!(a->o.types & 1 << t))
 				continue;
-			if (nrows == (int)(sizeof(rows) / sizeof(rows[0])))
+			if (nrows == (int)ARRAY_SIZE(rows))
 				break;
 			ok &= one_size(a, size, t, &rows[nrows]);
 			nrows++;
