@@ -186,8 +186,9 @@ kill_run() {
 	pids=()
 }
 
-# the pins back to $pins0 (pages are unpinned from a work item: wait up to
-# 10 s), and no buffer of krdma-allreduce in debugfs
+# the pins back to $pins0, as before the first run (pages are unpinned
+# from a work item: wait up to 10 s), and no buffer of krdma-allreduce in
+# debugfs
 nothing_pinned() {
 	local end=$((SECONDS + 10)) p
 
@@ -216,6 +217,8 @@ if [[ ! -x $AR ]]; then
 	exit 1
 fi
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+# before any rank ran: every run ends with all of its pages unpinned
+pins0=$(pins)
 
 port=29500
 declare -A bw
@@ -235,7 +238,6 @@ for t in rxe siw; do
 		json "$TMP/$t.0.out" "[p[\"info\"].split() for p in d[\"peers\"]] == [[\"$dev\", p[\"info\"].split()[1], \"$notify\"] for p in d[\"peers\"]]"
 	bw[$t]=$(algbw "$t")
 
-	pins0=$(pins)
 	port=$((port + 1))
 	kill_run "$t-kill" "$addr" $port
 	check "$t: rank 1 killed mid-run (after rank 0's first row, before its end)" \
