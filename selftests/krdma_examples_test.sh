@@ -126,14 +126,23 @@ ROWS_OK='d["verified"] is True and d["ranks"] == 3 and len(rows) == 4 and
 	    abs(r["busbw_gbs"] - r["algbw_gbs"] * 4 / 3) <= 2e-6 + 1e-4 * r["busbw_gbs"]
 	    for r in rows)'
 
-# algbw NAME: the algbw of the 4 MiB float row, as a diagnostic
+diag() {
+	sed 's/^/# /'
+}
+
+# algbw NAME: the algbw of the 4 MiB float row, as a diagnostic; rank
+# 0's rows as "#" lines into $TMP/NAME.rows
 algbw() {
 	"$PYTHON" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
+for r in d["results"]:
+    print("# %s: %8d bytes %-5s %10.1f us, algbw %.4f GB/s, busbw %.4f GB/s, %d wrong"
+          % (sys.argv[2], r["size"], r["type"], r["time_us"], r["algbw_gbs"],
+             r["busbw_gbs"], r["wrong"]), file=sys.stderr)
 print(["%.4f" % r["algbw_gbs"] for r in d["results"]
        if r["size"] == 4194304 and r["type"] == "float"][0])
-' "$TMP/$1.0.out" 2>/dev/null || echo "?"
+' "$TMP/$1.0.out" "$1" 2>"$TMP/$1.rows" || echo "?"
 }
 
 # kill_run NAME ADDR PORT: N ranks, rank 1 killed once rank 0 printed its
@@ -237,9 +246,11 @@ for t in rxe siw; do
 	check "$t: every rank on $dev notified with $notify" \
 		json "$TMP/$t.0.out" "[p[\"info\"].split() for p in d[\"peers\"]] == [[\"$dev\", p[\"info\"].split()[1], \"$notify\"] for p in d[\"peers\"]]"
 	bw[$t]=$(algbw "$t")
+	cat "$TMP/$t.rows"
 
 	port=$((port + 1))
-	kill_run "$t-kill" "$addr" $port
+	# (2>/dev/null: bash's own "Killed" notice)
+	kill_run "$t-kill" "$addr" $port 2>/dev/null
 	check "$t: rank 1 killed mid-run (after rank 0's first row, before its end)" \
 		test "$killed" -eq 1 -a "${rcs[1]}" -eq 137
 	check "$t: ranks 0 and 2 exit 1 within $KILL_BOUND s of the kill (took ${dt} s)" \
@@ -249,6 +260,7 @@ for t in rxe siw; do
 		      grep -q "aborted: rank 1 is gone" "$TMP/$t-kill.2.err"'
 	check "$t: nothing left pinned: pins back, no krdma-allreduce buffer in debugfs" \
 		nothing_pinned
+	cat "$TMP/$t-kill.0.err" "$TMP/$t-kill.2.err" | diag
 done
 
 port=$((port + 1))
@@ -257,6 +269,7 @@ check "tcp: 3 ranks, 64 KiB and 4 MiB, float and int32: every rank exits 0" all_
 check "tcp: every row verified by every rank, busbw = algbw * 4/3" \
 	json "$TMP/tcp.0.out" "$ROWS_OK"
 bw[tcp]=$(algbw tcp)
+cat "$TMP/tcp.rows"
 port=$((port + 1))
 allreduce inject "$RXE_ADDR" $port -b 64K -n 1 -w 0 -m tcp -j --inject-error
 check "a wrong element is caught: every rank exits 1, 3 wrong (one per rank), not verified" \
