@@ -667,6 +667,23 @@ static void hello_fill(const struct ar *a, struct rv_msg *m)
 	m->v[5] = a->o.slots | a->o.slot_size << 16;
 }
 
+/* Rank 0: say why to a rank it turns away (its VERDICT), and close */
+static void __printf(3, 4) refuse(struct ar *a, int sock, const char *fmt, ...)
+{
+	struct rv_msg m;
+	va_list ap;
+
+	memset(&m, 0, sizeof(m));
+	m.type = RV_VERDICT;
+	m.blame = -1;
+	va_start(ap, fmt);
+	vsnprintf(m.text, sizeof(m.text), fmt, ap);
+	va_end(ap);
+	say(a, "%s", m.text);
+	rv_send(sock, &m);
+	close(sock);
+}
+
 /* Rank 0: take the N - 1 ranks' connections and HELLOs */
 static void rv_root(struct ar *a)
 {
@@ -718,15 +735,15 @@ static void rv_root(struct ar *a)
 		q = m.rank;
 		if (q <= 0 || q >= a->n || a->socks[q] >= 0 ||
 		    m.nranks != (uint32_t)a->n) {
-			say(a, "a rank %d of %u refused (world size %d%s)", q,
-			    m.nranks, a->n, q > 0 && q < a->n && a->socks[q] >= 0 ?
-			    ", rank taken" : "");
-			close(s);
+			refuse(a, s, "rank %d of %u refused: the world size is %d%s",
+			       q, m.nranks, a->n,
+			       q > 0 && q < a->n && a->socks[q] >= 0 ?
+			       ", and that rank has joined" : "");
 			continue;
 		}
 		if (memcmp(m.v, mine.v, sizeof(m.v))) {
-			say(a, "rank %d runs with other options (mode, sizes, types, iterations or slots): refused", q);
-			close(s);
+			refuse(a, s, "rank %d refused: it runs with other options than rank 0 (mode, sizes, types, iterations or slots)",
+			       q);
 			continue;
 		}
 		a->socks[q] = s;
