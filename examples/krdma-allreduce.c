@@ -959,7 +959,9 @@ static void submit(struct ar *a, struct krdma_op *ops, uint32_t n)
 	if (!n)
 		return;
 	q = neighbour_of(a, ops->conn);
-	ar_abort(a, q, "%s to rank %d (%s neighbour) refused: %s%s",
+	/* a connection that went down is the neighbour's doing; else ours */
+	ar_abort(a, ret == -ENOTCONN || ret == -ECONNRESET ? q : -1,
+		 "%s to rank %d (%s neighbour) refused: %s%s",
 		 krdma_opcode_str(ops->opcode), q, side_of(a, ops->conn),
 		 strerror(-ret), conn_why(a, ops->conn, buf, sizeof(buf)));
 }
