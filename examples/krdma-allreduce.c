@@ -312,8 +312,8 @@ static void dead_text(const struct ar *a, int q, char *buf, size_t len)
  * a word died; else the first reason given (its own, or a rank's ABORT).
  * It waits up to AR_GRACE_MS for a dying rank's socket to close.
  */
-static void __noreturn root_abort(struct ar *a, int blame,
-						 const char *why)
+static void __noreturn root_abort(struct ar *a, int who, int blame,
+				  const char *why)
 {
 	uint64_t deadline = now_ns() + AR_GRACE_MS * 1000000ULL;
 	struct pollfd pfd[AR_MAX_RANKS];
@@ -321,13 +321,16 @@ static void __noreturn root_abort(struct ar *a, int blame,
 	char text[sizeof(((struct rv_msg *)0)->text)];
 	int i, np, waiting;
 
+	if (who > 0)
+		aborted[who] = true;
+
 	for (i = 1; i < a->n; i++) {
 		if (a->gone[i]) {
 			dead_text(a, i, text, sizeof(text));
 			root_verdict(a, i, text);
 		}
 	}
-	snprintf(text, sizeof(text), "%s", why);
+	snprintf(text, sizeof(text), "rank %d: %.160s", who, why);
 	for (;;) {
 		uint64_t t = now_ns();
 		int idx[AR_MAX_RANKS];
@@ -354,6 +357,11 @@ static void __noreturn root_abort(struct ar *a, int blame,
 			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
 			ret = rv_read(a->socks[q], &m, now_ns() + 1000000000ULL);
+			/* gone after its ABORT: it gave up waiting, not died */
+			if (ret == -EPIPE && (aborted[q] || q == who)) {
+				a->gone[q] = true;
+				continue;
+			}
 			if (ret == -EPIPE || ret == -ECONNRESET) {
 				a->gone[q] = true;
 				dead_text(a, q, text, sizeof(text));
@@ -384,7 +392,8 @@ static void __noreturn root_abort(struct ar *a, int blame,
  */
 static void ar_abort(struct ar *a, int blame, const char *fmt, ...)
 {
-	uint64_t deadline = now_ns() + AR_GRACE_MS * 1000000ULL;
+	/* longer than rank 0 may take to decide (AR_GRACE_MS) */
+	uint64_t deadline = now_ns() + 2 * AR_GRACE_MS * 1000000ULL;
 	char why[sizeof(((struct rv_msg *)0)->text)];
 	struct rv_msg m;
 	va_list ap;
@@ -395,7 +404,7 @@ static void ar_abort(struct ar *a, int blame, const char *fmt, ...)
 	va_end(ap);
 	fflush(stdout);
 	if (a->rank == 0 && a->socks)
-		root_abort(a, blame, why);
+		root_abort(a, 0, blame, why);
 	if (a->rank == 0 || a->root_sock < 0) {
 		say(a, "%s", why);
 		exit(1);
@@ -421,7 +430,7 @@ static void ar_abort(struct ar *a, int blame, const char *fmt, ...)
 			exit(1);
 		}
 	}
-	say(a, "aborted: no word from rank 0 within %d ms", AR_GRACE_MS);
+	say(a, "aborted: no word from rank 0 within %d ms", 2 * AR_GRACE_MS);
 	exit(1);
 }
 
@@ -448,7 +457,7 @@ static void rv_event(struct ar *a, int q)
 			ar_abort(a, q, "rendezvous with rank %d: %s", q,
 				 strerror(-ret));
 		if (m.type == RV_ABORT)
-			root_abort(a, m.blame, m.text);
+			root_abort(a, q, m.blame, m.text);
 		/* a rank done before us is in the next exchange already */
 		if (a->has_early[q])
 			ar_abort(a, q, "rendezvous: rank %d is two exchanges ahead",
@@ -567,7 +576,7 @@ static void rv_exchange(struct ar *a, struct rv_msg *mine, bool gather)
 					ar_abort(a, q, "rendezvous with rank %d: %s",
 						 q, strerror(-ret));
 				if (m.type == RV_ABORT)
-					root_abort(a, m.blame, m.text);
+					root_abort(a, q, m.blame, m.text);
 				if (m.xseq != xseq || m.type != mine->type ||
 				    m.rank != (uint32_t)q)
 					ar_abort(a, q, "rendezvous out of step: message %u (exchange %u) from rank %d, expected %u (%u)",
