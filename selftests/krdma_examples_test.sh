@@ -15,8 +15,9 @@
 #   is caught by every rank: exit 1, 3 wrong elements, not verified;
 # - rank 1 killed (SIGKILL) mid-run, on rxe and on siw: ranks 0 and 2 exit
 #   1 within KILL_BOUND seconds, both naming rank 1; the pinned pages come
-#   back to where they were (nr_foll_pin_acquired - nr_foll_pin_released
-#   of /proc/vmstat) and debugfs lists no buffer of krdma-allreduce.
+#   back to (at most) where they were before the first run
+#   (nr_foll_pin_acquired - nr_foll_pin_released of /proc/vmstat) and
+#   debugfs lists no buffer of krdma-allreduce.
 # Every rank runs under `timeout`, except the ones of the kill cases,
 # which are waited for with a bound and killed at the end if still there.
 
@@ -195,16 +196,17 @@ kill_run() {
 	pids=()
 }
 
-# the pins back to $pins0, as before the first run (pages are unpinned
-# from a work item: wait up to 10 s), and no buffer of krdma-allreduce in
-# debugfs
+# the pins back to $pins0 or below, as before the first run (pages are
+# unpinned from a work item: wait up to 10 s; something else of the
+# guest may have released a few meanwhile, one rank's buffers are
+# hundreds of pages), and no buffer of krdma-allreduce in debugfs
 nothing_pinned() {
 	local end=$((SECONDS + 10)) p
 
-	while p=$(pins) && ((p != pins0)) && ((SECONDS < end)); do
+	while p=$(pins) && ((p > pins0)) && ((SECONDS < end)); do
 		sleep 0.1
 	done
-	if ((p != pins0)); then
+	if ((p > pins0)); then
 		echo "pins: $p, were $pins0" >"$TMP/last.pins"
 		return 1
 	fi
