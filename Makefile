@@ -3,7 +3,8 @@
 # Top-level build of krdma: the module (through Kbuild), the userspace
 # tools and the selftests, plus the guest test bed.
 #
-#   make                 module + tools, for KDIR (default: running kernel)
+#   make                 module + tools + examples, for KDIR (default: running
+#                        kernel)
 #   make check           every test, in a QEMU guest per kernel, then two
 #                        guests (see README.md)
 #   make check-dkms      make check's DKMS test alone: dkms build on the host
@@ -21,7 +22,8 @@
 #   make bench           krdmactl bench vs perftest vs TCP, in a QEMU guest;
 #                        writes Documentation/benchmarks-results.* and .png
 #   make lint            W=1, sparse and checkpatch --strict on the module
-#   make install         module, krdmactl, man page, completion, udev rule
+#   make install         module, krdmactl, krdma-allreduce, man page,
+#                        completion, udev rule
 #   make uninstall       remove what make install installed
 #   make dkms-install    the module's source to /usr/src/krdma-VERSION, built
 #                        and installed by DKMS for every kernel with headers
@@ -49,11 +51,11 @@ endif
 endif
 endif
 
-.PHONY: all modules tools selftests check check-dkms check-debug check-two demo guest-run soak bench lint clean help \
+.PHONY: all modules tools examples selftests check check-dkms check-debug check-two demo guest-run soak bench lint clean help \
 	install uninstall install-modules install-tools version \
 	dkms-source dkms-install dkms-uninstall
 
-all: modules tools
+all: modules tools examples
 
 modules:
 	@test -f $(KDIR)/Makefile || { \
@@ -66,6 +68,10 @@ modules:
 
 tools:
 	$(MAKE) -C userspace-tools
+
+# Workloads over libkrdma (Documentation/workloads.rst)
+examples: tools
+	$(MAKE) -C examples
 
 selftests: modules tools
 	$(MAKE) -C selftests KDIR=$(KDIR)
@@ -121,6 +127,7 @@ lint:
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	$(MAKE) -C userspace-tools clean
+	$(MAKE) -C examples clean
 	$(MAKE) -C selftests clean
 
 # make install (after make): the module to /lib/modules/$(KVER)/updates (the kernel's
@@ -177,8 +184,9 @@ install-modules:
 # looks the page up under that name (well under a second: it updates)
 MANDB = command -v mandb >/dev/null && mandb -q || true
 
-install-tools: tools
+install-tools: tools examples
 	$(INSTALL) -D -m 0755 userspace-tools/krdmactl $(DESTDIR)$(SBINDIR)/krdmactl
+	$(INSTALL) -D -m 0755 examples/krdma-allreduce $(DESTDIR)$(SBINDIR)/krdma-allreduce
 	$(INSTALL) -d $(DESTDIR)$(MANDIR)/man8
 	sed 's|/usr/local/share/doc/krdma|$(DOCDIR)|' userspace-tools/krdmactl.8 \
 		>$(DESTDIR)$(MANDIR)/man8/krdmactl.8
@@ -197,7 +205,8 @@ uninstall:
 		$(DESTDIR)/lib/modules/$(MOD_KVER)/updates/krdma.ko.gz
 	-rmdir $(DESTDIR)/lib/modules/$(MOD_KVER)/updates 2>/dev/null
 	$(if $(DESTDIR),,$(DEPMOD) -a $(MOD_KVER))
-	rm -f $(DESTDIR)$(SBINDIR)/krdmactl $(DESTDIR)$(MANDIR)/man8/krdmactl.8 \
+	rm -f $(DESTDIR)$(SBINDIR)/krdmactl $(DESTDIR)$(SBINDIR)/krdma-allreduce \
+		$(DESTDIR)$(MANDIR)/man8/krdmactl.8 \
 		$(DESTDIR)$(DOCDIR)/debugfs-krdma $(DESTDIR)$(DOCDIR)/sysfs-module-krdma \
 		$(DESTDIR)$(DOCDIR)/cli.rst $(DESTDIR)$(COMPDIR)/krdmactl $(DESTDIR)$(UDEVDIR)/60-krdma.rules
 	-rmdir $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR) $(DESTDIR)$(PREFIX)/share/doc \

@@ -1,0 +1,1982 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma-allreduce: the ring AllReduce of NCCL and Horovod (reduce-scatter,
+ * then all-gather) among N processes, over /dev/krdma through libkrdma,
+ * or over TCP with the same ring and the same chunking; every element
+ * verified, timed and printed as nccl-tests prints it.
+ *
+ * The ring: rank r sends to rank r + 1 (its right neighbour) and receives
+ * from rank r - 1 (its left), mod N. The data (count elements) is cut
+ * into N chunks; step s of the 2(N - 1) steps sends chunk (r - s) mod N
+ * and receives chunk (r - s - 1) mod N, which it adds into its own data
+ * (the N - 1 reduce-scatter steps) or copies there (the N - 1 all-gather
+ * steps). What step s sends is what step s - 1 received: a chunk is
+ * forwarded piece by piece, as soon as each piece is in.
+ *
+ * Over krdma, per rank:
+ * - objects: a listener, a connection to the right neighbour (CONNECT)
+ *   and one from the left (ACCEPT), three buffers: the data (the source of
+ *   the WRITEs), the slots (S slots of slot_size bytes the left neighbour
+ *   writes into, granted to it with REMOTE_WRITE) and small control slots
+ *   (RECVs and SENDs of notifications and credits);
+ * - the token of the slots window goes to the left neighbour over the TCP
+ *   rendezvous, which also carries the listen addresses;
+ * - a piece is one RDMA WRITE into slot (i mod S) of the right
+ *   neighbour's window, and a notification: the WRITE carries it as its
+ *   immediate data (WRITE_IMM) on InfiniBand and RoCE; on iWARP, which
+ *   has no immediate data, a SEND of the piece's number follows the
+ *   WRITE (a SEND after a WRITE on one connection arrives after its
+ *   data). The transport comes from the connection's device;
+ * - flow control by credits: a sender may have S pieces its neighbour has
+ *   not consumed; the receiver SENDs a credit back for each piece once it
+ *   has added or copied it out of its slot. Each notification and each
+ *   credit consumes a RECV, so each side keeps S RECVs posted on each
+ *   connection (posted before the tokens are exchanged, which is before
+ *   anyone sends: iWARP has no RNR retry), re-posted as they complete.
+ *
+ * The rendezvous: rank 0 listens on the address given (--root, or
+ * MASTER_ADDR:MASTER_PORT), every other rank connects to it; rank 0
+ * gathers and broadcasts. It is also how a dead rank is named: its
+ * socket closes (its process exited) without a word, and rank 0 tells
+ * everyone which rank it was.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libkrdma.h"
+
+#define PROG			"krdma-allreduce"
+#define AR_MAX_RANKS		256	/* float sums stay exact below 2^24 */
+#define AR_MAX_STEPS		(2 * AR_MAX_RANKS)
+#define AR_DEF_PORT		29500	/* torchrun's MASTER_PORT */
+#define AR_DEF_SLOTS		4
+#define AR_MAX_SLOTS		64
+#define AR_DEF_SLOT_SIZE	(256U << 10)
+#define AR_MAX_SLOT_SIZE	(64U << 20)
+#define AR_CTRL			64	/* bytes of a control slot */
+#define AR_GRACE_MS		5000	/* to learn who died, after a failure */
+#define AR_DEF_TIMEOUT_S	30
+
+#define RV_MAGIC		0x52414b52U	/* "RKAR" */
+#define RV_VERSION		1
+#define NOTE_MAGIC		0x4e414b52U	/* "RKAN" */
+
+#define __printf(a, b) __attribute__((format(printf, a, b)))
+#define __noreturn __attribute__((noreturn))
+#define ARRAY_SIZE(x) (sizeof(x) / sizeof((x)[0]))
+
+enum rv_type {
+	RV_HELLO = 1,	/* rank, the options it runs with */
+	RV_ADDR,	/* where it listens */
+	RV_TOKEN,	/* the token of its slots window, its device */
+	RV_BARRIER,
+	RV_RESULT,	/* time and errors of one size and type */
+	RV_DONE,
+	RV_ABORT,	/* rank -> root: I fail, for this reason */
+	RV_VERDICT,	/* root -> ranks: the run failed, for this reason */
+};
+
+/* One rendezvous message, host byte order (as krdmactl's protocols) */
+struct rv_msg {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t rank;
+	uint32_t nranks;
+	uint32_t xseq;		/* number of the exchange */
+	int32_t blame;		/* ABORT, VERDICT: the rank at fault, or -1 */
+	uint64_t v[6];
+	struct krdma_addr addr;
+	struct krdma_token token;
+	char text[192];
+};
+
+_Static_assert(sizeof(struct rv_msg) == 328, "328 bytes on the wire");
+
+/* A notification (iWARP) or a credit, in a control slot */
+struct note {
+	uint32_t magic;
+	uint32_t kind;
+	uint32_t seq;
+	uint32_t pad;
+};
+
+#define NOTE_DATA	1
+#define NOTE_CREDIT	2
+
+/* Completion cookies: kind in the top byte, an index below */
+#define K_NRECV		1ULL	/* RECV for a notification (left) */
+#define K_CRECV		2ULL	/* RECV for a credit (right) */
+#define K_WRITE		3ULL	/* WRITE(_IMM) of piece J (right) */
+#define K_NSEND		4ULL	/* SEND notification of piece J (right) */
+#define K_CSEND		5ULL	/* SEND credit for piece I (left) */
+#define COOKIE(k, i)	(((k) << 56) | (uint64_t)(i))
+#define CKIND(c)	((c) >> 56)
+#define CINDEX(c)	((c) & ((1ULL << 56) - 1))
+
+enum dtype { T_FLOAT, T_INT32 };
+static const char *const type_names[] = { "float", "int32" };
+
+struct opts {
+	int rank, nranks;
+	char root_host[256];
+	unsigned int root_port;
+	char addr[INET6_ADDRSTRLEN];	/* local address to listen on */
+	bool tcp;
+	int notify;			/* 0 auto, 1 imm, 2 send */
+	uint64_t min_bytes, max_bytes, factor;
+	int types;			/* bit per enum dtype */
+	unsigned int iters, warmup;
+	unsigned int slots;
+	uint64_t slot_size;
+	unsigned int timeout_s;
+	bool json;
+	bool inject;			/* a wrong input, for the tests */
+};
+
+struct plan {
+	uint32_t nsteps;
+	uint64_t count;			/* elements */
+	uint64_t pe;			/* elements per piece */
+	enum dtype type;
+	uint32_t csend[AR_MAX_STEPS], crecv[AR_MAX_STEPS];
+	uint32_t sbase[AR_MAX_STEPS + 1], rbase[AR_MAX_STEPS + 1];
+};
+
+/* Progress of one AllReduce */
+struct run {
+	uint32_t nsend, nrecv;
+	uint32_t next_send;		/* pieces posted (krdma) or written (TCP) */
+	uint32_t sent_ok;		/* pieces whose ops all completed */
+	uint32_t credits;		/* credits received */
+	uint32_t notes;			/* notifications received */
+	uint32_t processed;		/* pieces received and reduced/copied */
+	uint32_t csend_ok;		/* credits sent and completed */
+	uint8_t *sdone;			/* per sent piece: ops completed */
+	uint8_t *cdone;			/* per received piece: credit completed */
+	uint64_t soff, roff;		/* TCP: bytes of the current pieces */
+	uint64_t last_progress;
+};
+
+struct ar {
+	struct opts o;
+	int rank, n, left, right;
+	char phase[128];		/* what runs now, for messages */
+	/* rendezvous */
+	int root_sock;			/* rank > 0 */
+	int *socks;			/* rank 0: per rank (-1 for itself) */
+	bool *gone;			/* rank 0: rank's socket closed */
+	struct rv_msg *early;		/* rank 0: a rank's next message */
+	bool *has_early;
+	uint32_t xseq;
+	struct krdma_addr local;	/* local address, port 0 */
+	/* krdma */
+	int kfd;
+	uint32_t listener, lconn, rconn;
+	bool imm;			/* WRITE_IMM to the right */
+	char info[128];			/* "rxe0 RoCE WRITE_IMM" */
+	uint8_t *data, *slots, *ctrl;
+	uint64_t data_len, slots_len, ctrl_len;
+	uint32_t data_h, slots_h, ctrl_h, grant_h;
+	struct krdma_token rtok;	/* the right neighbour's slots */
+	uint32_t tx_seq, rx_seq, ctx_seq, crx_seq;	/* notes, credits */
+	/* TCP */
+	int lsock, rsock, tlisten;
+	/* results */
+	struct rv_msg *all;		/* allgather of N messages */
+	char infos[AR_MAX_RANKS][128];
+	char first_wrong[120];
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void __printf(2, 3) say(const struct ar *a, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, PROG ": rank %d: ", a->rank);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/*
+ * Rendezvous
+ */
+
+static int rv_send(int sock, struct rv_msg *m)
+{
+	const uint8_t *p = (const uint8_t *)m;
+	size_t done = 0;
+
+	m->magic = RV_MAGIC;
+	m->version = RV_VERSION;
+	while (done < sizeof(*m)) {
+		ssize_t w = send(sock, p + done, sizeof(*m) - done, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -errno;
+		done += w;
+	}
+	return 0;
+}
+
+/* One message from @sock by @deadline (ns): 0, -EPIPE (EOF), -ETIMEDOUT, -EPROTO */
+static int rv_read(int sock, struct rv_msg *m, uint64_t deadline)
+{
+	uint8_t *p = (uint8_t *)m;
+	size_t done = 0;
+
+	while (done < sizeof(*m)) {
+		struct pollfd pfd = { .fd = sock, .events = POLLIN };
+		uint64_t t = now_ns();
+		int ms = t >= deadline ? 0 : (int)((deadline - t) / 1000000) + 1;
+		ssize_t r;
+
+		if (poll(&pfd, 1, ms) == 0)
+			return -ETIMEDOUT;
+		r = recv(sock, p + done, sizeof(*m) - done, MSG_DONTWAIT);
+		if (r == 0)
+			return -EPIPE;
+		if (r < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			return errno == ECONNRESET ? -EPIPE : -errno;
+		}
+		done += r;
+	}
+	if (m->magic != RV_MAGIC || m->version != RV_VERSION)
+		return -EPROTO;
+	m->text[sizeof(m->text) - 1] = '\0';
+	return 0;
+}
+
+static void __noreturn ar_abort(struct ar *a, int blame,
+					       const char *fmt, ...)
+	__printf(3, 4);
+
+/* Rank 0: the verdict to everyone still there, then exit */
+static void __noreturn root_verdict(struct ar *a, int blame,
+						   const char *text)
+{
+	struct rv_msg m;
+	int i;
+
+	memset(&m, 0, sizeof(m));
+	m.type = RV_VERDICT;
+	m.blame = blame;
+	snprintf(m.text, sizeof(m.text), "%s", text);
+	for (i = 1; i < a->n; i++)
+		if (a->socks[i] >= 0 && !a->gone[i])
+			rv_send(a->socks[i], &m);
+	say(a, "aborted: %s", text);
+	exit(1);
+}
+
+static void dead_text(const struct ar *a, int q, char *buf, size_t len)
+{
+	snprintf(buf, len, "rank %d is gone: its process exited or was killed (its rendezvous connection closed) during %.70s",
+		 q, a->phase);
+}
+
+/*
+ * Rank 0 decides why the run failed: a rank whose socket closed without
+ * a word died; else the first reason given (its own, or a rank's ABORT).
+ * It waits up to AR_GRACE_MS for a dying rank's socket to close.
+ */
+static void __noreturn root_abort(struct ar *a, int who, int blame,
+				  const char *why)
+{
+	uint64_t deadline = now_ns() + AR_GRACE_MS * 1000000ULL;
+	struct pollfd pfd[AR_MAX_RANKS];
+	bool aborted[AR_MAX_RANKS] = { false };
+	char text[sizeof(((struct rv_msg *)0)->text)];
+	int i, np, waiting;
+
+	if (who > 0)
+		aborted[who] = true;
+
+	for (i = 1; i < a->n; i++) {
+		if (a->gone[i]) {
+			dead_text(a, i, text, sizeof(text));
+			root_verdict(a, i, text);
+		}
+	}
+	snprintf(text, sizeof(text), "rank %d: %.160s", who, why);
+	for (;;) {
+		uint64_t t = now_ns();
+		int idx[AR_MAX_RANKS];
+
+		np = 0;
+		waiting = 0;
+		for (i = 1; i < a->n; i++) {
+			if (a->gone[i])
+				continue;
+			if (!aborted[i])
+				waiting++;
+			pfd[np].fd = a->socks[i];
+			pfd[np].events = POLLIN;
+			idx[np++] = i;
+		}
+		if (!waiting || t >= deadline)
+			break;
+		if (poll(pfd, np, (int)((deadline - t) / 1000000) + 1) <= 0)
+			continue;
+		for (i = 0; i < np; i++) {
+			struct rv_msg m;
+			int q = idx[i], ret;
+
+			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			ret = rv_read(a->socks[q], &m, now_ns() + 1000000000ULL);
+			/* gone after its ABORT: it gave up waiting, not died */
+			if (ret == -EPIPE && (aborted[q] || q == who)) {
+				a->gone[q] = true;
+				continue;
+			}
+			if (ret == -EPIPE || ret == -ECONNRESET) {
+				a->gone[q] = true;
+				dead_text(a, q, text, sizeof(text));
+				root_verdict(a, q, text);
+			}
+			if (ret) {
+				a->gone[q] = true;
+				continue;
+			}
+			if (m.type == RV_ABORT) {
+				aborted[q] = true;
+				/* the first reason, unless ours names nobody */
+				if (blame < 0 && m.blame >= 0) {
+					blame = m.blame;
+					snprintf(text, sizeof(text),
+						 "rank %u: %.100s", q, m.text);
+				}
+			}
+		}
+	}
+	root_verdict(a, blame, text);
+}
+
+/*
+ * Fail the run: say so to rank 0 (or, on rank 0, find out who is at
+ * fault and tell everyone), print the verdict, exit 1. Closing the
+ * files at exit ends the connections and unpins the buffers.
+ */
+static void ar_abort(struct ar *a, int blame, const char *fmt, ...)
+{
+	/* longer than rank 0 may take to decide (AR_GRACE_MS) */
+	uint64_t deadline = now_ns() + 2 * AR_GRACE_MS * 1000000ULL;
+	char why[sizeof(((struct rv_msg *)0)->text)];
+	struct rv_msg m;
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+	if (a->rank == 0 && a->socks)
+		root_abort(a, 0, blame, why);
+	if (a->rank == 0 || a->root_sock < 0) {
+		say(a, "%s", why);
+		exit(1);
+	}
+	say(a, "%s", why);
+	memset(&m, 0, sizeof(m));
+	m.type = RV_ABORT;
+	m.rank = a->rank;
+	m.blame = blame;
+	snprintf(m.text, sizeof(m.text), "%s", why);
+	rv_send(a->root_sock, &m);
+	for (;;) {
+		ret = rv_read(a->root_sock, &m, deadline);
+		if (ret == -ETIMEDOUT)
+			break;
+		if (ret) {
+			say(a, "aborted: rank 0 is gone: its process exited or was killed (its rendezvous connection closed) during %s",
+			    a->phase);
+			exit(1);
+		}
+		if (m.type == RV_VERDICT) {
+			say(a, "aborted: %s", m.text);
+			exit(1);
+		}
+	}
+	say(a, "aborted: no word from rank 0 within %d ms", 2 * AR_GRACE_MS);
+	exit(1);
+}
+
+/*
+ * A rendezvous socket is readable outside an exchange: on rank 0 a
+ * rank's ABORT, or its socket closed (it died); on the others rank 0's
+ * VERDICT, or its death.
+ */
+static void rv_event(struct ar *a, int q)
+{
+	struct rv_msg m;
+	int sock = a->rank ? a->root_sock : a->socks[q];
+	int ret = rv_read(sock, &m, now_ns() + 1000000000ULL);
+
+	if (a->rank == 0) {
+		char text[sizeof(m.text)];
+
+		if (ret == -EPIPE) {
+			a->gone[q] = true;
+			dead_text(a, q, text, sizeof(text));
+			root_verdict(a, q, text);
+		}
+		if (ret)
+			ar_abort(a, q, "rendezvous with rank %d: %s", q,
+				 strerror(-ret));
+		if (m.type == RV_ABORT)
+			root_abort(a, q, m.blame, m.text);
+		/* a rank done before us is in the next exchange already */
+		if (a->has_early[q])
+			ar_abort(a, q, "rendezvous: rank %d is two exchanges ahead",
+				 q);
+		a->early[q] = m;
+		a->has_early[q] = true;
+		return;
+	}
+	if (ret == -EPIPE) {
+		say(a, "aborted: rank 0 is gone: its process exited or was killed (its rendezvous connection closed) during %s",
+		    a->phase);
+		exit(1);
+	}
+	if (ret)
+		ar_abort(a, 0, "rendezvous with rank 0: %s", strerror(-ret));
+	if (m.type == RV_VERDICT) {
+		say(a, "aborted: %s", m.text);
+		exit(1);
+	}
+	ar_abort(a, 0, "rendezvous: unexpected message %u from rank 0", m.type);
+}
+
+/*
+ * The one collective of the rendezvous: every rank gives @mine; rank 0
+ * collects them and sends back all N (into a->all) when @gather, else
+ * only its own (a barrier). The same exchange on every rank, in order.
+ */
+static void rv_exchange(struct ar *a, struct rv_msg *mine, bool gather)
+{
+	uint64_t deadline = now_ns() + a->o.timeout_s * 1000000000ULL;
+	uint32_t xseq = ++a->xseq;
+	int i, ret;
+
+	mine->rank = a->rank;
+	mine->nranks = a->n;
+	mine->xseq = xseq;
+	if (a->rank) {
+		int want = gather ? a->n : 1;
+
+		ret = rv_send(a->root_sock, mine);
+		for (i = 0; !ret && i < want; i++) {
+			struct rv_msg *m = &a->all[gather ? i : 0];
+
+			ret = rv_read(a->root_sock, m, deadline);
+			if (ret == -EPIPE)
+				rv_event(a, 0);		/* rank 0's death */
+			if (ret == -ETIMEDOUT)
+				ar_abort(a, 0, "no answer from rank 0 within %u s during %s",
+					 a->o.timeout_s, a->phase);
+			if (!ret && m->type == RV_VERDICT) {
+				say(a, "aborted: %s", m->text);
+				exit(1);
+			}
+			if (!ret && (m->xseq != xseq || m->type != mine->type))
+				ar_abort(a, 0, "rendezvous out of step: message %u (exchange %u) from rank 0, expected %u (%u)",
+					 m->type, m->xseq, mine->type, xseq);
+		}
+		if (ret)
+			ar_abort(a, 0, "rendezvous with rank 0: %s",
+				 strerror(-ret));
+		return;
+	}
+
+	/* rank 0 */
+	a->all[0] = *mine;
+	{
+		bool have[AR_MAX_RANKS] = { true };
+		int missing = a->n - 1;
+
+		while (missing) {
+			struct pollfd pfd[AR_MAX_RANKS];
+			int idx[AR_MAX_RANKS], np = 0;
+			uint64_t t = now_ns();
+
+			for (i = 1; i < a->n; i++) {
+				if (!have[i] && a->has_early[i]) {
+					a->has_early[i] = false;
+					if (a->early[i].xseq != xseq ||
+					    a->early[i].type != mine->type)
+						ar_abort(a, i, "rendezvous out of step: message %u (exchange %u) from rank %d, expected %u (%u)",
+							 a->early[i].type, a->early[i].xseq,
+							 i, mine->type, xseq);
+					a->all[i] = a->early[i];
+					have[i] = true;
+					missing--;
+				}
+				if (have[i])
+					continue;
+				pfd[np].fd = a->socks[i];
+				pfd[np].events = POLLIN;
+				idx[np++] = i;
+			}
+			if (!np)
+				break;
+			if (t >= deadline) {
+				ar_abort(a, idx[0], "rank %d did not reach %s within %u s",
+					 idx[0], a->phase, a->o.timeout_s);
+			}
+			if (poll(pfd, np, (int)((deadline - t) / 1000000) + 1) <= 0)
+				continue;
+			for (i = 0; i < np; i++) {
+				struct rv_msg m;
+				int q = idx[i];
+
+				if (!pfd[i].revents)
+					continue;
+				ret = rv_read(a->socks[q], &m, deadline);
+				if (ret == -EPIPE) {
+					char text[sizeof(m.text)];
+
+					a->gone[q] = true;
+					dead_text(a, q, text, sizeof(text));
+					root_verdict(a, q, text);
+				}
+				if (ret)
+					ar_abort(a, q, "rendezvous with rank %d: %s",
+						 q, strerror(-ret));
+				if (m.type == RV_ABORT)
+					root_abort(a, q, m.blame, m.text);
+				if (m.xseq != xseq || m.type != mine->type ||
+				    m.rank != (uint32_t)q)
+					ar_abort(a, q, "rendezvous out of step: message %u (exchange %u) from rank %d, expected %u (%u)",
+						 m.type, m.xseq, q, mine->type, xseq);
+				a->all[q] = m;
+				have[q] = true;
+				missing--;
+			}
+		}
+	}
+	for (i = 1; i < a->n; i++) {
+		int j;
+
+		ret = 0;
+		if (gather) {
+			for (j = 0; !ret && j < a->n; j++)
+				ret = rv_send(a->socks[i], &a->all[j]);
+		} else {
+			ret = rv_send(a->socks[i], mine);
+		}
+		if (ret)
+			ar_abort(a, i, "rendezvous with rank %d: %s", i,
+				 strerror(-ret));
+	}
+}
+
+static int resolve(const char *host, unsigned int port, struct sockaddr_storage *ss,
+		   socklen_t *len)
+{
+	struct addrinfo hints, *res;
+	char ps[16];
+	int ret;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	snprintf(ps, sizeof(ps), "%u", port);
+	ret = getaddrinfo(host, ps, &hints, &res);
+	if (ret)
+		return -EHOSTUNREACH;
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+/* sockaddr <-> krdma_addr (the rendezvous carries addresses so) */
+static void sa_to_addr(const struct sockaddr_storage *ss, struct krdma_addr *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->family = ss->ss_family;
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const void *)ss;
+
+		out->port = ntohs(s4->sin_port);
+		memcpy(out->addr, &s4->sin_addr, 4);
+	} else {
+		const struct sockaddr_in6 *s6 = (const void *)ss;
+
+		out->port = ntohs(s6->sin6_port);
+		memcpy(out->addr, &s6->sin6_addr, 16);
+		out->scope_id = s6->sin6_scope_id;
+	}
+}
+
+static socklen_t addr_to_sa(const struct krdma_addr *a, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	ss->ss_family = a->family;
+	if (a->family == AF_INET) {
+		struct sockaddr_in *s4 = (void *)ss;
+
+		s4->sin_port = htons(a->port);
+		memcpy(&s4->sin_addr, a->addr, 4);
+		return sizeof(*s4);
+	}
+	{
+		struct sockaddr_in6 *s6 = (void *)ss;
+
+		s6->sin6_port = htons(a->port);
+		memcpy(&s6->sin6_addr, a->addr, 16);
+		s6->sin6_scope_id = a->scope_id;
+		return sizeof(*s6);
+	}
+}
+
+/* The options every rank must share, in a HELLO */
+static void hello_fill(const struct ar *a, struct rv_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = RV_HELLO;
+	m->v[0] = a->o.tcp | (uint64_t)a->o.types << 8;
+	m->v[1] = a->o.min_bytes;
+	m->v[2] = a->o.max_bytes;
+	m->v[3] = a->o.factor;
+	m->v[4] = a->o.iters | (uint64_t)a->o.warmup << 32;
+	m->v[5] = a->o.slots | a->o.slot_size << 16;
+}
+
+/* Rank 0: say why to a rank it turns away (its VERDICT), and close */
+static void __printf(3, 4) refuse(struct ar *a, int sock, const char *fmt, ...)
+{
+	struct rv_msg m;
+	va_list ap;
+
+	memset(&m, 0, sizeof(m));
+	m.type = RV_VERDICT;
+	m.blame = -1;
+	va_start(ap, fmt);
+	vsnprintf(m.text, sizeof(m.text), fmt, ap);
+	va_end(ap);
+	say(a, "%s", m.text);
+	rv_send(sock, &m);
+	close(sock);
+}
+
+/* Rank 0: take the N - 1 ranks' connections and HELLOs */
+static void rv_root(struct ar *a)
+{
+	uint64_t deadline = now_ns() + a->o.timeout_s * 1000000000ULL;
+	struct sockaddr_storage ss;
+	struct rv_msg mine, m;
+	socklen_t len;
+	int ls, one = 1, joined = 0;
+
+	a->socks = calloc(a->n, sizeof(*a->socks));
+	a->gone = calloc(a->n, sizeof(*a->gone));
+	a->early = calloc(a->n, sizeof(*a->early));
+	a->has_early = calloc(a->n, sizeof(*a->has_early));
+	if (!a->socks || !a->gone || !a->early || !a->has_early)
+		ar_abort(a, -1, "out of memory");
+	for (joined = 0; joined < a->n; joined++)
+		a->socks[joined] = -1;
+	joined = 0;
+	if (resolve(a->o.root_host, a->o.root_port, &ss, &len))
+		ar_abort(a, -1, "cannot resolve %s", a->o.root_host);
+	ls = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (ls < 0)
+		ar_abort(a, -1, "socket: %s", strerror(errno));
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(ls, (struct sockaddr *)&ss, len) || listen(ls, AR_MAX_RANKS))
+		ar_abort(a, -1, "cannot listen on %s:%u for the rendezvous: %s",
+			 a->o.root_host, a->o.root_port, strerror(errno));
+	sa_to_addr(&ss, &a->local);
+	a->local.port = 0;
+	hello_fill(a, &mine);
+	while (joined < a->n - 1) {
+		struct pollfd pfd = { .fd = ls, .events = POLLIN };
+		uint64_t t = now_ns();
+		int s, q;
+
+		if (t >= deadline)
+			ar_abort(a, -1, "only %d of %d ranks joined within %u s",
+				 joined + 1, a->n, a->o.timeout_s);
+		if (poll(&pfd, 1, (int)((deadline - t) / 1000000) + 1) <= 0)
+			continue;
+		s = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+		if (s < 0)
+			continue;
+		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (rv_read(s, &m, deadline) || m.type != RV_HELLO) {
+			close(s);
+			continue;
+		}
+		q = m.rank;
+		if (q <= 0 || q >= a->n || a->socks[q] >= 0 ||
+		    m.nranks != (uint32_t)a->n) {
+			refuse(a, s, "rank %d of %u refused: the world size is %d%s",
+			       q, m.nranks, a->n,
+			       q > 0 && q < a->n && a->socks[q] >= 0 ?
+			       ", and that rank has joined" : "");
+			continue;
+		}
+		if (memcmp(m.v, mine.v, sizeof(m.v))) {
+			refuse(a, s, "rank %d refused: it runs with other options than rank 0 (mode, sizes, types, iterations or slots)",
+			       q);
+			continue;
+		}
+		a->socks[q] = s;
+		joined++;
+	}
+	close(ls);
+}
+
+/* Other ranks: connect to rank 0 (retrying until it listens) and HELLO */
+static void rv_join(struct ar *a)
+{
+	uint64_t deadline = now_ns() + a->o.timeout_s * 1000000000ULL;
+	struct sockaddr_storage ss, me;
+	struct rv_msg m;
+	socklen_t len, mlen = sizeof(me);
+	int s, one = 1;
+
+	if (resolve(a->o.root_host, a->o.root_port, &ss, &len))
+		ar_abort(a, -1, "cannot resolve %s", a->o.root_host);
+	for (;;) {
+		struct timespec ts = { 0, 100 * 1000000L };
+
+		s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (s < 0)
+			ar_abort(a, -1, "socket: %s", strerror(errno));
+		if (!connect(s, (struct sockaddr *)&ss, len))
+			break;
+		close(s);
+		if (errno != ECONNREFUSED && errno != ETIMEDOUT &&
+		    errno != EHOSTUNREACH && errno != ENETUNREACH)
+			ar_abort(a, 0, "cannot reach rank 0 at %s:%u: %s",
+				 a->o.root_host, a->o.root_port, strerror(errno));
+		if (now_ns() >= deadline)
+			ar_abort(a, 0, "rank 0 does not listen at %s:%u (waited %u s)",
+				 a->o.root_host, a->o.root_port, a->o.timeout_s);
+		nanosleep(&ts, NULL);	/* rank 0 not up yet: as torchrun */
+	}
+	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	a->root_sock = s;
+	if (getsockname(s, (struct sockaddr *)&me, &mlen))
+		ar_abort(a, 0, "getsockname: %s", strerror(errno));
+	sa_to_addr(&me, &a->local);
+	a->local.port = 0;
+	hello_fill(a, &m);
+	m.rank = a->rank;
+	m.nranks = a->n;
+	if (rv_send(s, &m))
+		ar_abort(a, 0, "cannot send to rank 0: %s", strerror(errno));
+}
+
+/*
+ * Data: inputs whose float sums are exact (small integers), their sum
+ * in closed form, the reduction
+ */
+
+static int32_t input_base(uint64_t i, unsigned int it)
+{
+	return (int32_t)((i + 7ULL * it) % 251) - 125;
+}
+
+static void fill_input(struct ar *a, const struct plan *p, unsigned int it)
+{
+	uint64_t i;
+
+	for (i = 0; i < p->count; i++) {
+		int32_t v = input_base(i, it) * (a->rank + 1) + a->rank;
+
+		if (p->type == T_FLOAT)
+			((float *)a->data)[i] = (float)v;
+		else
+			((int32_t *)a->data)[i] = v;
+	}
+	/* one element off by 1: every rank must see it wrong */
+	if (a->o.inject && a->rank == 1 && it == 0 && p->count) {
+		if (p->type == T_FLOAT)
+			((float *)a->data)[p->count / 2] += 1;
+		else
+			((int32_t *)a->data)[p->count / 2] += 1;
+	}
+}
+
+/* Elements that differ from sum over r of base * (r + 1) + r */
+static uint64_t verify(struct ar *a, const struct plan *p, unsigned int it)
+{
+	int64_t n = a->n, tri = n * (n + 1) / 2, off = n * (n - 1) / 2;
+	uint64_t i, wrong = 0;
+
+	for (i = 0; i < p->count; i++) {
+		int64_t want = input_base(i, it) * tri + off;
+		bool ok;
+		double got;
+
+		if (p->type == T_FLOAT) {
+			got = ((float *)a->data)[i];
+			ok = ((float *)a->data)[i] == (float)want;
+		} else {
+			got = ((int32_t *)a->data)[i];
+			ok = ((int32_t *)a->data)[i] == (int32_t)want;
+		}
+		if (!ok && !wrong++ && !a->first_wrong[0])
+			snprintf(a->first_wrong, sizeof(a->first_wrong),
+				 "%s, %" PRIu64 " elements, iteration %u: element %" PRIu64 " is %.1f, not %" PRId64,
+				 type_names[p->type], p->count, it, i, got, want);
+	}
+	return wrong;
+}
+
+static void reduce(enum dtype t, void *dst, const void *src, uint64_t n,
+		   bool add)
+{
+	uint64_t i;
+
+	if (!add) {
+		memcpy(dst, src, n * 4);
+	} else if (t == T_FLOAT) {
+		float *d = dst;
+		const float *s = src;
+
+		for (i = 0; i < n; i++)
+			d[i] += s[i];
+	} else {
+		uint32_t *d = dst;	/* wraps as int32 sums do, without UB */
+		const uint32_t *s = src;
+
+		for (i = 0; i < n; i++)
+			d[i] += s[i];
+	}
+}
+
+/*
+ * The plan of one AllReduce: chunk c is elements [count c / N,
+ * count (c + 1) / N); each is cut into pieces of pe elements (a slot).
+ */
+static void plan_make(const struct ar *a, struct plan *p, uint64_t count,
+		      enum dtype type)
+{
+	uint32_t s;
+
+	p->count = count;
+	p->type = type;
+	p->pe = a->o.slot_size / 4;
+	p->nsteps = 2 * (a->n - 1);
+	p->sbase[0] = p->rbase[0] = 0;
+	for (s = 0; s < p->nsteps; s++) {
+		uint32_t cs = ((a->rank - (int)s) % a->n + a->n) % a->n;
+		uint32_t cr = (cs + a->n - 1) % a->n;
+		uint64_t ls = count * (cs + 1) / a->n - count * cs / a->n;
+		uint64_t lr = count * (cr + 1) / a->n - count * cr / a->n;
+
+		p->csend[s] = cs;
+		p->crecv[s] = cr;
+		p->sbase[s + 1] = p->sbase[s] + (ls + p->pe - 1) / p->pe;
+		p->rbase[s + 1] = p->rbase[s] + (lr + p->pe - 1) / p->pe;
+	}
+}
+
+/* Piece @idx of @base/@chunk: its step, piece number, elements */
+static void piece(const struct ar *a, const struct plan *p, const uint32_t *base,
+		  const uint32_t *chunk, uint32_t idx, uint32_t *step,
+		  uint32_t *k, uint64_t *first, uint64_t *n)
+{
+	uint32_t s = 0;
+	uint64_t lo, hi;
+
+	while (base[s + 1] <= idx)
+		s++;
+	*step = s;
+	*k = idx - base[s];
+	lo = p->count * chunk[s] / a->n;
+	hi = p->count * (chunk[s] + 1) / a->n;
+	*first = lo + (uint64_t)*k * p->pe;
+	*n = hi - *first < p->pe ? hi - *first : p->pe;
+}
+
+/*
+ * krdma
+ */
+
+static const char *conn_why(struct ar *a, uint32_t conn, char *buf, size_t len)
+{
+	struct krdma_conn_query q;
+
+	if (krdma_conn_info(a->kfd, conn, &q) || q.state != KRDMA_CONN_ERROR ||
+	    !q.error)
+		return "";
+	snprintf(buf, len, "; the connection is down: %s", strerror(q.error));
+	return buf;
+}
+
+static int neighbour_of(const struct ar *a, uint32_t conn)
+{
+	return conn == a->rconn ? a->right : a->left;
+}
+
+static const char *side_of(const struct ar *a, uint32_t conn)
+{
+	return conn == a->rconn ? "right" : "left";
+}
+
+static void submit(struct ar *a, struct krdma_op *ops, uint32_t n)
+{
+	uint32_t sub;
+	char buf[96];
+	int ret, q;
+
+	/* KRDMA_SUBMIT_WAIT: only a signal or an error stops it early */
+	do {
+		sub = 0;
+		ret = krdma_submit_ops(a->kfd, ops, n, KRDMA_SUBMIT_WAIT, &sub);
+		ops += sub;
+		n -= sub;
+	} while (n && (!ret || ret == -EINTR));
+	if (!n)
+		return;
+	q = neighbour_of(a, ops->conn);
+	/* a connection that went down is the neighbour's doing; else ours */
+	ar_abort(a, ret == -ENOTCONN || ret == -ECONNRESET ? q : -1,
+		 "%s to rank %d (%s neighbour) refused: %s%s",
+		 krdma_opcode_str(ops->opcode), q, side_of(a, ops->conn),
+		 strerror(-ret), conn_why(a, ops->conn, buf, sizeof(buf)));
+}
+
+static void post_recv(struct ar *a, uint32_t conn, uint64_t kind, uint32_t slot)
+{
+	struct krdma_op op;
+
+	memset(&op, 0, sizeof(op));
+	op.opcode = KRDMA_OP_RECV;
+	op.cookie = COOKIE(kind, slot);
+	op.conn = conn;
+	op.num_sge = 1;
+	op.sge.buf = a->ctrl_h;
+	op.sge.offset = (uint64_t)slot * AR_CTRL;
+	op.sge.length = AR_CTRL;
+	submit(a, &op, 1);
+}
+
+/* A SEND of a note from control slot @slot */
+static void fill_note_send(struct ar *a, struct krdma_op *op, uint32_t conn,
+			   uint64_t cookie, uint32_t slot, uint32_t kind,
+			   uint32_t seq)
+{
+	struct note *nt = (struct note *)(a->ctrl + (uint64_t)slot * AR_CTRL);
+
+	nt->magic = NOTE_MAGIC;
+	nt->kind = kind;
+	nt->seq = seq;
+	nt->pad = 0;
+	memset(op, 0, sizeof(*op));
+	op->opcode = KRDMA_OP_SEND;
+	op->cookie = cookie;
+	op->conn = conn;
+	op->num_sge = 1;
+	op->sge.buf = a->ctrl_h;
+	op->sge.offset = (uint64_t)slot * AR_CTRL;
+	op->sge.length = sizeof(*nt);
+}
+
+static uint8_t *map_buf(struct ar *a, uint64_t len, uint32_t access, uint32_t *h)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t mlen = (len + page - 1) & ~(uint64_t)(page - 1);
+	uint8_t *p;
+	int ret;
+
+	p = mmap(NULL, mlen, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (p == MAP_FAILED)
+		ar_abort(a, -1, "cannot allocate %" PRIu64 " bytes", len);
+	ret = krdma_buf_register(a->kfd, p, len, access, h);
+	if (ret)
+		ar_abort(a, -1, "cannot register %" PRIu64 " bytes: %s%s%s", len,
+			 strerror(-ret), krdma_conn_strerror_hint(ret) ? ": " : "",
+			 krdma_conn_strerror_hint(ret) ?: "");
+	return p;
+}
+
+static void krdma_setup(struct ar *a)
+{
+	uint32_t ns = a->o.slots, i;
+	struct krdma_addr bound, dst;
+	struct krdma_conn_query q;
+	struct krdma_dev_query dq;
+	struct rv_msg m;
+	char as[64];
+	int ret;
+
+	snprintf(a->phase, sizeof(a->phase), "the krdma setup");
+	a->kfd = krdma_open();
+	if (a->kfd < 0)
+		ar_abort(a, -1, "cannot open " KRDMA_DEV_PATH ": %s; %s",
+			 strerror(-a->kfd), krdma_strerror_hint(a->kfd) ?: "");
+	ret = krdma_check_module(a->kfd, KRDMA_FEATURE_CONN, NULL);
+	if (ret)
+		ar_abort(a, -1, "krdma.ko cannot serve this program: %s; %s",
+			 strerror(-ret), krdma_strerror_hint(ret) ?: "");
+
+	ret = krdma_listen_on(a->kfd, &a->local, 4, &a->listener, &bound);
+	if (ret)
+		ar_abort(a, -1, "cannot listen on %s with krdma: %s; %s",
+			 krdma_addr_str(&a->local, as, sizeof(as)), strerror(-ret),
+			 krdma_cmd_strerror_hint(KRDMA_IOC_LISTEN, ret) ?: "");
+	memset(&m, 0, sizeof(m));
+	m.type = RV_ADDR;
+	m.addr = bound;
+	rv_exchange(a, &m, true);
+
+	/* connect right first: the listeners accept in the kernel meanwhile */
+	dst = a->all[a->right].addr;
+	ret = krdma_connect_to(a->kfd, &dst, 0, &a->rconn);
+	if (ret)
+		ar_abort(a, a->right, "cannot connect to rank %d at %s: %s; %s",
+			 a->right, krdma_addr_str(&dst, as, sizeof(as)),
+			 strerror(-ret), krdma_conn_strerror_hint(ret) ?: "");
+	ret = krdma_accept_conn(a->kfd, a->listener, 0, a->o.timeout_s * 1000,
+				&a->lconn);
+	if (ret)
+		ar_abort(a, a->left, "no connection from rank %d: %s", a->left,
+			 strerror(-ret));
+	krdma_destroy_handle(a->kfd, a->listener);
+
+	/* WRITE_IMM unless the right connection's device is iWARP */
+	snprintf(a->info, sizeof(a->info), "?");
+	ret = krdma_conn_info(a->kfd, a->rconn, &q);
+	if (!ret)
+		ret = krdma_dev_query(a->kfd, q.dev_index, &dq);
+	if (ret)
+		ar_abort(a, -1, "cannot query the connection's device: %s",
+			 strerror(-ret));
+	a->imm = a->o.notify == 1 ||
+		 (a->o.notify == 0 && dq.transport != KRDMA_TRANSPORT_IWARP);
+	snprintf(a->info, sizeof(a->info), "%s %s %s", (const char *)dq.name,
+		 krdma_transport_str(dq.transport), a->imm ? "WRITE_IMM" : "WRITE+SEND");
+
+	a->data = map_buf(a, a->data_len, 0, &a->data_h);
+	a->slots_len = (uint64_t)ns * a->o.slot_size;
+	a->slots = map_buf(a, a->slots_len,
+			   KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_REMOTE_WRITE,
+			   &a->slots_h);
+	a->ctrl_len = 4ULL * ns * AR_CTRL;
+	a->ctrl = map_buf(a, a->ctrl_len, KRDMA_ACCESS_LOCAL_WRITE, &a->ctrl_h);
+
+	/* RECVs before anyone can send: before the tokens go out */
+	for (i = 0; i < ns; i++) {
+		post_recv(a, a->lconn, K_NRECV, i);
+		post_recv(a, a->rconn, K_CRECV, ns + i);
+	}
+	memset(&m, 0, sizeof(m));
+	m.type = RV_TOKEN;
+	ret = krdma_grant_window(a->kfd, a->lconn, a->slots_h, 0, a->slots_len,
+				 KRDMA_ACCESS_REMOTE_WRITE, &a->grant_h, &m.token);
+	if (ret)
+		ar_abort(a, -1, "cannot grant the slots to rank %d: %s; %s",
+			 a->left, strerror(-ret),
+			 krdma_cmd_strerror_hint(KRDMA_IOC_GRANT, ret) ?: "");
+	snprintf(m.text, sizeof(m.text), "%s", a->info);
+	rv_exchange(a, &m, true);
+	a->rtok = a->all[a->right].token;
+	for (i = 0; i < (uint32_t)a->n; i++)
+		snprintf(a->infos[i], sizeof(a->infos[i]), "%.100s", a->all[i].text);
+}
+
+/* A failed completion: which neighbour, what */
+static void __noreturn wc_failed(struct ar *a,
+						const struct krdma_completion *wc)
+{
+	char buf[96];
+	int q = neighbour_of(a, wc->conn);
+
+	ar_abort(a, q, "%s with rank %d (%s neighbour) failed: %s%s", krdma_opcode_str(wc->opcode),
+		 q, side_of(a, wc->conn), krdma_wc_status_str(wc->status),
+		 conn_why(a, wc->conn, buf, sizeof(buf)));
+}
+
+static void handle_wc(struct ar *a, struct run *r, const struct krdma_completion *wc)
+{
+	uint64_t kind = CKIND(wc->cookie), idx = CINDEX(wc->cookie);
+	uint32_t need = a->imm ? 1 : 2, seq;
+	const struct note *nt;
+
+	if (wc->status != KRDMA_WC_SUCCESS)
+		wc_failed(a, wc);
+	switch (kind) {
+	case K_NRECV:
+		nt = (const struct note *)(a->ctrl + idx * AR_CTRL);
+		if (wc->flags & KRDMA_WC_F_IMM)
+			seq = wc->imm_data;
+		else if (wc->byte_len == sizeof(*nt) && nt->magic == NOTE_MAGIC &&
+			 nt->kind == NOTE_DATA)
+			seq = nt->seq;
+		else
+			ar_abort(a, a->left, "rank %d sent a message that is not a notification (%u bytes)",
+				 a->left, wc->byte_len);
+		if (seq != a->rx_seq || r->notes >= r->nrecv)
+			ar_abort(a, a->left, "rank %d notified piece %u, expected %u",
+				 a->left, seq, a->rx_seq);
+		a->rx_seq++;
+		r->notes++;
+		post_recv(a, a->lconn, K_NRECV, idx);
+		break;
+	case K_CRECV:
+		nt = (const struct note *)(a->ctrl + idx * AR_CTRL);
+		if (wc->byte_len != sizeof(*nt) || nt->magic != NOTE_MAGIC ||
+		    nt->kind != NOTE_CREDIT || nt->seq != a->crx_seq ||
+		    r->credits >= r->nsend)
+			ar_abort(a, a->right, "rank %d sent a bad credit (%u bytes, piece %u, expected %u)",
+				 a->right, wc->byte_len, nt->seq, a->crx_seq);
+		a->crx_seq++;
+		r->credits++;
+		post_recv(a, a->rconn, K_CRECV, idx);
+		break;
+	case K_WRITE:
+	case K_NSEND:
+		if (++r->sdone[idx] == need)
+			r->sent_ok++;
+		break;
+	case K_CSEND:
+		r->cdone[idx] = 1;
+		r->csend_ok++;
+		break;
+	}
+}
+
+/* Wait for something on the krdma file or the rendezvous */
+static void wait_events(struct ar *a, int fd1, short ev1, int fd2, short ev2,
+			const struct run *r)
+{
+	struct pollfd pfd[AR_MAX_RANKS + 2];
+	int idx[AR_MAX_RANKS + 2], np = 0, i;
+	uint64_t t = now_ns(), limit = a->o.timeout_s * 1000000000ULL;
+
+	if (t - r->last_progress > limit) {
+		/* waiting for data: the left; for credits or room: the right */
+		int q = r->processed < r->nrecv && r->notes == r->processed ?
+			a->left : a->right;
+
+		ar_abort(a, q, "no progress for %u s during %s: rank %d (%s neighbour) does not answer",
+			 a->o.timeout_s, a->phase, q, q == a->left ? "left" : "right");
+	}
+	if (fd1 >= 0) {
+		pfd[np].fd = fd1;
+		pfd[np].events = ev1;
+		idx[np++] = -1;
+	}
+	if (fd2 >= 0) {
+		pfd[np].fd = fd2;
+		pfd[np].events = ev2;
+		idx[np++] = -1;
+	}
+	if (a->rank) {
+		pfd[np].fd = a->root_sock;
+		pfd[np].events = POLLIN;
+		idx[np++] = 0;
+	} else {
+		for (i = 1; i < a->n; i++) {
+			pfd[np].fd = a->socks[i];
+			pfd[np].events = POLLIN;
+			idx[np++] = i;
+		}
+	}
+	if (poll(pfd, np, 1000) <= 0)
+		return;
+	for (i = 0; i < np; i++)
+		if (idx[i] >= 0 && pfd[i].revents)
+			rv_event(a, idx[i]);
+}
+
+static void run_krdma(struct ar *a, const struct plan *p, struct run *r)
+{
+	uint32_t ns = a->o.slots, need = a->imm ? 1 : 2;
+	struct krdma_completion wc[64];
+
+	while (r->processed < r->nrecv || r->sent_ok < r->nsend ||
+	       r->credits < r->nsend || r->csend_ok < r->nrecv) {
+		bool progress = false;
+		int n, i;
+
+		/* post pieces: a credit, their source in, the slot's SEND done */
+		while (r->next_send < r->nsend &&
+		       r->next_send < r->credits + ns) {
+			uint32_t j = r->next_send, s, k, nops = 1;
+			uint64_t first, cnt;
+			struct krdma_op ops[2];
+
+			piece(a, p, p->sbase, p->csend, j, &s, &k, &first, &cnt);
+			if (s > 0 && r->processed <= p->rbase[s - 1] + k)
+				break;
+			if (j >= ns && r->sdone[j - ns] != need)
+				break;
+			memset(ops, 0, sizeof(ops));
+			ops[0].opcode = a->imm ? KRDMA_OP_WRITE_IMM : KRDMA_OP_WRITE;
+			ops[0].cookie = COOKIE(K_WRITE, j);
+			ops[0].conn = a->rconn;
+			ops[0].num_sge = 1;
+			ops[0].sge.buf = a->data_h;
+			ops[0].sge.offset = first * 4;
+			ops[0].sge.length = cnt * 4;
+			ops[0].remote = a->rtok;
+			ops[0].remote_offset = (uint64_t)(j % ns) * a->o.slot_size;
+			ops[0].imm_data = a->tx_seq;
+			if (!a->imm) {
+				fill_note_send(a, &ops[1], a->rconn, COOKIE(K_NSEND, j),
+					       2 * ns + j % ns, NOTE_DATA, a->tx_seq);
+				nops = 2;
+			}
+			submit(a, ops, nops);
+			a->tx_seq++;
+			r->next_send++;
+			progress = true;
+		}
+
+		/* consume arrived pieces, hand their slots back */
+		while (r->processed < r->notes) {
+			uint32_t i2 = r->processed, s, k;
+			uint64_t first, cnt;
+			struct krdma_op op;
+
+			piece(a, p, p->rbase, p->crecv, i2, &s, &k, &first, &cnt);
+			/* the piece we overwrite was sent, and its SEND is done */
+			if (s + 1 >= (uint32_t)a->n &&
+			    r->sdone[p->sbase[s + 1 - a->n] + k] != need)
+				break;
+			if (i2 >= ns && !r->cdone[i2 - ns])
+				break;
+			reduce(p->type, a->data + first * 4,
+			       a->slots + (uint64_t)(i2 % ns) * a->o.slot_size,
+			       cnt, s + 1 < (uint32_t)a->n);
+			fill_note_send(a, &op, a->lconn, COOKIE(K_CSEND, i2),
+				       3 * ns + i2 % ns, NOTE_CREDIT, a->ctx_seq);
+			submit(a, &op, 1);
+			a->ctx_seq++;
+			r->processed++;
+			progress = true;
+		}
+
+		n = krdma_poll_wc(a->kfd, wc, 64, 0);
+		if (n < 0 && n != -EINTR)
+			ar_abort(a, -1, "cannot poll the completions: %s",
+				 strerror(-n));
+		for (i = 0; i < n; i++)
+			handle_wc(a, r, &wc[i]);
+		if (n > 0 || progress)
+			r->last_progress = now_ns();
+		else
+			wait_events(a, a->kfd, POLLIN, -1, 0, r);
+	}
+}
+
+/*
+ * TCP: the same ring and pieces over a socket to each neighbour; the
+ * socket's own flow control stands in for the credits
+ */
+
+static int tcp_listen_local(struct ar *a, struct krdma_addr *bound)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = addr_to_sa(&a->local, &ss);
+	int s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (s < 0 || bind(s, (struct sockaddr *)&ss, len) || listen(s, 4))
+		ar_abort(a, -1, "cannot listen for TCP: %s", strerror(errno));
+	len = sizeof(ss);
+	getsockname(s, (struct sockaddr *)&ss, &len);
+	sa_to_addr(&ss, bound);
+	return s;
+}
+
+static void tcp_setup(struct ar *a)
+{
+	struct sockaddr_storage ss;
+	struct krdma_addr bound;
+	struct rv_msg m;
+	socklen_t len;
+	int one = 1;
+	char as[64];
+
+	snprintf(a->phase, sizeof(a->phase), "the TCP setup");
+	a->tlisten = tcp_listen_local(a, &bound);
+	memset(&m, 0, sizeof(m));
+	m.type = RV_ADDR;
+	m.addr = bound;
+	rv_exchange(a, &m, true);
+	len = addr_to_sa(&a->all[a->right].addr, &ss);
+	a->rsock = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (a->rsock < 0 || connect(a->rsock, (struct sockaddr *)&ss, len))
+		ar_abort(a, a->right, "cannot connect to rank %d at %s: %s",
+			 a->right, krdma_addr_str(&a->all[a->right].addr, as, sizeof(as)),
+			 strerror(errno));
+	{
+		struct pollfd pfd = { .fd = a->tlisten, .events = POLLIN };
+
+		if (poll(&pfd, 1, a->o.timeout_s * 1000) <= 0)
+			ar_abort(a, a->left, "no connection from rank %d", a->left);
+	}
+	a->lsock = accept4(a->tlisten, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (a->lsock < 0)
+		ar_abort(a, a->left, "accept: %s", strerror(errno));
+	close(a->tlisten);
+	setsockopt(a->rsock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(a->lsock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+
+	a->data = mmap(NULL, a->data_len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	a->slots = mmap(NULL, a->o.slot_size, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (a->data == MAP_FAILED || a->slots == MAP_FAILED)
+		ar_abort(a, -1, "out of memory");
+	snprintf(a->info, sizeof(a->info), "TCP %s",
+		 krdma_addr_str(&bound, as, sizeof(as)));
+	memset(&m, 0, sizeof(m));
+	m.type = RV_TOKEN;
+	snprintf(m.text, sizeof(m.text), "%s", a->info);
+	rv_exchange(a, &m, true);
+	for (int i = 0; i < a->n; i++)
+		snprintf(a->infos[i], sizeof(a->infos[i]), "%.100s", a->all[i].text);
+}
+
+static void run_tcp(struct ar *a, const struct plan *p, struct run *r)
+{
+	while (r->processed < r->nrecv || r->next_send < r->nsend) {
+		bool progress = false, want_out = false;
+		uint32_t s, k;
+		uint64_t first, cnt;
+		ssize_t w;
+
+		while (r->next_send < r->nsend) {
+			uint32_t j = r->next_send;
+
+			piece(a, p, p->sbase, p->csend, j, &s, &k, &first, &cnt);
+			if (s > 0 && r->processed <= p->rbase[s - 1] + k)
+				break;
+			w = send(a->rsock, a->data + first * 4 + r->soff,
+				 cnt * 4 - r->soff, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
+				want_out = true;
+				break;
+			}
+			if (w < 0)
+				ar_abort(a, a->right, "sending to rank %d (right neighbour): %s",
+					 a->right, strerror(errno));
+			r->soff += w;
+			progress = true;
+			if (r->soff == cnt * 4) {
+				r->sdone[j] = 1;
+				r->soff = 0;
+				r->next_send++;
+			}
+		}
+		while (r->processed < r->nrecv) {
+			uint32_t i = r->processed;
+
+			piece(a, p, p->rbase, p->crecv, i, &s, &k, &first, &cnt);
+			if (r->roff < cnt * 4) {
+				w = recv(a->lsock, a->slots + r->roff,
+					 cnt * 4 - r->roff, MSG_DONTWAIT);
+				if (w < 0 && (errno == EAGAIN || errno == EINTR))
+					break;
+				if (w == 0)
+					ar_abort(a, a->left, "rank %d (left neighbour) closed the connection",
+						 a->left);
+				if (w < 0)
+					ar_abort(a, a->left, "receiving from rank %d (left neighbour): %s",
+						 a->left, strerror(errno));
+				r->roff += w;
+				progress = true;
+				continue;
+			}
+			if (s + 1 >= (uint32_t)a->n &&
+			    !r->sdone[p->sbase[s + 1 - a->n] + k])
+				break;
+			reduce(p->type, a->data + first * 4, a->slots, cnt,
+			       s + 1 < (uint32_t)a->n);
+			r->roff = 0;
+			r->processed++;
+			progress = true;
+		}
+		if (progress) {
+			r->last_progress = now_ns();
+			continue;
+		}
+		wait_events(a, r->processed < r->nrecv ? a->lsock : -1, POLLIN,
+			    want_out ? a->rsock : -1, POLLOUT, r);
+	}
+}
+
+/*
+ * Output
+ */
+
+static void print_header(struct ar *a)
+{
+	int i;
+
+	if (a->o.json)
+		return;
+	printf("# %s: ring AllReduce (reduce-scatter + all-gather) of %d ranks over %s\n",
+	       PROG, a->n, a->o.tcp ? "TCP" : "krdma");
+	for (i = 0; i < a->n; i++)
+		printf("#   rank %3d: %s\n", i, a->infos[i]);
+	if (a->o.tcp)
+		printf("# pieces of %" PRIu64 " bytes; the sockets' flow control\n",
+		       a->o.slot_size);
+	else
+		printf("# pieces of %" PRIu64 " bytes into %u slots per receiver, one credit per slot\n",
+		       a->o.slot_size, a->o.slots);
+	printf("# iterations %u, warmup %u; time: the slowest rank's mean; busbw = algbw * 2(N-1)/N\n#\n",
+	       a->o.iters, a->o.warmup);
+	printf("# %12s %12s %6s %6s %12s %11s %11s %8s %8s\n", "size", "count",
+	       "type", "redop", "time", "algbw", "busbw", "#wrong", "verified");
+	printf("# %12s %12s %6s %6s %12s %11s %11s %8s %8s\n", "(B)", "(elements)",
+	       "", "", "(us)", "(GB/s)", "(GB/s)", "", "");
+	fflush(stdout);
+}
+
+struct row {
+	uint64_t size, count;
+	enum dtype type;
+	double time_us, algbw, busbw;
+	uint64_t wrong;
+};
+
+static void json_str(const char *key, const char *s, bool comma)
+{
+	printf("\"%s\": \"", key);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	printf("\"%s", comma ? ", " : "");
+}
+
+static void print_json(struct ar *a, const struct row *rows, int nrows, bool ok)
+{
+	int i;
+
+	printf("{");
+	json_str("program", PROG, true);
+	json_str("mode", a->o.tcp ? "tcp" : "krdma", true);
+	printf("\"ranks\": %d, \"iters\": %u, \"warmup\": %u, ", a->n, a->o.iters,
+	       a->o.warmup);
+	printf("\"piece_bytes\": %" PRIu64 ", ", a->o.slot_size);
+	if (!a->o.tcp)
+		printf("\"slots\": %u, \"flow_control\": \"credits\", ", a->o.slots);
+	printf("\"peers\": [");
+	for (i = 0; i < a->n; i++) {
+		printf("%s{\"rank\": %d, ", i ? ", " : "", i);
+		json_str("info", a->infos[i], false);
+		printf("}");
+	}
+	printf("], \"results\": [");
+	for (i = 0; i < nrows; i++) {
+		const struct row *w = &rows[i];
+
+		printf("%s{\"size\": %" PRIu64 ", \"count\": %" PRIu64 ", ", i ? ", " : "",
+		       w->size, w->count);
+		json_str("type", type_names[w->type], true);
+		json_str("redop", "sum", true);
+		printf("\"time_us\": %.3f, \"algbw_gbs\": %.6f, \"busbw_gbs\": %.6f, \"wrong\": %" PRIu64 ", \"verified\": %s}",
+		       w->time_us, w->algbw, w->busbw, w->wrong,
+		       w->wrong ? "false" : "true");
+	}
+	printf("], \"verified\": %s}\n", ok ? "true" : "false");
+}
+
+/*
+ * Options
+ */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " [--root ADDR:PORT] [--rank R] [--size N] [OPTIONS]\n"
+		"Ring AllReduce (sum) among N processes over krdma (RDMA WRITE into the\n"
+		"neighbour's granted slots, WRITE_IMM or SEND notifications, credits) or TCP;\n"
+		"every element verified. Rank 0 prints the results.\n\n"
+		"  --root ADDR:PORT     rank 0's rendezvous address (it listens there);\n"
+		"                       default MASTER_ADDR:MASTER_PORT (port 29500)\n"
+		"  --rank R             this rank (default RANK, OMPI_COMM_WORLD_RANK,\n"
+		"                       PMI_RANK or SLURM_PROCID)\n"
+		"  --size N             number of ranks, 2 to %d (default WORLD_SIZE,\n"
+		"                       OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS)\n"
+		"  -a, --addr IP        local address to listen on (default: the one\n"
+		"                       that reaches rank 0; its RDMA device is used)\n"
+		"  -m, --mode MODE      krdma (default) or tcp\n"
+		"  -b, --minbytes SIZE  smallest size (default 64K; K, M, G suffixes)\n"
+		"  -e, --maxbytes SIZE  largest size (default: the smallest)\n"
+		"  -f, --stepfactor F   multiply the size by F between rows (default 2)\n"
+		"  -d, --datatype T     float, int32 or all (default float)\n"
+		"  -n, --iters N        timed iterations per size (default 20)\n"
+		"  -w, --warmup_iters N untimed ones first (default 5)\n"
+		"  --slots S            slots (and credits) per receiver (default %d)\n"
+		"  --slot-size SIZE     bytes of a piece and a slot (default 256K)\n"
+		"  --notify HOW         auto (default: WRITE_IMM, SEND on iWARP), imm, send\n"
+		"  -t, --timeout SECS   give up after SECS without progress (default %d)\n"
+		"  -j, --json           print JSON\n"
+		"  --inject-error       for tests: rank 1 adds 1 to one of its inputs in\n"
+		"                       the first iteration; every rank must report it\n"
+		"  -h, --help\n\n"
+		"Exit status: 0 all verified, 1 a wrong element or a failure, 2 bad usage.\n",
+		AR_MAX_RANKS, AR_DEF_SLOTS, AR_DEF_TIMEOUT_S);
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	if (*s == '-')
+		return -1;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	switch (*end) {
+	case 'G': case 'g':
+		v <<= 10;
+		/* fall through */
+	case 'M': case 'm':
+		v <<= 10;
+		/* fall through */
+	case 'K': case 'k':
+		v <<= 10;
+		end++;
+	}
+	if (*end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_int(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static const char *first_env(const char *const *names)
+{
+	for (; *names; names++)
+		if (getenv(*names) && *getenv(*names))
+			return getenv(*names);
+	return NULL;
+}
+
+static int __printf(1, 2) bad(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, PROG ": ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '" PROG " --help'.\n");
+	return 2;
+}
+
+static int parse_opts(int argc, char *argv[], struct opts *o)
+{
+	static const char *const rank_env[] = { "RANK", "OMPI_COMM_WORLD_RANK",
+						"PMI_RANK", "SLURM_PROCID", NULL };
+	static const char *const size_env[] = { "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE",
+						"PMI_SIZE", "SLURM_NTASKS", NULL };
+	static const struct option lo[] = {
+		{ "root", required_argument, NULL, 'R' },
+		{ "rank", required_argument, NULL, 'r' },
+		{ "size", required_argument, NULL, 'N' },
+		{ "addr", required_argument, NULL, 'a' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "minbytes", required_argument, NULL, 'b' },
+		{ "maxbytes", required_argument, NULL, 'e' },
+		{ "stepfactor", required_argument, NULL, 'f' },
+		{ "datatype", required_argument, NULL, 'd' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "warmup_iters", required_argument, NULL, 'w' },
+		{ "slots", required_argument, NULL, 'S' },
+		{ "slot-size", required_argument, NULL, 'Z' },
+		{ "notify", required_argument, NULL, 'I' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "inject-error", no_argument, NULL, 'X' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *rank_s = NULL, *size_s = NULL, *root_s = NULL, *v;
+	bool have_max = false;
+	long l;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->min_bytes = 64 << 10;
+	o->factor = 2;
+	o->types = 1 << T_FLOAT;
+	o->iters = 20;
+	o->warmup = 5;
+	o->slots = AR_DEF_SLOTS;
+	o->slot_size = AR_DEF_SLOT_SIZE;
+	o->timeout_s = AR_DEF_TIMEOUT_S;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":a:m:b:e:f:d:n:w:t:jh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'R':
+			root_s = optarg;
+			break;
+		case 'r':
+			rank_s = optarg;
+			break;
+		case 'N':
+			size_s = optarg;
+			break;
+		case 'a':
+			snprintf(o->addr, sizeof(o->addr), "%s", optarg);
+			break;
+		case 'm':
+			if (!strcmp(optarg, "tcp"))
+				o->tcp = true;
+			else if (strcmp(optarg, "krdma"))
+				return bad("--mode: krdma or tcp, not '%s'", optarg);
+			break;
+		case 'b':
+			if (parse_size(optarg, &o->min_bytes) || o->min_bytes < 4 ||
+			    o->min_bytes > (4ULL << 30))
+				return bad("-b: a size from 4 to 4G, not '%s'", optarg);
+			break;
+		case 'e':
+			if (parse_size(optarg, &o->max_bytes) || o->max_bytes < 4 ||
+			    o->max_bytes > (4ULL << 30))
+				return bad("-e: a size from 4 to 4G, not '%s'", optarg);
+			have_max = true;
+			break;
+		case 'f':
+			if (parse_int(optarg, 2, 1024, &l))
+				return bad("-f: a factor from 2 to 1024, not '%s'", optarg);
+			o->factor = l;
+			break;
+		case 'd':
+			if (!strcmp(optarg, "float"))
+				o->types = 1 << T_FLOAT;
+			else if (!strcmp(optarg, "int32"))
+				o->types = 1 << T_INT32;
+			else if (!strcmp(optarg, "all"))
+				o->types = 1 << T_FLOAT | 1 << T_INT32;
+			else
+				return bad("-d: float, int32 or all, not '%s'", optarg);
+			break;
+		case 'n':
+			if (parse_int(optarg, 1, 1000000, &l))
+				return bad("-n: 1 to 1000000 iterations, not '%s'", optarg);
+			o->iters = l;
+			break;
+		case 'w':
+			if (parse_int(optarg, 0, 1000000, &l))
+				return bad("-w: 0 to 1000000 iterations, not '%s'", optarg);
+			o->warmup = l;
+			break;
+		case 'S':
+			if (parse_int(optarg, 1, AR_MAX_SLOTS, &l))
+				return bad("--slots: 1 to %d, not '%s'", AR_MAX_SLOTS, optarg);
+			o->slots = l;
+			break;
+		case 'Z':
+			if (parse_size(optarg, &o->slot_size) || o->slot_size < 4 ||
+			    o->slot_size > AR_MAX_SLOT_SIZE || o->slot_size % 4)
+				return bad("--slot-size: a multiple of 4 from 4 to 64M, not '%s'",
+					   optarg);
+			break;
+		case 'I':
+			if (!strcmp(optarg, "auto"))
+				o->notify = 0;
+			else if (!strcmp(optarg, "imm"))
+				o->notify = 1;
+			else if (!strcmp(optarg, "send"))
+				o->notify = 2;
+			else
+				return bad("--notify: auto, imm or send, not '%s'", optarg);
+			break;
+		case 't':
+			if (parse_int(optarg, 1, 86400, &l))
+				return bad("-t: 1 to 86400 seconds, not '%s'", optarg);
+			o->timeout_s = l;
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'X':
+			o->inject = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case ':':
+			return bad("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return bad("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return bad("unexpected argument '%s'", argv[optind]);
+	if (!have_max)
+		o->max_bytes = o->min_bytes;
+	if (o->max_bytes < o->min_bytes)
+		return bad("-e is smaller than -b");
+
+	if (!rank_s)
+		rank_s = first_env(rank_env);
+	if (!size_s)
+		size_s = first_env(size_env);
+	if (!rank_s || !size_s)
+		return bad("which rank of how many? give --rank and --size (or RANK and WORLD_SIZE)");
+	if (parse_int(size_s, 2, AR_MAX_RANKS, &l))
+		return bad("the size (number of ranks) is 2 to %d, not '%s'", AR_MAX_RANKS, size_s);
+	o->nranks = l;
+	if (parse_int(rank_s, 0, o->nranks - 1, &l))
+		return bad("the rank is 0 to %d, not '%s'", o->nranks - 1, rank_s);
+	o->rank = l;
+
+	o->root_port = AR_DEF_PORT;
+	if (root_s) {
+		const char *colon = strrchr(root_s, ':');
+		const char *h = root_s;
+		size_t hl;
+
+		if (!colon || parse_int(colon + 1, 1, 65535, &l))
+			return bad("--root: ADDR:PORT, not '%s'", root_s);
+		o->root_port = l;
+		hl = colon - root_s;
+		if (*h == '[' && hl >= 2 && h[hl - 1] == ']') {
+			h++;
+			hl -= 2;
+		}
+		if (!hl || hl >= sizeof(o->root_host))
+			return bad("--root: ADDR:PORT, not '%s'", root_s);
+		memcpy(o->root_host, h, hl);
+		o->root_host[hl] = '\0';
+	} else {
+		v = getenv("MASTER_ADDR");
+		if (!v || !*v)
+			return bad("where is rank 0? give --root ADDR:PORT (or MASTER_ADDR and MASTER_PORT)");
+		snprintf(o->root_host, sizeof(o->root_host), "%s", v);
+		v = getenv("MASTER_PORT");
+		if (v && parse_int(v, 1, 65535, &l))
+			return bad("MASTER_PORT is not a port: '%s'", v);
+		if (v)
+			o->root_port = l;
+	}
+	return 0;
+}
+
+static void raise_memlock(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_MEMLOCK, &rl);
+}
+
+/* One size and type: warmup + iters, each verified; the row on rank 0 */
+static bool one_size(struct ar *a, uint64_t size, enum dtype type, struct row *row)
+{
+	struct plan *p = calloc(1, sizeof(*p));
+	struct run r;
+	uint64_t sum = 0, wrong = 0, maxsum = 0;
+	unsigned int it;
+	struct rv_msg m;
+	int i;
+
+	if (!p)
+		ar_abort(a, -1, "out of memory");
+	plan_make(a, p, size / 4, type);
+	memset(&r, 0, sizeof(r));
+	r.nsend = p->sbase[p->nsteps];
+	r.nrecv = p->rbase[p->nsteps];
+	r.sdone = calloc(r.nsend + 1, 1);
+	r.cdone = calloc(r.nrecv + 1, 1);
+	if (!r.sdone || !r.cdone)
+		ar_abort(a, -1, "out of memory");
+	for (it = 0; it < a->o.warmup + a->o.iters; it++) {
+		uint64_t t0, t1;
+		uint64_t w;
+
+		snprintf(a->phase, sizeof(a->phase),
+			 "the AllReduce of %" PRIu64 " bytes (%s), iteration %u",
+			 size, type_names[type], it + 1);
+		fill_input(a, p, it);
+		memset(&m, 0, sizeof(m));
+		m.type = RV_BARRIER;
+		rv_exchange(a, &m, false);
+		r.next_send = r.sent_ok = r.credits = r.notes = 0;
+		r.processed = r.csend_ok = 0;
+		r.soff = r.roff = 0;
+		memset(r.sdone, 0, r.nsend + 1);
+		memset(r.cdone, 0, r.nrecv + 1);
+		t0 = now_ns();
+		r.last_progress = t0;
+		if (a->o.tcp)
+			run_tcp(a, p, &r);
+		else
+			run_krdma(a, p, &r);
+		t1 = now_ns();
+		w = verify(a, p, it);
+		wrong += w;
+		if (it >= a->o.warmup)
+			sum += t1 - t0;
+	}
+	memset(&m, 0, sizeof(m));
+	m.type = RV_RESULT;
+	m.v[0] = sum;
+	m.v[1] = wrong;
+	if (wrong)
+		snprintf(m.text, sizeof(m.text), "%s", a->first_wrong);
+	rv_exchange(a, &m, true);
+	free(r.sdone);
+	free(r.cdone);
+	free(p);
+	if (a->rank)
+		return !wrong;
+
+	wrong = 0;
+	for (i = 0; i < a->n; i++) {
+		if (a->all[i].v[0] > maxsum)
+			maxsum = a->all[i].v[0];
+		wrong += a->all[i].v[1];
+		if (a->all[i].v[1])
+			say(a, "rank %d: %" PRIu64 " wrong elements; the first: %s", i,
+			    (uint64_t)a->all[i].v[1], a->all[i].text);
+	}
+	row->size = size / 4 * 4;
+	row->count = size / 4;
+	row->type = type;
+	row->time_us = maxsum / 1e3 / a->o.iters;
+	row->algbw = row->size / (row->time_us * 1e3);
+	row->busbw = row->algbw * 2 * (a->n - 1) / a->n;
+	row->wrong = wrong;
+	if (!a->o.json) {
+		printf("  %12" PRIu64 " %12" PRIu64 " %6s %6s %12.1f %11.4f %11.4f %8" PRIu64 " %8s\n",
+		       row->size, row->count, type_names[type], "sum", row->time_us,
+		       row->algbw, row->busbw, wrong, wrong ? "NO" : "yes");
+		fflush(stdout);
+	}
+	return !wrong;
+}
+
+int main(int argc, char *argv[])
+{
+	struct ar *a = calloc(1, sizeof(*a));
+	struct row rows[128];
+	struct rv_msg m;
+	uint64_t size;
+	int nrows = 0, t, ret;
+	bool ok = true;
+
+	if (!a)
+		return 1;
+	ret = parse_opts(argc, argv, &a->o);
+	if (ret)
+		return ret;
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+	a->rank = a->o.rank;
+	a->n = a->o.nranks;
+	a->left = (a->rank + a->n - 1) % a->n;
+	a->right = (a->rank + 1) % a->n;
+	a->root_sock = a->lsock = a->rsock = a->tlisten = a->kfd = -1;
+	a->data_len = a->o.max_bytes < 4096 ? 4096 : a->o.max_bytes;
+	a->all = calloc(a->n, sizeof(*a->all));
+	if (!a->all)
+		return 1;
+	snprintf(a->phase, sizeof(a->phase), "the rendezvous");
+	raise_memlock();
+
+	if (a->rank == 0)
+		rv_root(a);
+	else
+		rv_join(a);
+	if (a->o.addr[0] && krdma_parse_addr(a->o.addr, 0, &a->local))
+		ar_abort(a, -1, "--addr: not an IP address: %s", a->o.addr);
+
+	if (a->o.tcp)
+		tcp_setup(a);
+	else
+		krdma_setup(a);
+	if (a->rank == 0)
+		print_header(a);
+
+	for (size = a->o.min_bytes; size <= a->o.max_bytes; size *= a->o.factor) {
+		for (t = 0; t <= T_INT32; t++) {
+			if (!(a->o.types & 1 << t))
+				continue;
+			if (nrows == (int)ARRAY_SIZE(rows))
+				break;
+			ok &= one_size(a, size, t, &rows[nrows]);
+			nrows++;
+		}
+	}
+	snprintf(a->phase, sizeof(a->phase), "the end");
+	memset(&m, 0, sizeof(m));
+	m.type = RV_DONE;
+	rv_exchange(a, &m, false);
+	if (a->rank == 0) {
+		int i;
+
+		for (i = 0; i < nrows; i++)
+			ok &= !rows[i].wrong;
+		if (a->o.json)
+			print_json(a, rows, nrows, ok);
+		else
+			printf("# %s: %s\n", PROG, ok ? "every element of every rank verified" :
+			       "WRONG RESULTS (see above)");
+	}
+	fflush(stdout);
+	/* close() ends the connections, revokes the grant, unpins */
+	if (a->kfd >= 0)
+		close(a->kfd);
+	return ok ? 0 : 1;
+}
