@@ -163,6 +163,22 @@ leftovers() {
 	((${#found[@]} == 0)) || printf '%s\n' "${!found[@]}"
 }
 
+# pinned: pages pinned by FOLL_PIN now, system-wide (acquired - released).
+# Logged around each program when it changes: a test that leaves pages
+# pinned shows here even if its own check missed it (other pinners, the
+# 9p share for one, pin for a while too, so this only reports).
+pinned() {
+	local k v a= r=
+	while read -r k v; do
+		case $k in
+		nr_foll_pin_acquired) a=$v ;;
+		nr_foll_pin_released) r=$v ;;
+		esac
+	done </proc/vmstat
+	pins=
+	[[ -n $a && -n $r ]] && pins=$((a - r))
+}
+
 # The kernel stacks of every task in D state and of the PIDs given
 dump_stacks() {
 	local t tid comm line
@@ -235,6 +251,8 @@ for entry in "${programs[@]}"; do
 	fi
 	echo "# run_tests: running $entry (timeout ${timeout}s$short)"
 	: >"$log"
+	pinned
+	pins_before=$pins
 	clock
 	start=$now
 	run=$prog
@@ -335,6 +353,9 @@ for entry in "${programs[@]}"; do
 		f=$((f + 1)) note="only $((p + f + s)) of $plan planned results (exit $rc)"
 	fi
 	((killed == 0)) || note+="; killed $killed process(es) it left"
+	pinned
+	[[ $pins_before == "$pins" ]] ||
+		echo "# run_tests: $prog: pages pinned system-wide: $pins_before before, $pins after"
 	record "$p" "$f" "$s" "$prog" "$note"
 done
 
