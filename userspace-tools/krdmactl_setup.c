@@ -559,8 +559,12 @@ static int state_add(const char *fmt, ...)
  * krdmactl up
  */
 
-/* modprobe NAME, else insmod @fallback (if any); records what it loaded */
-static int load_module(const char *name, const char *fallback, bool *loaded)
+/*
+ * modprobe NAME, else insmod @fallback (if any); records what it loaded.
+ * @missing: what to do when neither works (NULL: nothing to add).
+ */
+static int load_module(const char *name, const char *fallback,
+		       const char *missing, bool *loaded)
 {
 	char *mp[] = { "modprobe", "-q", (char *)name, NULL };
 	char *im[] = { "insmod", (char *)fallback, NULL };
@@ -578,7 +582,7 @@ static int load_module(const char *name, const char *fallback, bool *loaded)
 		}
 		printf("loaded module %s (insmod %s)\n", name, fallback);
 	} else {
-		errmsg_advice(0, geteuid() ? "run as root: sudo krdmactl up" : NULL,
+		errmsg_advice(0, missing,
 			      "cannot load %s: modprobe %s failed%s%s", name,
 			      name, fallback ? " and there is no " : "",
 			      fallback ? fallback : "");
@@ -589,12 +593,61 @@ static int load_module(const char *name, const char *fallback, bool *loaded)
 	return 0;
 }
 
+/*
+ * up and down change the kernel: as any other user, say so once, before
+ * anything is tried, with the command to run instead
+ */
+static bool have_root(int argc, char *argv[])
+{
+	char cmd[512] = "sudo krdmactl", hint[600];
+	size_t n;
+	int i;
+
+	if (!geteuid())
+		return true;
+	for (i = 0; i < argc; i++) {
+		n = strlen(cmd);
+		snprintf(cmd + n, sizeof(cmd) - n, " %s", argv[i]);
+	}
+	snprintf(hint, sizeof(hint), "run it as root: %s", cmd);
+	errmsg_advice(0, hint,
+		      "%s needs root: it loads kernel modules and %s RDMA devices (this is uid %u)",
+		      argv[0], strcmp(argv[0], "down") ? "creates" : "deletes",
+		      (unsigned int)geteuid());
+	return false;
+}
+
 static void report_dev(const struct nldev *d, const char *what)
 {
 	printf("%s %s on %s (%s%s, port 1 %s)\n", d->name, what,
 	       d->netdev[0] ? d->netdev : "no netdev",
 	       d->soft ? "soft " : "", d->protocol[0] ? d->protocol : "?",
 	       port_state_name(d->port_state));
+}
+
+/* The link type of @d ("rxe", "siw"), or NULL: not a soft device */
+static const char *soft_type(const struct nldev *d)
+{
+	if (d->soft && !strcmp(d->protocol, "roce"))
+		return "rxe";
+	if (d->soft && !strcmp(d->protocol, "iw"))
+		return "siw";
+	return NULL;
+}
+
+/* A soft device of @type on @netdev, or NULL */
+static struct nldev *find_soft(struct nldevs *l, const char *netdev,
+			       const char *type)
+{
+	const char *t;
+	int i;
+
+	for (i = 0; i < l->n; i++) {
+		t = soft_type(&l->d[i]);
+		if (t && !strcmp(t, type) && !strcmp(l->d[i].netdev, netdev))
+			return &l->d[i];
+	}
+	return NULL;
 }
 
 static int wait_active(struct nl *nl, struct nldevs *l, const char *name,
@@ -630,23 +683,26 @@ int up_main(int argc, char *argv[])
 	};
 	char netdev[IF_NAMESIZE] = "", dir[PATH_MAX], kopath[PATH_MAX + 32];
 	char sopath[PATH_MAX + 160], name[RDMA_DEV_NAME_MAX] = "";
+	char missing[1024];
 	const char *type = NULL, *module = NULL, *siw_ko;
 	struct nldevs *l;
 	struct nldev *d, got;
 	struct utsname uts;
 	struct nlreq r;
 	struct nl nl;
-	bool loaded;
-	int c, i, ret;
+	bool loaded, rxe = false, siw = false;
+	int c, i, ret, status = 1;
 
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":m:n:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
+			rxe = true;
 			type = "rxe";
 			break;
 		case 's':
+			siw = true;
 			type = "siw";
 			break;
 		case 'm':
@@ -679,6 +735,13 @@ int up_main(int argc, char *argv[])
 		print_usage_of(argv[0], stderr);
 		return EXIT_USAGE;
 	}
+	if (rxe && siw) {
+		errmsg_advice(0, "run up once for each: rxe and siw on one netdev are fine",
+			      "up: give one of --rxe and --siw");
+		return EXIT_USAGE;
+	}
+	if (!have_root(argc, argv))
+		return 1;
 
 	/* krdma itself: modprobe, else insmod --module or ../krdma.ko */
 	tool_dir(dir, sizeof(dir));
@@ -689,7 +752,9 @@ int up_main(int argc, char *argv[])
 
 		run_prog(deps, true);
 	}
-	if (load_module("krdma", module ? module : kopath, &loaded))
+	if (load_module("krdma", module ? module : kopath,
+			"install it (make install, or make dkms-install, in krdma's source tree), or name a krdma.ko with --module PATH",
+			&loaded))
 		return 1;
 
 	ret = nl_open(&nl);
@@ -742,25 +807,43 @@ int up_main(int argc, char *argv[])
 		goto fail;
 	}
 
-	d = nl_find(l, NULL, netdev);
+	/* Only a device of the type (and name) asked for is "already there" */
+	d = name[0] ? nl_find(l, name, NULL) : find_soft(l, netdev, type);
+	if (d && (!soft_type(d) || strcmp(soft_type(d), type) ||
+		  strcmp(d->netdev, netdev))) {
+		errmsg_advice(0, "choose another --name, or leave --name out for the first free one",
+			      "up: the name %s is taken by a %s%s device on %s, not a %s device on %s",
+			      name, d->soft ? "soft " : "",
+			      d->protocol[0] ? d->protocol : "?",
+			      d->netdev[0] ? d->netdev : "no netdev", type,
+			      netdev);
+		status = EXIT_USAGE;
+		goto fail;
+	}
 	if (d) {
 		report_dev(d, "already exists");
 		goto done;
 	}
 
 	/* The soft driver */
+	uname(&uts);
 	if (!strcmp(type, "rxe")) {
-		if (load_module("rdma_rxe", NULL, &loaded))
+		snprintf(missing, sizeof(missing),
+			 "kernel %s has no rdma_rxe module: install its extra modules (linux-modules-extra-%s on Ubuntu), or use soft-iWARP: krdmactl up --siw",
+			 uts.release, uts.release);
+		if (load_module("rdma_rxe", NULL, missing, &loaded))
 			goto fail;
 	} else {
 		siw_ko = getenv("KRDMA_SIW_KO");
 		if (!siw_ko || !*siw_ko) {
-			uname(&uts);
 			snprintf(sopath, sizeof(sopath), "%s/../build/siw-%s/siw.ko",
 				 dir, uts.release);
 			siw_ko = access(sopath, R_OK) ? NULL : sopath;
 		}
-		if (load_module("siw", siw_ko, &loaded))
+		snprintf(missing, sizeof(missing),
+			 "kernel %s has no siw module (Debian's kernels do not ship it): build it from the linux-source package with selftests/qemu/build-siw.sh /lib/modules/%s/build in krdma's source tree (up then finds build/siw-%s/siw.ko) or set KRDMA_SIW_KO=/path/to/siw.ko; or use soft-RoCE: krdmactl up --rxe",
+			 uts.release, uts.release, uts.release);
+		if (load_module("siw", siw_ko, missing, &loaded))
 			goto fail;
 	}
 
@@ -807,7 +890,7 @@ fail:
 	free(l);
 	nl_close(&nl);
 	finish_stdout(1);
-	return 1;
+	return status;
 }
 
 /*
@@ -869,6 +952,10 @@ int down_main(int argc, char *argv[])
 		printf("nothing to undo: no %s (krdmactl down undoes only what krdmactl up created)\n",
 		       path);
 		return finish_stdout(0);
+	}
+	if (!have_root(argc, argv)) {
+		fclose(f);
+		return 1;
 	}
 	lines = calloc(256, sizeof(*lines));
 	l = calloc(1, sizeof(*l));

@@ -589,6 +589,166 @@ json_check 'd["explanations"][0]["on_connect"].startswith(
 	"the peer is not krdma") and d["explanations"][1]["on_connect"] is None' \
 	"explain -j EPROTO ETIMEDOUT"
 
+# up and down against the shim's RDMA netlink (nl=NAME:TYPE:NETDEV+...)
+# and made-up modprobe, insmod and rmmod that only edit $TMP/modules (the
+# shim's /proc/modules) and log their calls in $TMP/progs: nothing here
+# touches the host's devices or modules
+mkdir -p "$TMP/bin"
+cat >"$TMP/bin/modprobe" <<'EOP'
+#!/bin/sh
+echo "modprobe $*" >>"$FAKE_PROGS_LOG"
+for m in "$@"; do
+	case $m in
+	-*) continue ;;
+	ib_core|rdma_cm) ;;
+	*)	case " $FAKE_MODPROBE " in *" $m "*) ;; *) exit 1 ;; esac
+		echo "$m 16384 0 - Live 0x0" >>"$FAKE_PROC_MODULES" ;;
+	esac
+done
+EOP
+cat >"$TMP/bin/insmod" <<'EOP'
+#!/bin/sh
+echo "insmod $*" >>"$FAKE_PROGS_LOG"
+exit 1
+EOP
+cat >"$TMP/bin/rmmod" <<'EOP'
+#!/bin/sh
+echo "rmmod $*" >>"$FAKE_PROGS_LOG"
+grep -v "^$1 " "$FAKE_PROC_MODULES" >"$FAKE_PROC_MODULES.new"
+mv "$FAKE_PROC_MODULES.new" "$FAKE_PROC_MODULES"
+EOP
+chmod +x "$TMP/bin/modprobe" "$TMP/bin/insmod" "$TMP/bin/rmmod"
+OLDPATH=$PATH
+PATH=$TMP/bin:$PATH
+FAKE_PROC_MODULES=$TMP/modules
+FAKE_PROGS_LOG=$TMP/progs
+KRDMA_STATE_DIR=$TMP/state
+KRDMA_SIW_KO=$TMP/no/siw.ko
+FAKE_MODPROBE=siw
+export PATH FAKE_PROC_MODULES FAKE_PROGS_LOG KRDMA_STATE_DIR KRDMA_SIW_KO \
+	FAKE_MODPROBE
+# up_run MODULES SCENARIO ARGS...: run with only MODULES loaded, no record
+up_run() {
+	printf '%s 16384 0 - Live 0x0\n' $1 >"$FAKE_PROC_MODULES"
+	rm -rf "$TMP/state" "$FAKE_PROGS_LOG"
+	: >"$FAKE_PROGS_LOG"
+	shift
+	run "$@"
+	cp "$FAKE_PROGS_LOG" "$TMP/log"
+	cat "$TMP/state/up.state" >"$TMP/state_file" 2>/dev/null ||
+		: >"$TMP/state_file"
+}
+
+# siw where rxe is: created, not "rxe0 already exists"
+for args in "--siw lo" "--siw -n siw0 lo" "-n siw0 --siw lo"; do
+	# shellcheck disable=SC2086 # the command's words
+	up_run "krdma rdma_rxe" "nl=rxe0:rxe:lo" up $args
+	expect_rc 0 "up $args, rxe0 on lo"
+	expect_in out '^loaded module siw (modprobe)$' "up $args, rxe0 on lo"
+	expect_in out '^siw0 created on lo (soft iw, port 1 ACTIVE)$' \
+		"up $args, rxe0 on lo"
+	expect_not_in out 'already exists' "up $args, rxe0 on lo"
+	expect_in state_file '^device siw0 lo$' "up $args, rxe0 on lo: recorded"
+	expect_in state_file '^module siw$' "up $args, rxe0 on lo: recorded"
+done
+FAKE_MODPROBE=rdma_rxe up_run "krdma siw" "nl=siw0:siw:lo" up lo
+expect_rc 0 "up lo (rxe), siw0 on lo"
+expect_in out '^rxe0 created on lo (soft roce, port 1 ACTIVE)$' \
+	"up lo (rxe), siw0 on lo"
+expect_in log '^modprobe -q rdma_rxe$' "up lo (rxe), siw0 on lo"
+export FAKE_MODPROBE=siw
+FAKE_MODPROBE= up_run "krdma siw" "nl=siw0:siw:lo" up --rxe lo
+expect_rc 1 "up --rxe lo, no rdma_rxe module"
+expect_in err "^krdmactl: kernel $(uname -r) has no rdma_rxe module: .*krdmactl up --siw$" \
+	"up --rxe lo, no rdma_rxe module"
+export FAKE_MODPROBE=siw
+up_run "krdma siw" "nl=siw0:siw:lo" up --siw -n mysiw lo
+expect_rc 0 "up --siw -n mysiw lo, siw0 on lo"
+expect_in out '^mysiw created on lo (soft iw' "up --siw -n mysiw lo, siw0 on lo"
+
+# already there: only a device of the type (and the name) asked for
+for c in "--siw lo" "--siw -n siw0 lo" "lo" "--rxe lo" "-n rxe0 lo"; do
+	# shellcheck disable=SC2086
+	up_run "krdma rdma_rxe siw" "nl=rxe0:rxe:lo+siw0:siw:lo" up $c
+	expect_rc 0 "up $c, rxe0 and siw0 on lo"
+	expect_in out 'already exists on lo' "up $c, rxe0 and siw0 on lo"
+	expect_not_in out 'created' "up $c, rxe0 and siw0 on lo"
+	n=$((n + 1))
+	[ ! -s "$TMP/state_file" ] || fail "up $c: recorded nothing"
+done
+expect_in out '^rxe0 already exists on lo (soft roce' "up -n rxe0 lo"
+
+# a name taken by another type or netdev: refused, exit 2
+up_run "krdma rdma_rxe" "nl=rxe0:rxe:lo" up --siw -n rxe0 lo
+expect_rc 2 "up --siw -n rxe0 lo, rxe0 on lo"
+expect_in err '^krdmactl: up: the name rxe0 is taken by a soft roce device on lo, not a siw device on lo$' \
+	"up --siw -n rxe0 lo"
+expect_in err 'choose another --name' "up --siw -n rxe0 lo"
+expect_not_in log 'siw' "up --siw -n rxe0 lo: no siw loaded"
+up_run "krdma rdma_rxe" "nl=rxe0:rxe:veth9" up -n rxe0 lo
+expect_rc 2 "up -n rxe0 lo, rxe0 on veth9"
+expect_in err 'taken by a soft roce device on veth9, not a rxe device on lo' \
+	"up -n rxe0 lo, rxe0 on veth9"
+
+# both types: refused before anything is done
+up_run "krdma" "nl=" up --rxe --siw lo
+expect_rc 2 "up --rxe --siw"
+expect_in err '^krdmactl: up: give one of --rxe and --siw$' "up --rxe --siw"
+expect_in err 'run up once for each' "up --rxe --siw"
+n=$((n + 1))
+[ ! -s "$TMP/log" ] || fail "up --rxe --siw ran $(cat "$TMP/log")"
+
+# not root: said once, up front; nothing run
+up_run "" "euid=1000" up --siw -n s1 lo
+expect_rc 1 "up as uid 1000"
+expect_in err '^krdmactl: up needs root: it loads kernel modules and creates RDMA devices (this is uid 1000)$' \
+	"up as uid 1000"
+expect_in err '^krdmactl: run it as root: sudo krdmactl up --siw -n s1 lo$' \
+	"up as uid 1000"
+n=$((n + 1))
+[ ! -s "$TMP/log" ] || fail "up as uid 1000 ran $(cat "$TMP/log")"
+
+# no siw module: how to get one
+FAKE_MODPROBE= up_run "krdma rdma_rxe" "nl=rxe0:rxe:lo" up --siw lo
+expect_rc 1 "up --siw, no siw module"
+expect_in err "^krdmactl: cannot load siw: modprobe siw failed and there is no $TMP/no/siw.ko$" \
+	"up --siw, no siw module"
+expect_in err "^krdmactl: kernel $(uname -r) has no siw module (Debian's kernels do not ship it): build it .*build-siw\.sh .*KRDMA_SIW_KO=.*krdmactl up --rxe$" \
+	"up --siw, no siw module: how to get it"
+export FAKE_MODPROBE=siw
+
+# down: what up recorded, as root only
+up_run "krdma rdma_rxe" "nl=rxe0:rxe:lo" up --siw lo
+printf 'siw 16384 0 - Live 0x0\n' >>"$FAKE_PROC_MODULES"
+FAKE_KRDMA=nl=rxe0:rxe:lo+siw0:siw:lo LD_PRELOAD=$SHIM ./krdmactl down \
+	>"$TMP/out" 2>"$TMP/err" </dev/null
+rc=$?
+expect_rc 0 "down"
+expect_in out '^deleted siw0 (was on lo)$' "down"
+expect_in out '^unloaded module siw$' "down"
+expect_not_in out 'rxe0' "down: leaves rxe0 alone"
+n=$((n + 1))
+[ ! -e "$TMP/state/up.state" ] || fail "down kept the record"
+mkdir -p "$TMP/state"
+echo "device siw0 lo" >"$TMP/state/up.state"
+FAKE_KRDMA=euid=1000 LD_PRELOAD=$SHIM ./krdmactl down >"$TMP/out" \
+	2>"$TMP/err" </dev/null
+rc=$?
+expect_rc 1 "down as uid 1000"
+expect_in err '^krdmactl: down needs root: it loads kernel modules and deletes RDMA devices (this is uid 1000)$' \
+	"down as uid 1000"
+expect_in err '^krdmactl: run it as root: sudo krdmactl down$' \
+	"down as uid 1000"
+expect_in "state/up.state" '^device siw0 lo$' "down as uid 1000: the record kept"
+rm -f "$TMP/state/up.state"
+run euid=1000 down
+expect_rc 0 "down as uid 1000, no record"
+expect_in out '^nothing to undo' "down as uid 1000, no record"
+
+PATH=$OLDPATH
+unset FAKE_PROC_MODULES FAKE_PROGS_LOG KRDMA_STATE_DIR KRDMA_SIW_KO \
+	FAKE_MODPROBE
+
 # status and set, against made-up debugfs files and module parameters
 # (KRDMA_DEBUGFS, KRDMA_SYSFS_MODULE) and the fake /dev/krdma
 mkdir -p "$TMP/dbg" "$TMP/mod/parameters"
