@@ -15,7 +15,8 @@
 #   temporary siw device, rxe if siw cannot load), a small memlock limit
 #   without CAP_IPC_LOCK, a too small MTU (veth1 mtu 1000 under a
 #   temporary rxe device), a missing device;
-# - doctor ADDR says a krdma peer without a listener is reachable;
+# - doctor ADDR says a krdma peer without a listener is reachable, and
+#   tells an address nobody has on the link from one behind a gateway;
 # - explain knows every completion status;
 # - make install: quiet (no sign-file SSL errors, no "Skipping depmod"),
 #   the module stripped (< 1 MB) and readable by modinfo, the man page
@@ -100,13 +101,13 @@ doctor_fails() {
 echo "TAP version 13"
 # one more with a siw device (the memlock note)
 if grep -qs 'Software iWARP' /sys/class/infiniband/*/node_desc; then
-	echo "1..25"
+	echo "1..27"
 else
-	echo "1..24"
+	echo "1..26"
 fi
 
 if [[ ! -x $K ]]; then
-	for i in $(seq 24); do not_ok "userspace-tools/krdmactl is built"; done
+	for i in $(seq 26); do not_ok "userspace-tools/krdmactl is built"; done
 	exit 1
 fi
 links >"$TMP/links_before"
@@ -248,7 +249,20 @@ run 60 doctor -p 1 "$RXE_ADDR"
 check "doctor $RXE_ADDR: reachable, but nobody listens" \
 	eval '((rc == 0)) && grep -Eq "^ok +reach .*nobody listens" "$TMP/out"'
 
-# 18-19: explain
+# 18-19: doctor ADDR, unreachable: no host on the link, or a gateway in
+# the way, each named, and the fix is not `doctor ADDR` again
+run 60 doctor -t 5000 198.18.0.77
+check "doctor 198.18.0.77 (nobody on veth0's link): no host answers there" \
+	eval '((rc == 1)) && grep -Eq "^FAIL +reach +198\.18\.0\.77:18515: .*; no host answers at 198\.18\.0\.77 on the link of veth0" "$TMP/out" &&
+	      ! grep -q "fix: .*krdmactl doctor" "$TMP/out"'
+restore_cmds+=("ip route del 203.0.113.0/24")
+ip route add 203.0.113.0/24 via 198.18.0.77 dev veth0
+run 60 doctor -t 5000 203.0.113.9
+check "doctor 203.0.113.9 (a route via 198.18.0.77): routed through the gateway" \
+	eval '((rc == 1)) && grep -Eq "^FAIL +reach +203\.0\.113\.9:18515: .*routed through the gateway 198\.18\.0\.77" "$TMP/out"'
+ip route del 203.0.113.0/24
+
+# 20-21: explain
 run 20 explain -j
 check "explain -j explains all 22 completion statuses" \
 	eval '((rc == 0)) && json "len([e for e in d[\"explanations\"] if e[\"kind\"] == \"status\" and e[\"explanation\"]]) == 22"'
@@ -256,7 +270,7 @@ run 20 explain REM_ACCESS_ERR ECONNREFUSED
 check "explain REM_ACCESS_ERR ECONNREFUSED" \
 	eval '((rc == 0)) && grep -q "^REM_ACCESS_ERR" "$TMP/out" && grep -q "nobody listens" "$TMP/out"'
 
-# 20-24: make install / make uninstall
+# 22-26: make install / make uninstall
 listing() {
 	find /usr/local /etc/udev/rules.d "/lib/modules/$(uname -r)" \
 		-path "/lib/modules/$(uname -r)/build" -prune -o \

@@ -1477,16 +1477,120 @@ static void doctor_firewall(struct check *c, bool roce)
 		ck_set(c, CK_OK, "no firewall rule blocks UDP 4791 (RoCE v2)");
 }
 
-static void doctor_reach(struct check *c, int fd, const char *addr,
-			 uint32_t port, uint32_t timeout_ms)
+/* Has an RDMA device of @devs a port on @netdev? */
+static bool netdev_has_rdma(const struct dev_info *devs, uint32_t ndevs,
+			    const char *netdev)
 {
+	uint32_t i, p;
+
+	for (i = 0; i < ndevs; i++)
+		for (p = 0; p < devs[i].dq.phys_port_cnt; p++)
+			if (!strcmp((const char *)devs[i].ports[p].pq.netdev_name,
+				    netdev))
+				return true;
+	return false;
+}
+
+/* The word after " @key " in @out into @buf; false: none */
+static bool word_after(const char *out, const char *key, char *buf,
+		       size_t len)
+{
+	const char *p = out;
+	size_t klen = strlen(key), n;
+
+	while ((p = strstr(p, key))) {
+		if ((p == out || p[-1] == ' ' || p[-1] == '\n') &&
+		    p[klen] == ' ') {
+			p += klen + 1;
+			n = strcspn(p, " \n");
+			if (!n || n >= len)
+				return false;
+			memcpy(buf, p, n);
+			buf[n] = 0;
+			return true;
+		}
+		p += klen;
+	}
+	return false;
+}
+
+/*
+ * Why a connect to @ip failed with @err, from the route to it and its
+ * neighbour entry (ip route get, ip neigh): no host answers on the link,
+ * it is routed through a gateway, or its netdev has no RDMA device.
+ * False when that cannot be told (no ip, no route).
+ */
+static bool reach_diagnose(struct check *c, const char *as, const char *ip,
+			   int err, const struct dev_info *devs,
+			   uint32_t ndevs)
+{
+	char *route[] = { "ip", "route", "get", (char *)ip, NULL };
+	char out[4096], dev[IF_NAMESIZE + 1], gw[INET6_ADDRSTRLEN + 1];
+	char state[32] = "", fix[512];
+	bool via;
+
+	if (capture_prog(route, out, sizeof(out)) < 0 ||
+	    !word_after(out, "dev", dev, sizeof(dev)))
+		return false;
+	via = word_after(out, "via", gw, sizeof(gw));
+	if (!netdev_has_rdma(devs, ndevs, dev)) {
+		snprintf(fix, sizeof(fix),
+			 "create an RDMA device on %s: sudo krdmactl up %s; or reach %s over a netdev that has one (see: krdmactl dev)",
+			 dev, dev, ip);
+		ck_fail(c, fix, "%s: %s; the route to it goes out of %s%s%s%s, and %s has no RDMA device",
+			as, strerror(-err), dev, via ? " (through the gateway " : "",
+			via ? gw : "", via ? ")" : "", dev);
+	} else if (via) {
+		snprintf(fix, sizeof(fix),
+			 "check that %s forwards to %s and that %s has a route back (ping %s; ip route get %s); the peer must run krdma with an RDMA device, and no firewall on the path may drop UDP 4791 (RoCE v2) or TCP (iWARP)",
+			 gw, ip, ip, ip, ip);
+		ck_fail(c, fix, "%s: %s; it is not on the link of %s but routed through the gateway %s",
+			as, strerror(-err), dev, gw);
+	} else {
+		char *neigh[] = { "ip", "neigh", "show", "to", (char *)ip,
+				  "dev", dev, NULL };
+		static const char *const states[] = {
+			"REACHABLE", "STALE", "DELAY", "PROBE", "PERMANENT",
+			"NOARP", "FAILED", "INCOMPLETE",
+		};
+		size_t i;
+
+		if (capture_prog(neigh, out, sizeof(out)) >= 0)
+			for (i = 0; i < ARRAY_SIZE(states) && !state[0]; i++)
+				if (strstr(out, states[i]))
+					snprintf(state, sizeof(state), "%s",
+						 states[i]);
+		if (!state[0] || !strcmp(state, "FAILED") ||
+		    !strcmp(state, "INCOMPLETE")) {
+			snprintf(fix, sizeof(fix),
+				 "is the peer up, and is %s its address? (ping %s; on the peer: ip addr); is %s on the right link and subnet (ip addr show %s)?",
+				 ip, ip, dev, dev);
+			ck_fail(c, fix, "%s: %s; no host answers at %s on the link of %s (neighbour %s)",
+				as, strerror(-err), ip, dev,
+				state[0] ? state : "entry missing");
+		} else {
+			snprintf(fix, sizeof(fix),
+				 "on the peer: krdma loaded with an RDMA device on the netdev of %s (krdmactl doctor there); no firewall on either side may drop UDP 4791 (RoCE v2) or TCP (iWARP)",
+				 ip);
+			ck_fail(c, fix, "%s: %s; a host answers at %s on the link of %s (neighbour %s), but not over RDMA",
+				as, strerror(-err), ip, dev, state);
+		}
+	}
+	return true;
+}
+
+static void doctor_reach(struct check *c, int fd, const char *addr,
+			 uint32_t port, uint32_t timeout_ms,
+			 const struct dev_info *devs, uint32_t ndevs)
+{
+	char as[80], ip[INET6_ADDRSTRLEN] = "?";
 	struct krdma_addr dst;
-	char as[80];
 	uint32_t conn;
 	int ret;
 
 	krdma_parse_addr(addr, port, &dst);
 	krdma_addr_str(&dst, as, sizeof(as));
+	inet_ntop(dst.family, dst.addr, ip, sizeof(ip));
 	if (fd < 0) {
 		ck_fail(c, "fix the module check first", "%s: cannot try without krdma", as);
 		return;
@@ -1500,6 +1604,15 @@ static void doctor_reach(struct check *c, int fd, const char *addr,
 	} else if (ret == -ECONNREFUSED) {
 		ck_set(c, CK_OK, "%s: reachable over RDMA, but nobody listens on port %u (run `krdmactl serve` there to test transfers)",
 		       as, port);
+	} else if ((ret == -ETIMEDOUT || ret == -EHOSTUNREACH ||
+		    ret == -ENETUNREACH || ret == -EADDRNOTAVAIL ||
+		    ret == -ENODEV) &&
+		   reach_diagnose(c, as, ip, ret, devs, ndevs)) {
+		return;
+	} else if (ret == -ETIMEDOUT) {
+		/* not the conn hint: it says to run doctor ADDR, this */
+		ck_fail(c, "is the peer running, and is its address on a network that an RDMA device of this host is attached to (see: krdmactl dev)? a firewall dropping UDP 4791 (RoCE v2) or TCP (iWARP) looks the same; ip route get and ip neigh tell more",
+			"%s: %s", as, strerror(-ret));
 	} else {
 		ck_fail(c, krdma_conn_strerror_hint(ret), "%s: %s", as,
 			strerror(-ret));
@@ -1624,7 +1737,8 @@ int doctor_main(int argc, char *argv[])
 	doctor_netns(ck_new(dr, "netns"), ndevs);
 	doctor_firewall(ck_new(dr, "firewall"), roce);
 	if (addr)
-		doctor_reach(ck_new(dr, "reach"), fd, addr, port, timeout_ms);
+		doctor_reach(ck_new(dr, "reach"), fd, addr, port, timeout_ms,
+			     devs, ndevs);
 	if (fd >= 0)
 		close(fd);
 

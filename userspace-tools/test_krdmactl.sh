@@ -589,6 +589,62 @@ json_check 'd["explanations"][0]["on_connect"].startswith(
 	"the peer is not krdma") and d["explanations"][1]["on_connect"] is None' \
 	"explain -j EPROTO ETIMEDOUT"
 
+# doctor ADDR, unreachable: the route and the neighbour (a made-up ip
+# that prints $FAKE_IP_ROUTE and $FAKE_IP_NEIGH) tell why, and the fix
+# is not the command just run
+mkdir -p "$TMP/ipbin"
+cat >"$TMP/ipbin/ip" <<'EOP'
+#!/bin/sh
+case "$1 $2" in
+"route get") [ -n "$FAKE_IP_ROUTE" ] || exit 2
+	printf '%s\n    cache\n' "$FAKE_IP_ROUTE" ;;
+"neigh show") [ -z "$FAKE_IP_NEIGH" ] || printf '%s\n' "$FAKE_IP_NEIGH" ;;
+*) exit 1 ;;
+esac
+EOP
+chmod +x "$TMP/ipbin/ip"
+# doctor_reach ROUTE NEIGH ERRNO: doctor -j ADDR, its reach check in
+# $TMP/reach as "verdict|fix"
+doctor_reach() {
+	PATH=$TMP/ipbin:$PATH FAKE_IP_ROUTE=$1 FAKE_IP_NEIGH=$2 \
+		FAKE_KRDMA=features=7,connect_err=$3 LD_PRELOAD=$SHIM \
+		./krdmactl doctor -j -t 100 198.18.0.2 >"$TMP/out" 2>"$TMP/err" \
+		</dev/null
+	rc=$?
+	"$PYTHON" -c '
+import json, sys
+c = [c for c in json.load(open(sys.argv[1]))["checks"] if c["name"] == "reach"][0]
+print("%s|%s|%s" % (c["status"], c["verdict"], c["fix"]))
+' "$TMP/out" >"$TMP/reach" 2>&1
+}
+doctor_reach "198.18.0.2 dev lo src 10.0.2.15 uid 0" \
+	"198.18.0.2 dev lo FAILED" 110
+expect_rc 1 "doctor ADDR, on the link, neighbour FAILED"
+expect_in reach '^fail|198\.18\.0\.2:18515: Connection timed out; no host answers at 198\.18\.0\.2 on the link of lo (neighbour FAILED)|is the peer up, and is 198\.18\.0\.2 its address? (ping 198\.18\.0\.2' \
+	"doctor ADDR, on the link, neighbour FAILED"
+doctor_reach "198.18.0.2 dev lo src 10.0.2.15 uid 0" "" 113
+expect_in reach '^fail|198\.18\.0\.2:18515: No route to host; no host answers at 198\.18\.0\.2 on the link of lo (neighbour entry missing)|' \
+	"doctor ADDR, on the link, no neighbour entry"
+doctor_reach "198.18.0.2 dev lo src 10.0.2.15 uid 0" \
+	"198.18.0.2 dev lo lladdr 52:54:00:12:34:56 REACHABLE" 110
+expect_in reach '; a host answers at 198\.18\.0\.2 on the link of lo (neighbour REACHABLE), but not over RDMA|on the peer: krdma loaded' \
+	"doctor ADDR, on the link, a host answers"
+doctor_reach "198.18.0.2 via 10.0.2.2 dev lo src 10.0.2.15 uid 0" "" 110
+expect_in reach '; it is not on the link of lo but routed through the gateway 10\.0\.2\.2|check that 10\.0\.2\.2 forwards to 198\.18\.0\.2' \
+	"doctor ADDR, through a gateway"
+expect_not_in reach 'no host answers' "doctor ADDR, through a gateway"
+doctor_reach "198.18.0.2 via 10.0.2.2 dev eth7 src 10.0.2.15 uid 0" "" 110
+expect_in reach '; the route to it goes out of eth7 (through the gateway 10\.0\.2\.2), and eth7 has no RDMA device|create an RDMA device on eth7: sudo krdmactl up eth7' \
+	"doctor ADDR, out of a netdev without an RDMA device"
+doctor_reach "" "" 110
+expect_in reach '^fail|198\.18\.0\.2:18515: Connection timed out|is the peer running' \
+	"doctor ADDR, no route known"
+for f in reach out; do
+	expect_not_in $f 'krdmactl doctor 198\|doctor ADDR' \
+		"doctor ADDR: the fix is not doctor ADDR again"
+done
+schema_check DOCTOR "doctor -j ADDR, unreachable"
+
 # up and down against the shim's RDMA netlink (nl=NAME:TYPE:NETDEV+...)
 # and made-up modprobe, insmod and rmmod that only edit $TMP/modules (the
 # shim's /proc/modules) and log their calls in $TMP/progs: nothing here
