@@ -105,9 +105,9 @@ mapfile -t cmds < <(subcommands)
 
 # version 2 + dev 3 + per transport 2 (ping, xfer) + refused 1 + per
 # transport 5 (stock tools) + no device 1 + usages + help per subcommand
-# + help listing all of serve ping xfer 1
+# + taken port 1 + help listing all of serve ping xfer 1
 echo "TAP version 13"
-echo "1..$((2 + 3 + 2 * 2 + 1 + 2 * 5 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
+echo "1..$((2 + 3 + 2 * 2 + 1 + 2 * 5 + 1 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
 
 # version
 run 20 version
@@ -375,6 +375,19 @@ no_device_ok() {
 }
 check "serve -a 127.0.0.1 (no RDMA device on lo): says so and what to do (exit status $rc)" \
 	no_device_ok
+
+# A taken port on the wildcard address: in use (EADDRINUSE), not rdma_cm's
+# "Cannot assign requested address"
+if start_server 0.0.0.0; then
+	run 20 serve -1 -p "$port"
+	check "serve -p $port (taken by another serve): exit 1, the port is in use" \
+		eval '((rc == 1)) && grep -q "^krdmactl: serve: cannot listen on 0\.0\.0\.0:$port: Address already in use\$" "$TMP/err" &&
+		      grep -q "the port is taken" "$TMP/err" && ! grep -q "Cannot assign" "$TMP/err"'
+	kill "$server_pid" 2>/dev/null
+	wait "$server_pid" 2>/dev/null
+else
+	check "serve on a taken port: the first server starts listening" false
+fi
 
 # Bad usage
 usage_error() {

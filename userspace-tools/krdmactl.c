@@ -693,9 +693,19 @@ int tool_listen(int fd, const char *cmd, struct krdma_listen *l)
 		snprintf(hint, sizeof(hint), "%s: %s", why, fix);
 		errmsg_advice(ret, hint, "%s: cannot listen on %s", cmd, buf);
 	} else if (ret == -EADDRINUSE || ret == -EADDRNOTAVAIL) {
-		/* rdma_cm says EADDRNOTAVAIL for a port that is taken */
-		errmsg_advice(ret, "the port is taken (another krdmactl serve or bench -l?): choose another -p PORT",
-			      "%s: cannot listen on %s", cmd, buf);
+		/*
+		 * rdma_cm says EADDRNOTAVAIL for a port that is taken, which
+		 * strerror() makes "Cannot assign requested address": with a
+		 * device at the address, it is EADDRINUSE
+		 */
+		char hint[256];
+
+		snprintf(hint, sizeof(hint),
+			 "the port is taken: another RDMA listener (krdmactl serve, bench -l, any krdma or verbs program) has port %u%s; choose another -p PORT",
+			 l->addr.port, ret == -EADDRNOTAVAIL ?
+			 " (rdma_cm says EADDRNOTAVAIL for that)" : "");
+		ret = -EADDRINUSE;
+		errmsg_advice(ret, hint, "%s: cannot listen on %s", cmd, buf);
 	} else {
 		errmsg_advice(ret, krdma_cmd_strerror_hint(KRDMA_IOC_LISTEN,
 							   ret),

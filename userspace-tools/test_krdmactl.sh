@@ -566,6 +566,17 @@ for cmd in serve "bench -l"; do
 	# shellcheck disable=SC2086
 	run "features=7,listen_err=99" $cmd -a 10.0.2.15 -p 0
 	expect_in err '^krdmactl: the port is taken' "$cmd -a (a GID of rxe0), EADDRNOTAVAIL"
+	# a taken port on the wildcard: in use, not "Cannot assign ..."
+	for e in 98 99; do
+		# shellcheck disable=SC2086
+		run "features=7,listen_err=$e" $cmd -p 18999
+		expect_rc 1 "$cmd -p 18999, errno $e"
+		expect_in err "^krdmactl: ${cmd%% *}: cannot listen on 0\.0\.0\.0:18999: Address already in use\$" \
+			"$cmd -p 18999, errno $e"
+		expect_in err '^krdmactl: the port is taken: another RDMA listener (.*) has port 18999' \
+			"$cmd -p 18999, errno $e"
+		expect_not_in err 'Cannot assign' "$cmd -p 18999, errno $e"
+	done
 	expect_not_in err 'not an address of this host' \
 		"$cmd -a (a GID of rxe0), EADDRNOTAVAIL"
 done
