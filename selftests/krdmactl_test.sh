@@ -91,6 +91,7 @@ bad_usages=(
 	"xfer $RXE_ADDR -c 3"
 	"serve extra"
 	"serve -n 0"
+	"serve -c 0"
 	"serve -a not-an-address"
 	"dev -x"
 	"version extra"

@@ -1392,7 +1392,7 @@ static const struct {
 	  "(nothing written). Needs root.\n" },
 	{ "serve", serve_main,
 	  "answer ping and xfer clients: a verified RDMA window for each",
-	  "[-a ADDR] [-p PORT] [-n COUNT] [-1]\n"
+	  "[-a ADDR] [-p PORT] [-c COUNT] [-1]\n"
 	  "Listen for `krdmactl ping` and `krdmactl xfer` clients and answer\n"
 	  "them, one client at a time: register a buffer as large as the client\n"
 	  "asks for (up to 1 GiB), grant it RDMA READ and WRITE access, and check\n"
@@ -1403,9 +1403,10 @@ static const struct {
 	  "  -a, --addr ADDR    listen on ADDR only (default 0.0.0.0: every\n"
 	  "                     IPv4 address; :: for IPv6)\n"
 	  "  -p, --port PORT    port (default 18515; 0 picks a free one)\n"
-	  "  -n, --count COUNT  exit after COUNT clients (a connection lost\n"
-	  "                     before the client's first message does not count)\n"
-	  "  -1, --once         exit after one client (-n 1)\n"
+	  "  -c, --count COUNT  exit after COUNT clients (a connection lost\n"
+	  "                     before the client's first message does not count);\n"
+	  "                     -n COUNT, its older spelling, is the same\n"
+	  "  -1, --once         exit after one client (-c 1)\n"
 	  "  -h, --help         show this help\n"
 	  "\n"
 	  "Runs until interrupted (SIGINT, SIGTERM) or COUNT clients are served.\n"

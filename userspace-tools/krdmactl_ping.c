@@ -875,7 +875,7 @@ int serve_main(int argc, char *argv[])
 	static const struct option longopts[] = {
 		{ "addr", required_argument, NULL, 'a' },
 		{ "port", required_argument, NULL, 'p' },
-		{ "count", required_argument, NULL, 'n' },
+		{ "count", required_argument, NULL, 'c' },
 		{ "once", no_argument, NULL, '1' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -885,7 +885,8 @@ int serve_main(int argc, char *argv[])
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":a:p:n:1h", longopts, NULL)) != -1) {
+	/* -c COUNT as ping and bench -l; -n, its first name, still works */
+	while ((c = getopt_long(argc, argv, ":a:p:c:n:1h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
 			o.addr = optarg;
@@ -896,6 +897,7 @@ int serve_main(int argc, char *argv[])
 				return EXIT_USAGE;
 			}
 			break;
+		case 'c':
 		case 'n':
 			if (parse_u32(optarg, 1, UINT32_MAX, &o.count)) {
 				errmsg("serve: bad count '%s' (1 or more)", optarg);

@@ -600,6 +600,51 @@ json_check 'd["explanations"][0]["on_connect"].startswith(
 	"the peer is not krdma") and d["explanations"][1]["on_connect"] is None' \
 	"explain -j EPROTO ETIMEDOUT"
 
+# serve -c COUNT, as ping and bench -l; -n still works
+for o in -c --count -n; do
+	run "features=7" serve $o 0
+	expect_rc 2 "serve $o 0"
+	expect_in err "^krdmactl: serve: bad count '0' (1 or more)" "serve $o 0"
+done
+
+# bash completion: comp WORDS...: what it offers for the last word (into
+# $TMP/out, one a line), bash run on krdmactl.bash-completion
+if command -v bash >/dev/null 2>&1; then
+	mkdir -p "$TMP/comp/sub"
+	: >"$TMP/comp/a.ko"
+	: >"$TMP/comp/notes.txt"
+	comp() {
+		(cd "$TMP/comp" && bash -c '
+. "$0"
+COMP_WORDS=("$@")
+COMP_CWORD=$(($# - 1))
+_krdmactl
+printf "%s\n" "${COMPREPLY[@]}"' "$OLDPWD/krdmactl.bash-completion" "$@") \
+			>"$TMP/out" 2>"$TMP/err"
+	}
+	# numbers, names, addresses: no file names
+	for words in "bench -m" "bench --min-iters" "bench -d" "bench -n" \
+		"up -n" "serve -c" "serve -n" "ping -c" "bench -S"; do
+		# shellcheck disable=SC2086 # the words
+		comp krdmactl $words ""
+		expect_not_in out 'a\.ko\|notes\.txt\|sub' \
+			"completion of '$words': no file names"
+	done
+	comp krdmactl up -m ""
+	expect_in out '^a\.ko$' "completion of 'up -m': .ko files"
+	expect_in out '^sub$' "completion of 'up -m': directories"
+	expect_not_in out 'notes\.txt' "completion of 'up -m': only .ko files"
+	comp krdmactl bench -o ""
+	expect_in out '^lat$' "completion of 'bench -o': operations"
+	comp krdmactl serve -
+	expect_in out '^--count$' "completion of serve's options"
+	expect_in out '^-c$' "completion of serve's options"
+	comp krdmactl up --siw -
+	expect_not_in out '^--rxe$' "completion of 'up --siw': not --rxe too"
+	comp krdmactl up -
+	expect_in out '^--rxe$' "completion of 'up': --rxe"
+fi
+
 # doctor ADDR, unreachable: the route and the neighbour (a made-up ip
 # that prints $FAKE_IP_ROUTE and $FAKE_IP_NEIGH) tell why, and the fix
 # is not the command just run
