@@ -104,11 +104,11 @@ if [[ ! -x $K ]]; then
 fi
 mapfile -t cmds < <(subcommands)
 
-# version 2 + dev 3 + per transport 2 (ping, xfer) + refused 1 + per
+# version 2 + dev 4 + per transport 2 (ping, xfer) + refused 1 + per
 # transport 5 (stock tools) + no device 1 + usages + help per subcommand
 # + taken port 1 + help listing all of serve ping xfer 1
 echo "TAP version 13"
-echo "1..$((2 + 3 + 2 * 2 + 1 + 2 * 5 + 1 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
+echo "1..$((2 + 4 + 2 * 2 + 1 + 2 * 5 + 1 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
 
 # version
 run 20 version
@@ -116,14 +116,23 @@ check "version exits 0" test "$rc" -eq 0
 check "version names the loaded module and its ABI" \
 	grep -Eq '^module: +[0-9]+\.[0-9]+\.[0-9]+ \(krdma ABI [0-9]+\)' "$TMP/out"
 
-# dev, text and JSON
-run 20 dev
+# dev show, dev, text and JSON
+run 20 dev show
 grep -E '^[^[:space:]]' "$TMP/out" | sort >"$TMP/text_devs"
 dev_text_ok() {
 	((rc == 0)) && grep -qx "$RXE_DEV" "$TMP/text_devs" &&
 		grep -qx "$SIW_DEV" "$TMP/text_devs"
 }
-check "dev exits 0 and lists $RXE_DEV and $SIW_DEV" dev_text_ok
+check "dev show exits 0 and lists $RXE_DEV and $SIW_DEV" dev_text_ok
+run 20 dev
+dev_brief_ok() {
+	((rc == 0)) &&
+		cmp -s <(awk '{ print $1 }' "$TMP/out" | sort) "$TMP/text_devs" &&
+		grep -Eq "^$RXE_DEV +RoCE +ACTIVE +veth[0-9]+ +[0-9.]+ Gbps .* [0-9]+X\$" "$TMP/out" &&
+		grep -Eq "^$SIW_DEV +iWARP +ACTIVE +veth[0-9]+ " "$TMP/out"
+}
+check "dev: one line a device, $RXE_DEV (RoCE) and $SIW_DEV (iWARP) ACTIVE on their veths" \
+	dev_brief_ok
 run 20 dev -j
 dev_json_ok() {
 	((rc == 0)) && "$PYTHON" -m json.tool "$TMP/out" >/dev/null &&

@@ -1161,6 +1161,36 @@ static void print_dev_text(const struct dev_info *d)
 }
 
 /*
+ * One line for the device, as `ip -br link`: name, transport, and per port
+ * its state, netdev, speed and width (with its number when there are more)
+ */
+static void print_dev_brief(const struct dev_info *d)
+{
+	const struct krdma_dev_query *dq = &d->dq;
+	char ifbuf[IF_NAMESIZE + 16], wbuf[24], sbuf[24];
+	uint32_t p;
+
+	printf("%-15s %-10s", (const char *)dq->name,
+	       krdma_transport_str(dq->transport));
+	for (p = 0; p < dq->phys_port_cnt; p++) {
+		const struct krdma_port_query *pq = &d->ports[p].pq;
+		const char *nd = (const char *)pq->netdev_name;
+
+		if (!nd[0] && pq->netdev_ifindex)
+			nd = ifname(pq->netdev_ifindex, ifbuf);
+		if (dq->phys_port_cnt > 1)
+			printf("%s port %u:", p ? " |" : "", pq->port_num);
+		printf(" %-7s %-15s %s %s",
+		       krdma_port_state_str(pq->state), nd[0] ? nd : "-",
+		       speed_text(pq->active_speed, sbuf),
+		       width_text(pq->active_width, wbuf));
+	}
+	if (!dq->phys_port_cnt)
+		printf(" no ports");
+	putchar('\n');
+}
+
+/*
  * "netdev" and "netdev_index", as rdma -j link: the network device @name
  * (NULL or "": by @ifindex), null and null when there is none
  */
@@ -1262,7 +1292,7 @@ static int dev_main(int argc, char *argv[])
 	struct json j = { .f = stdout };
 	const char *name = NULL;
 	struct dev_info *devs;
-	bool json = false;
+	bool json = false, show = false;
 	uint32_t ndevs, i;
 	int fd, ret;
 
@@ -1274,8 +1304,15 @@ static int dev_main(int argc, char *argv[])
 	case OPT_OK:
 		break;
 	}
-	if (optind < argc)
+	/* dev, dev show [DEVNAME], and dev DEVNAME: dev show DEVNAME */
+	if (optind < argc && !strcmp(argv[optind], "show")) {
+		show = true;
+		optind++;
+	}
+	if (optind < argc) {
 		name = argv[optind++];
+		show = true;
+	}
 	if (optind < argc) {
 		errmsg("dev: unexpected argument '%s'", argv[optind]);
 		print_usage_of(argv[0], stderr);
@@ -1302,6 +1339,9 @@ static int dev_main(int argc, char *argv[])
 		json_end_object(&j);
 	} else if (!ndevs) {
 		printf("No RDMA devices. Create a soft one: sudo krdmactl up [NETDEV] (or: sudo rdma link add rxe0 type rxe netdev eth0)\n");
+	} else if (!show) {
+		for (i = 0; i < ndevs; i++)
+			print_dev_brief(&devs[i]);
 	} else {
 		for (i = 0; i < ndevs; i++) {
 			if (i)
@@ -1334,9 +1374,13 @@ static const struct {
 	  "  -h, --help  show this help\n" },
 	{ "dev", dev_main,
 	  "show the RDMA devices krdma tracks: ports, GIDs, limits",
-	  "[-j] [DEVNAME]\n"
-	  "Show every RDMA device krdma tracks, or only DEVNAME (e.g. rxe0):\n"
-	  "its identity, limits, ports and their valid GIDs.\n"
+	  "[-j]\n"
+	  "       krdmactl dev show [-j] [DEVNAME]\n"
+	  "List every RDMA device krdma tracks, one line each: its name,\n"
+	  "transport, and per port the state, netdev, speed and width (\"-\":\n"
+	  "no netdev). `dev show` shows every device, or only DEVNAME (e.g.\n"
+	  "rxe0), in full: its identity, limits, ports and their valid GIDs;\n"
+	  "`dev DEVNAME` is `dev show DEVNAME`. The JSON is always the full one.\n"
 	  "\n"
 	  "  -j, --json  print JSON: {\"devices\":[{\"ifindex\",\"ifname\",...,\n"
 	  "              \"ports\":[{\"port\",\"state\",\"physical_state\",...,\n"

@@ -139,7 +139,7 @@ run "" -j dev
 expect_in out '^{"devices":\[{' "-j dev: compact"
 expect_rc 0 "-j dev"
 run "" -p dev
-expect_in out '^rxe0$' "-p dev: -p alone does not choose JSON"
+expect_in out '^rxe0 ' "-p dev: -p alone does not choose JSON"
 
 # Bad usage with -j: exit 2 and the error object, errno EINVAL
 for args in "-j" "-j nosuchcmd" "-j dev -x" "-j serve" "-j help" \
@@ -248,15 +248,52 @@ json_check '[c for c in d["checks"] if c["name"] == "module" and
 	c["fix"].startswith("join the group: sudo usermod -aG 54321 ")]' \
 	"doctor -j, EACCES: the module check"
 
+# dev: one line a device; dev show [DEV], and dev DEV, in full
 run "" dev
 expect_rc 0 "dev"
-expect_in out '^rxe0$' "dev"
-expect_in out 'node_guid: *5054:00ff:fe12:3459' "dev"
-expect_in out 'GID\[  2\]: *10\.0\.2\.15, RoCE v2' "dev"
-expect_in out 'GID\[  0\]: *fe80::5054:ff:fe12:3456, RoCE v2' "dev"
-expect_in out 'atomic_cap: *none' "dev"
-expect_in out 'max_mr_size: *0xffffffffffffffff' "dev"
-expect_in out 'fw_ver: *2\.3\.4' "dev"
+expect_in out '^rxe0            RoCE       ACTIVE  lo              25\.0 Gbps (EDR) 4X$' \
+	"dev: one line for rxe0"
+expect_in out ' iWARP      port 1: ACTIVE  -               unknown (0) unknown (0) | port 2: DOWN    -  ' \
+	"dev: one line for a device of two ports"
+n=$((n + 1))
+[ "$(wc -l <"$TMP/out")" -eq 2 ] || fail "dev: one line a device"
+expect_not_in out 'node_guid' "dev: brief"
+run "grow" dev
+expect_in out '^siw1            iWARP      INIT    -  ' "dev, grow: a third line"
+run "" dev show
+expect_rc 0 "dev show"
+expect_in out '^rxe0$' "dev show"
+expect_in out '^	phys_port_cnt: *2$' "dev show: every device"
+cp "$TMP/out" "$TMP/show_all"
+for args in "dev show rxe0" "dev rxe0" "dev rxe0 show"; do
+	# shellcheck disable=SC2086 # the words
+	run "" $args
+	[ "$args" = "dev rxe0 show" ] && continue
+	expect_rc 0 "$args"
+	expect_in out '^rxe0$' "$args"
+	expect_in out '^	dev_index: *3$' "$args"
+	expect_not_in out 'phys_port_cnt: *2' "$args: only rxe0"
+	cp "$TMP/out" "$TMP/show_$(echo "$args" | tr ' ' _)"
+done
+expect_rc 2 "dev rxe0 show: show comes first"
+n=$((n + 1))
+cmp -s "$TMP/show_dev_show_rxe0" "$TMP/show_dev_rxe0" ||
+	fail "dev rxe0 is not dev show rxe0"
+run "" dev show nosuch
+expect_rc 1 "dev show nosuch"
+expect_in err "no RDMA device named 'nosuch'" "dev show nosuch"
+run "" dev show -j
+cp "$TMP/out" "$TMP/show.json"
+run "" dev -j
+n=$((n + 1))
+cmp -s "$TMP/out" "$TMP/show.json" || fail "dev show -j is not dev -j"
+run "" dev show
+expect_in out 'node_guid: *5054:00ff:fe12:3459' "dev show"
+expect_in out 'GID\[  2\]: *10\.0\.2\.15, RoCE v2' "dev show"
+expect_in out 'GID\[  0\]: *fe80::5054:ff:fe12:3456, RoCE v2' "dev show"
+expect_in out 'atomic_cap: *none' "dev show"
+expect_in out 'max_mr_size: *0xffffffffffffffff' "dev show"
+expect_in out 'fw_ver: *2\.3\.4' "dev show"
 
 run "" dev -j
 expect_rc 0 "dev -j"
@@ -288,10 +325,10 @@ json_check 'd["devices"][0]["ports"][0]["active_speed"] == "25.0 Gbps (EDR)" and
 	"dev -j: names of rdma -j, enums as the text shows them"
 # Every enum and name of the text, the same in JSON
 cp "$TMP/out" "$TMP/dev.json"
-run "" dev
-expect_rc 0 "dev (for the JSON)"
+run "" dev show
+expect_rc 0 "dev show (for the JSON)"
 n=$((n + 1))
-"$PYTHON" - "$TMP/out" "$TMP/dev.json" <<'EOP' || fail "dev and dev -j disagree"
+"$PYTHON" - "$TMP/out" "$TMP/dev.json" <<'EOP' || fail "dev show and dev -j disagree"
 import json, re, sys
 text = open(sys.argv[1], errors="replace").read()
 devs = json.load(open(sys.argv[2]))["devices"]
@@ -643,6 +680,8 @@ printf "%s\n" "${COMPREPLY[@]}"' "$OLDPWD/krdmactl.bash-completion" "$@") \
 	expect_not_in out '^--rxe$' "completion of 'up --siw': not --rxe too"
 	comp krdmactl up -
 	expect_in out '^--rxe$' "completion of 'up': --rxe"
+	comp krdmactl dev ""
+	expect_in out '^show$' "completion of 'dev': show"
 fi
 
 # doctor ADDR, unreachable: the route and the neighbour (a made-up ip
