@@ -1644,6 +1644,7 @@ static void print_usage(FILE *f)
 
 	fprintf(f, "Usage: %s [-j] [-p] COMMAND [ARGS...]\n", prog);
 	fprintf(f, "       %s COMMAND --help\n", prog);
+	fprintf(f, "COMMAND may be a prefix of only one command's name (de: dev).\n");
 	fprintf(f, "Inspect and control krdma, the in-kernel RDMA transport (%s).\n\n",
 		KRDMA_DEV_PATH);
 	fprintf(f, "Commands:\n");
@@ -1673,9 +1674,40 @@ void print_usage_of(const char *name, FILE *f)
 	print_usage(f);
 }
 
+/*
+ * The subcommand @word names, as iproute2 takes them: its whole name or a
+ * prefix of only it. Says why not on stderr: unknown, or a prefix of
+ * several (the candidates listed). Returns its index, or -1.
+ */
+static int find_command(const char *word)
+{
+	size_t i, len = strlen(word);
+	char cands[256] = "";
+	int found = -1, n = 0;
+
+	for (i = 0; i < ARRAY_SIZE(subcommands); i++)
+		if (!strcmp(word, subcommands[i].name))
+			return i;
+	for (i = 0; len && i < ARRAY_SIZE(subcommands); i++) {
+		if (strncmp(word, subcommands[i].name, len))
+			continue;
+		found = i;
+		snprintf(cands + strlen(cands), sizeof(cands) - strlen(cands),
+			 "%s%s", n++ ? ", " : "", subcommands[i].name);
+	}
+	if (n == 1)
+		return found;
+	if (n)
+		errmsg_advice(0, "type more of its name",
+			      "ambiguous command '%s': %s", word, cands);
+	else
+		errmsg("unknown command '%s'", word);
+	return -1;
+}
+
 static int help_main(int argc, char *argv[])
 {
-	size_t i;
+	int c;
 
 	if (argc > 2) {
 		errmsg("help: unexpected argument '%s'", argv[2]);
@@ -1683,15 +1715,13 @@ static int help_main(int argc, char *argv[])
 		return EXIT_USAGE;
 	}
 	if (argc == 2 && strcmp(argv[1], "-h") && strcmp(argv[1], "--help")) {
-		for (i = 0; i < ARRAY_SIZE(subcommands); i++) {
-			if (!strcmp(argv[1], subcommands[i].name)) {
-				print_usage_of(argv[1], stdout);
-				return finish_stdout(0);
-			}
+		c = find_command(argv[1]);
+		if (c < 0) {
+			print_usage(stderr);
+			return EXIT_USAGE;
 		}
-		errmsg("help: unknown command '%s'", argv[1]);
-		print_usage(stderr);
-		return EXIT_USAGE;
+		print_usage_of(subcommands[c].name, stdout);
+		return finish_stdout(0);
 	}
 	if (argc == 2)
 		print_usage_of("help", stdout);
@@ -1743,8 +1773,7 @@ static bool has_json(const char *name)
 
 int main(int argc, char *argv[])
 {
-	int nopts;
-	size_t i;
+	int nopts, c;
 
 	nopts = parse_global_opts(argc, argv);
 	argc -= nopts;
@@ -1764,16 +1793,16 @@ int main(int argc, char *argv[])
 		       KRDMA_ABI_VERSION);
 		return finish_stdout(0);
 	}
-	for (i = 0; i < ARRAY_SIZE(subcommands); i++) {
-		if (strcmp(argv[1], subcommands[i].name))
-			continue;
-		if (json_output && !has_json(argv[1])) {
-			errmsg("%s has no JSON output (-j)", argv[1]);
-			return json_error_doc(EXIT_USAGE);
-		}
-		return json_error_doc(subcommands[i].fn(argc - 1, argv + 1));
+	c = find_command(argv[1]);
+	if (c < 0) {
+		print_usage(stderr);
+		return json_error_doc(EXIT_USAGE);
 	}
-	errmsg("unknown command '%s'", argv[1]);
-	print_usage(stderr);
-	return json_error_doc(EXIT_USAGE);
+	/* the command sees its whole name: in its messages and usage */
+	argv[1] = (char *)subcommands[c].name;
+	if (json_output && !has_json(argv[1])) {
+		errmsg("%s has no JSON output (-j)", argv[1]);
+		return json_error_doc(EXIT_USAGE);
+	}
+	return json_error_doc(subcommands[c].fn(argc - 1, argv + 1));
 }

@@ -387,6 +387,52 @@ run "nodevs" dev rxe0
 expect_rc 1 "dev rxe0, no devices"
 expect_in err 'rdma link add' "dev rxe0, no devices"
 
+# Commands by a prefix of only one of them, as iproute2 takes them; a
+# prefix of several is an error that lists them
+run "" dev
+cp "$TMP/out" "$TMP/dev_full_name"
+for w in de dev; do
+	run "" $w
+	expect_rc 0 "krdmactl $w"
+	n=$((n + 1))
+	cmp -s "$TMP/out" "$TMP/dev_full_name" || fail "krdmactl $w is not dev"
+done
+run "" de -x
+expect_rc 2 "krdmactl de -x"
+expect_in err "^krdmactl: dev: unknown option '-x'" "krdmactl de -x: its whole name"
+expect_in err '^Usage: krdmactl dev ' "krdmactl de -x: its usage"
+for w in d do s; do
+	run "" $w
+	expect_rc 2 "krdmactl $w"
+	n=$((n + 1))
+	[ ! -s "$TMP/out" ] || fail "krdmactl $w ran something"
+done
+expect_in err "^krdmactl: ambiguous command 's': status, set, serve$" \
+	"krdmactl s"
+run "" d
+expect_in err "^krdmactl: ambiguous command 'd': dev, down, doctor$" \
+	"krdmactl d"
+expect_in err '^krdmactl: type more of its name$' "krdmactl d"
+run "" -j d
+expect_rc 2 "krdmactl -j d"
+json_check 'd["error"]["name"] == "EINVAL" and d["error"]["message"] ==
+	"ambiguous command \x27d\x27: dev, down, doctor"' "krdmactl -j d"
+run "" -j ve
+expect_rc 0 "krdmactl -j ve"
+json_check 'd["krdmactl"]["version"] == "0.2.0"' "krdmactl -j ve"
+run "" expl -j 110
+expect_rc 0 "krdmactl expl -j 110"
+json_check 'd["explanations"][0]["name"] == "ETIMEDOUT"' "krdmactl expl -j 110"
+run "" help de
+expect_rc 0 "help de"
+expect_in out '^Usage: krdmactl dev ' "help de"
+run "" help d
+expect_rc 2 "help d"
+expect_in err "ambiguous command 'd'" "help d"
+run "" help nosuch
+expect_rc 2 "help nosuch"
+expect_in err "^krdmactl: unknown command 'nosuch'" "help nosuch"
+
 run "" bogus
 expect_rc 2 "unknown command"
 expect_in err "unknown command 'bogus'" "unknown command"
