@@ -86,6 +86,7 @@ bad_usages=(
 	"ping $RXE_ADDR -s 2G"
 	"ping $RXE_ADDR -p 70000"
 	"ping not-an-address"
+	"ping no-such-host.invalid"
 	"ping $RXE_ADDR extra"
 	"xfer"
 	"xfer $RXE_ADDR -c 3"
@@ -106,9 +107,9 @@ mapfile -t cmds < <(subcommands)
 
 # version 2 + dev 4 + per transport 2 (ping, xfer) + refused 1 + per
 # transport 5 (stock tools) + no device 1 + usages + help per subcommand
-# + taken port 1 + help listing all of serve ping xfer 1
+# + taken port 1 + host name 1 + help listing all of serve ping xfer 1
 echo "TAP version 13"
-echo "1..$((2 + 4 + 2 * 2 + 1 + 2 * 5 + 1 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
+echo "1..$((2 + 4 + 2 * 2 + 1 + 2 * 5 + 1 + 1 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
 
 # version
 run 20 version
@@ -246,6 +247,22 @@ transport_tests() {
 
 transport_tests "rxe" "$RXE_ADDR" "$RXE_DEV"
 transport_tests "siw" "$SIW_ADDR" "$SIW_DEV"
+
+# A host name for ADDR: /etc/hosts, bind-mounted in a mount namespace of
+# its own, names the rxe address krdma-peer
+printf '%s krdma-peer\n' "$RXE_ADDR" >"$TMP/hosts"
+if command -v unshare >/dev/null && start_server "$RXE_ADDR"; then
+	timeout -k 5 60 unshare -m sh -c 'mount --bind "$1" /etc/hosts &&
+		exec "$2" ping krdma-peer -p "$3" -c 1 -j' _ "$TMP/hosts" "$K" \
+		"$port" >"$TMP/out" 2>"$TMP/err" </dev/null
+	rc=$?
+	stop_server
+	check "ping krdma-peer (a name of $RXE_ADDR in /etc/hosts): verified, the server exits 0" \
+		eval '((rc == 0 && server_rc == 0)) && json "d[\"ok\"] and d[\"verified\"] == 1"'
+else
+	cp "$TMP/server" "$TMP/err" 2>/dev/null
+	check "ping by host name: unshare and a server listening" false
+fi
 
 # Nobody listens on port 9
 start=$SECONDS

@@ -45,6 +45,9 @@
  *                            none by default. NEWLINK adds one (EEXIST for
  *                            a name taken), DELLINK removes one.
  *   nl_newlink_err=N         NEWLINK fails with errno N
+ * Host names: with hosts=NAME@IP+NAME@IP..., getaddrinfo() knows only
+ * those names (EAI_NONAME for any other); resolver_down makes it fail
+ * with EAI_AGAIN, as without a name server.
  * FAKE_PROC_MODULES names a file that fopen() of /proc/modules opens
  * instead, and the modules.builtin of the kernel is empty, so that the
  * modules a test's own modprobe "loads" are what krdmactl sees.
@@ -55,6 +58,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdbool.h>
@@ -1138,4 +1142,30 @@ FILE *fopen(const char *path, const char *mode)
 FILE *fopen64(const char *path, const char *mode)
 {
 	return do_fopen(path, mode, "fopen64");
+}
+
+int getaddrinfo(const char *node, const char *service,
+		const struct addrinfo *hints, struct addrinfo **res)
+{
+	int (*real)(const char *, const char *, const struct addrinfo *,
+		    struct addrinfo **) = dlsym(RTLD_NEXT, "getaddrinfo");
+	struct addrinfo h = { .ai_flags = AI_NUMERICHOST };
+	char buf[512], *save = NULL, *e, *at;
+
+	if (opt("resolver_down"))
+		return EAI_AGAIN;
+	if (!node || !opt_str("hosts", buf, sizeof(buf)))
+		return real(node, service, hints, res);
+	if (hints) {
+		h.ai_family = hints->ai_family;
+		h.ai_socktype = hints->ai_socktype;
+		h.ai_protocol = hints->ai_protocol;
+	}
+	for (e = strtok_r(buf, "+", &save); e; e = strtok_r(NULL, "+", &save)) {
+		at = strchr(e, '@');
+		if (at && (size_t)(at - e) == strlen(node) &&
+		    !strncmp(e, node, at - e))
+			return real(at + 1, service, &h, res);
+	}
+	return EAI_NONAME;
 }

@@ -16,6 +16,7 @@
 #include <ifaddrs.h>
 #include <inttypes.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -712,6 +713,36 @@ int tool_listen(int fd, const char *cmd, struct krdma_listen *l)
 			      "%s: cannot listen on %s", cmd, buf);
 	}
 	return ret;
+}
+
+int tool_addr(const char *cmd, const char *host, uint32_t port,
+	      struct krdma_addr *out)
+{
+	int ret = krdma_resolve_addr(host, port, out);
+	char hint[256];
+
+	/* exit status 2 for every failure, as ping(8) */
+	switch (ret) {
+	case 0:
+		return 0;
+	case EAI_SYSTEM:
+		errmsg_err(-errno, "%s: cannot resolve the host name '%s'", cmd,
+			   host);
+		return EXIT_USAGE;
+	case EAI_AGAIN:
+	case EAI_FAIL:
+	case EAI_MEMORY:
+		errmsg_advice(0, "the name service failed: check /etc/resolv.conf and the network, or give an IP address",
+			      "%s: cannot resolve the host name '%s': %s", cmd,
+			      host, gai_strerror(ret));
+		return EXIT_USAGE;
+	}
+	snprintf(hint, sizeof(hint),
+		 "give an IPv4 or IPv6 address, or a host name that resolves (see: getent ahosts %s)",
+		 host);
+	errmsg_advice(0, hint, "%s: '%s' is not an IP address, and no host has that name: %s",
+		      cmd, host, gai_strerror(ret));
+	return EXIT_USAGE;
 }
 
 enum opt_result parse_json_opts(int argc, char *argv[], bool *json)
@@ -1645,6 +1676,7 @@ static void print_usage(FILE *f)
 	fprintf(f, "Usage: %s [-j] [-p] COMMAND [ARGS...]\n", prog);
 	fprintf(f, "       %s COMMAND --help\n", prog);
 	fprintf(f, "COMMAND may be a prefix of only one command's name (de: dev).\n");
+	fprintf(f, "ADDR, where a command takes one, is an IP address or a host name.\n");
 	fprintf(f, "Inspect and control krdma, the in-kernel RDMA transport (%s).\n\n",
 		KRDMA_DEV_PATH);
 	fprintf(f, "Commands:\n");

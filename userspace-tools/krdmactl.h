@@ -77,6 +77,15 @@ uint32_t tool_connect_flags(int fd);
 struct krdma_listen;
 int tool_listen(int fd, const char *cmd, struct krdma_listen *l);
 
+/*
+ * @host (an IPv4 or IPv6 address, or a host name) and @port into @out, for
+ * command @cmd; when it does not resolve, says so naming @host. Returns 0
+ * or EXIT_USAGE (as ping(8), also when the name service failed).
+ */
+struct krdma_addr;
+int tool_addr(const char *cmd, const char *host, uint32_t port,
+	      struct krdma_addr *out);
+
 /* "Usage: krdmactl NAME ..." of subcommand @name */
 void print_usage_of(const char *name, FILE *f);
 /*

@@ -786,10 +786,9 @@ static int server_run(const struct bench_opts *o)
 	memset(&s, 0, sizeof(s));
 	s.server = true;
 	s.timeout_ms = o->timeout_ms;
-	if (krdma_parse_addr(o->addr, o->port, &addr)) {
-		errmsg("bench: '%s' is not an IPv4 or IPv6 address", o->addr);
-		return EXIT_USAGE;
-	}
+	ret = tool_addr("bench", o->addr, o->port, &addr);
+	if (ret)
+		return ret;
 	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
 	if (s.fd < 0)
 		return 1;
@@ -1245,10 +1244,9 @@ static int bench_conn(const struct bench_opts *o)
 
 	memset(&s, 0, sizeof(s));
 	s.timeout_ms = o->timeout_ms;
-	if (krdma_parse_addr(o->host, o->port, &dst)) {
-		errmsg("bench: '%s' is not an IPv4 or IPv6 address", o->host);
-		return EXIT_USAGE;
-	}
+	ret = tool_addr("bench", o->host, o->port, &dst);
+	if (ret)
+		return ret;
 	krdma_addr_str(&dst, target, sizeof(target));
 	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
 	if (s.fd < 0)
@@ -1351,10 +1349,9 @@ static int bench_client(const struct bench_opts *o)
 
 	memset(&s, 0, sizeof(s));
 	s.timeout_ms = o->timeout_ms;
-	if (krdma_parse_addr(o->host, o->port, &dst)) {
-		errmsg("bench: '%s' is not an IPv4 or IPv6 address", o->host);
-		return EXIT_USAGE;
-	}
+	ret = tool_addr("bench", o->host, o->port, &dst);
+	if (ret)
+		return ret;
 	krdma_addr_str(&dst, target, sizeof(target));
 	for (i = 0; i < o->nsizes; i++) {
 		if (o->sizes[i] > max_size)

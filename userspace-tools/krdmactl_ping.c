@@ -227,6 +227,7 @@ struct kp_sess {
 	uint32_t data_h;
 	uint32_t grant;
 	struct krdma_token tok;	/* client: the server's token */
+	struct krdma_addr dst;	/* client: the server's address */
 	char err[512];		/* the first error */
 	int errnum;		/* its errno (either sign), 0: none */
 	const char *hint;	/* and advice for it, or NULL */
@@ -799,10 +800,9 @@ static int serve_run(const struct serve_opts *o)
 	s.server = true;
 	s.wait_ms = KP_IDLE_MS;
 	s.next_cookie = 1;
-	if (krdma_parse_addr(o->addr, o->port, &addr)) {
-		errmsg("serve: '%s' is not an IPv4 or IPv6 address", o->addr);
-		return EXIT_USAGE;
-	}
+	ret = tool_addr("serve", o->addr, o->port, &addr);
+	if (ret)
+		return ret;
 	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
 	if (s.fd < 0)
 		return 1;
@@ -1079,18 +1079,16 @@ static int ping_round(struct kp_sess *s, const struct ping_opts *o,
 static int ping_connect(struct kp_sess *s, const struct ping_opts *o,
 			struct ping_res *res, struct kp_msg *welcome)
 {
-	struct krdma_addr dst;
 	unsigned int tries;
 	uint32_t flags;
 	uint64_t rc;
 	int ret;
 
-	krdma_parse_addr(o->host, o->port, &dst);
 	flags = tool_connect_flags(s->fd);
 	for (tries = 1;; tries++) {
 		s->first_cookie = s->next_cookie;
 		s->nstash = 0;
-		ret = krdma_connect_flags(s->fd, &dst, NULL, flags,
+		ret = krdma_connect_flags(s->fd, &s->dst, NULL, flags,
 					  o->timeout_ms, &s->conn);
 		/*
 		 * On iWARP the WELCOME can overtake our first RECV even
@@ -1370,7 +1368,6 @@ static int ping_run(const struct ping_opts *o)
 	struct ping_res res;
 	struct kp_sess s;
 	uint64_t slots_len = 0, seed;
-	struct krdma_addr dst;
 	uint32_t seq;
 	char sz[32];
 	bool ok;
@@ -1380,12 +1377,10 @@ static int ping_run(const struct ping_opts *o)
 	memset(&s, 0, sizeof(s));
 	res.transport = "unknown";
 	snprintf(res.dev, sizeof(res.dev), "?");
-	if (krdma_parse_addr(o->host, o->port, &dst)) {
-		errmsg("%s: '%s' is not an IPv4 or IPv6 address", o->cmd,
-		       o->host);
-		return EXIT_USAGE;
-	}
-	krdma_addr_str(&dst, res.target, sizeof(res.target));
+	ret = tool_addr(o->cmd, o->host, o->port, &s.dst);
+	if (ret)
+		return ret;
+	krdma_addr_str(&s.dst, res.target, sizeof(res.target));
 	s.wait_ms = o->timeout_ms;
 	s.next_cookie = 1;
 	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");

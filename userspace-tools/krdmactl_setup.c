@@ -1579,16 +1579,15 @@ static bool reach_diagnose(struct check *c, const char *as, const char *ip,
 	return true;
 }
 
-static void doctor_reach(struct check *c, int fd, const char *addr,
-			 uint32_t port, uint32_t timeout_ms,
-			 const struct dev_info *devs, uint32_t ndevs)
+static void doctor_reach(struct check *c, int fd, struct krdma_addr dst,
+			 uint32_t timeout_ms, const struct dev_info *devs,
+			 uint32_t ndevs)
 {
 	char as[80], ip[INET6_ADDRSTRLEN] = "?";
-	struct krdma_addr dst;
+	uint32_t port = dst.port;
 	uint32_t conn;
 	int ret;
 
-	krdma_parse_addr(addr, port, &dst);
 	krdma_addr_str(&dst, as, sizeof(as));
 	inet_ntop(dst.family, dst.addr, ip, sizeof(ip));
 	if (fd < 0) {
@@ -1635,7 +1634,7 @@ int doctor_main(int argc, char *argv[])
 	const char *devname = NULL, *addr = NULL;
 	uint32_t port = 18515, timeout_ms = 3000, ndevs = 0, i;
 	struct dev_info *devs = NULL;
-	struct krdma_addr tmp;
+	struct krdma_addr dst;
 	struct doctor *dr;
 	struct check *c;
 	bool json = json_output, roce = false;
@@ -1687,9 +1686,10 @@ int doctor_main(int argc, char *argv[])
 		print_usage_of(argv[0], stderr);
 		return EXIT_USAGE;
 	}
-	if (addr && krdma_parse_addr(addr, port, &tmp)) {
-		errmsg("doctor: '%s' is not an IPv4 or IPv6 address", addr);
-		return EXIT_USAGE;
+	if (addr) {
+		ret = tool_addr("doctor", addr, port, &dst);
+		if (ret)
+			return ret;
 	}
 	dr = calloc(1, sizeof(*dr));
 	if (!dr)
@@ -1737,8 +1737,8 @@ int doctor_main(int argc, char *argv[])
 	doctor_netns(ck_new(dr, "netns"), ndevs);
 	doctor_firewall(ck_new(dr, "firewall"), roce);
 	if (addr)
-		doctor_reach(ck_new(dr, "reach"), fd, addr, port, timeout_ms,
-			     devs, ndevs);
+		doctor_reach(ck_new(dr, "reach"), fd, dst, timeout_ms, devs,
+			     ndevs);
 	if (fd >= 0)
 		close(fd);
 

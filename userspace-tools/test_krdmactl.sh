@@ -730,6 +730,58 @@ printf "%s\n" "${COMPREPLY[@]}"' "$OLDPWD/krdmactl.bash-completion" "$@") \
 	expect_in out '^show$' "completion of 'dev': show"
 fi
 
+# Host names (the shim's getaddrinfo knows hosts=NAME@IP only): resolved
+# for every command that takes an address; an unknown one named
+H=hosts=peer@198.18.0.9+peer6@2001:db8::9
+for cmd in ping xfer bench conn doctor; do
+	case $cmd in
+	conn) args="bench -o conn" port=18516 ;;
+	bench) args=bench port=18516 ;;
+	*) args=$cmd port=18515 ;;
+	esac
+	for h in peer:198.18.0.9 peer6:[2001:db8::9]; do
+		# shellcheck disable=SC2086 # the command's words
+		run "features=7,connect_err=111,$H" $args "${h%%:*}" -t 100
+		ip=$(printf '%s' "${h#*:}" | sed 's/[].[]/\\&/g')
+		if [ "$cmd" = doctor ]; then
+			expect_in out "^ok    reach     $ip:$port: reachable over RDMA" \
+				"$args ${h%%:*}: resolved"
+			continue
+		fi
+		expect_rc 1 "$args ${h%%:*}"
+		expect_in err "^krdmactl: ${args%% *}: cannot connect to $ip:$port: Connection refused" \
+			"$args ${h%%:*}: resolved"
+	done
+	# shellcheck disable=SC2086
+	run "features=7,$H" $args nosuch.example -t 100
+	expect_rc 2 "$args nosuch.example"
+	expect_in err "^krdmactl: ${args%% *}: 'nosuch\\.example' is not an IP address, and no host has that name: " \
+		"$args nosuch.example"
+	expect_in err '^krdmactl: give an IPv4 or IPv6 address, or a host name that resolves (see: getent ahosts nosuch\.example)$' \
+		"$args nosuch.example"
+	# shellcheck disable=SC2086
+	run "features=7,resolver_down" $args peer -t 100
+	expect_rc 2 "$args peer, no name service"
+	expect_in err "^krdmactl: ${args%% *}: cannot resolve the host name 'peer': " \
+		"$args peer, no name service"
+done
+for cmd in serve "bench -l"; do
+	# shellcheck disable=SC2086
+	run "features=7,$H" $cmd -a peer -p 0 -c 1
+	expect_in out ' listening on 198\.18\.0\.9:40000$' "$cmd -a peer"
+	# shellcheck disable=SC2086
+	run "features=7,$H" $cmd -a nosuch -p 0
+	expect_rc 2 "$cmd -a nosuch"
+	expect_in err "'nosuch' is not an IP address, and no host has that name" \
+		"$cmd -a nosuch"
+done
+run "features=7,$H" -j ping nosuch
+expect_rc 2 "-j ping nosuch"
+json_check 'list(d) == ["error"] and d["error"]["message"].startswith(
+	"ping: \x27nosuch\x27 is not an IP address") and
+	"getent ahosts nosuch" in d["error"]["hint"]' "-j ping nosuch"
+schema_check FAILURE "-j ping nosuch"
+
 # doctor ADDR, unreachable: the route and the neighbour (a made-up ip
 # that prints $FAKE_IP_ROUTE and $FAKE_IP_NEIGH) tell why, and the fix
 # is not the command just run
