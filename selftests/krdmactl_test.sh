@@ -105,11 +105,11 @@ if [[ ! -x $K ]]; then
 fi
 mapfile -t cmds < <(subcommands)
 
-# version 2 + dev 4 + per transport 2 (ping, xfer) + refused 1 + per
+# version 2 + dev 5 + per transport 2 (ping, xfer) + refused 1 + per
 # transport 5 (stock tools) + no device 1 + usages + help per subcommand
 # + taken port 1 + host name 1 + help listing all of serve ping xfer 1
 echo "TAP version 13"
-echo "1..$((2 + 4 + 2 * 2 + 1 + 2 * 5 + 1 + 1 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
+echo "1..$((2 + 5 + 2 * 2 + 1 + 2 * 5 + 1 + 1 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
 
 # version
 run 20 version
@@ -134,6 +134,16 @@ dev_brief_ok() {
 }
 check "dev: one line a device, $RXE_DEV (RoCE) and $SIW_DEV (iWARP) ACTIVE on their veths" \
 	dev_brief_ok
+# fw_ver as ibv_devinfo shows it (0.0.0 for rxe, which has no string)
+fw_want=0.0.0
+if command -v ibv_devinfo >/dev/null; then
+	fw_want=$(timeout 20 ibv_devinfo -d "$RXE_DEV" 2>/dev/null |
+		awk '$1 == "fw_ver:" { print $2 }')
+fi
+run 20 dev show "$RXE_DEV"
+fw_got=$(awk '$1 == "fw_ver:" { print $2 }' "$TMP/out")
+check "dev show $RXE_DEV: fw_ver '$fw_got', as ibv_devinfo ('$fw_want')" \
+	eval '((rc == 0)) && [[ -n $fw_want && $fw_got == "$fw_want" ]]'
 run 20 dev -j
 dev_json_ok() {
 	((rc == 0)) && "$PYTHON" -m json.tool "$TMP/out" >/dev/null &&

@@ -216,6 +216,8 @@ static void set_up_devs(void)
 	/* a name that needs escaping in JSON, and invalid UTF-8 */
 	fill_dev(&devs[1], 7, "we\"ird\\dev\t\xc3\xa9\xff",
 		 KRDMA_TRANSPORT_IWARP, 2);
+	/* no firmware version string, as rxe and siw */
+	memset(devs[1].dq.fw_ver, 0, sizeof(devs[1].dq.fw_ver));
 	p = &devs[1].ports[0];
 	p->pq.state = KRDMA_PORT_ACTIVE;
 	p->pq.phys_state = 5;

@@ -1149,6 +1149,16 @@ static void print_port_text(const struct port_info *pi)
 	}
 }
 
+/*
+ * The firmware version as ibv_devinfo shows it: the driver's string, or
+ * for a driver without one (rxe, siw) its 64-bit fw_ver, which they leave
+ * 0, as major.minor.subminor: "0.0.0"
+ */
+static const char *fw_text(const struct krdma_dev_query *dq)
+{
+	return dq->fw_ver[0] ? (const char *)dq->fw_ver : "0.0.0";
+}
+
 static void print_dev_text(const struct dev_info *d)
 {
 	const struct krdma_dev_query *dq = &d->dq;
@@ -1162,7 +1172,7 @@ static void print_dev_text(const struct dev_info *d)
 	   dq->transport);
 	kv(1, "node_guid", "%s", krdma_guid_str(dq->node_guid, buf));
 	kv(1, "sys_image_guid", "%s", krdma_guid_str(dq->sys_image_guid, buf));
-	kv(1, "fw_ver", "%s", (const char *)dq->fw_ver);
+	kv(1, "fw_ver", "%s", fw_text(dq));
 	kv(1, "vendor_id", "0x%04x", dq->vendor_id);
 	kv(1, "vendor_part_id", "%u", dq->vendor_part_id);
 	kv(1, "hw_ver", "0x%x", dq->hw_ver);
@@ -1290,7 +1300,7 @@ void json_dev(struct json *j, const struct dev_info *d)
 	json_str(j, "transport", krdma_transport_str(dq->transport));
 	json_str(j, "node_guid", krdma_guid_str(dq->node_guid, buf));
 	json_str(j, "sys_image_guid", krdma_guid_str(dq->sys_image_guid, buf));
-	json_str(j, "fw", (const char *)dq->fw_ver);
+	json_str(j, "fw", fw_text(dq));
 	json_u64(j, "vendor_id", dq->vendor_id);
 	json_u64(j, "vendor_part_id", dq->vendor_part_id);
 	json_u64(j, "hw_ver", dq->hw_ver);

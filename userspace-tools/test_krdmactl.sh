@@ -294,6 +294,8 @@ expect_in out 'GID\[  0\]: *fe80::5054:ff:fe12:3456, RoCE v2' "dev show"
 expect_in out 'atomic_cap: *none' "dev show"
 expect_in out 'max_mr_size: *0xffffffffffffffff' "dev show"
 expect_in out 'fw_ver: *2\.3\.4' "dev show"
+expect_in out '^	fw_ver: *0\.0\.0$' "dev show: no firmware string, as ibv_devinfo"
+expect_not_in out '^	fw_ver: *$' "dev show: no empty fw_ver"
 
 run "" dev -j
 expect_rc 0 "dev -j"
@@ -318,7 +320,7 @@ json_check 'd["devices"][0]["ports"][0]["active_speed"] == "25.0 Gbps (EDR)" and
 	d["devices"][1]["ports"][0]["active_width"] == "unknown (0)" and
 	d["devices"][0]["ports"][0]["port"] == 1 and
 	d["devices"][1]["ports"][1]["port"] == 2 and
-	d["devices"][0]["fw"] == "2.3.4" and
+	d["devices"][0]["fw"] == "2.3.4" and d["devices"][1]["fw"] == "0.0.0" and
 	d["devices"][1]["ports"][0]["netdev"] is None and
 	d["devices"][1]["ports"][0]["netdev_index"] is None and
 	d["devices"][1]["ports"][0]["gids"][0]["netdev_index"] is None' \
