@@ -95,6 +95,8 @@ bad_usages=(
 	"serve -c 0"
 	"serve -a not-an-address"
 	"dev -x"
+	"stat -c 2"
+	"stat -i 0"
 	"version extra"
 )
 
@@ -107,9 +109,9 @@ mapfile -t cmds < <(subcommands)
 
 # version 2 + dev 5 + per transport 2 (ping, xfer) + refused 1 + per
 # transport 5 (stock tools) + no device 1 + usages + help per subcommand
-# + taken port 1 + host name 1 + help listing all of serve ping xfer 1
+# + taken port 1 + stat 1 + host name 1 + help listing all of serve ping xfer 1
 echo "TAP version 13"
-echo "1..$((2 + 5 + 2 * 2 + 1 + 2 * 5 + 1 + 1 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
+echo "1..$((2 + 5 + 2 * 2 + 1 + 2 * 5 + 1 + 1 + 1 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
 
 # version
 run 20 version
@@ -257,6 +259,19 @@ transport_tests() {
 
 transport_tests "rxe" "$RXE_ADDR" "$RXE_DEV"
 transport_tests "siw" "$SIW_ADDR" "$SIW_DEV"
+
+# stat: two samples after the connections above, the second with rates
+run 20 stat -j -i 0.2 -c 2
+cp "$TMP/out" "$TMP/stat_lines"
+stat_ok() {
+	((rc == 0)) && [[ $(wc -l <"$TMP/stat_lines") -eq 2 ]] &&
+		sed -n 1p "$TMP/stat_lines" >"$TMP/out" && json_schema STAT &&
+		json "d['interval'] is None and d['totals']['rates'] is None and
+		      d['totals']['ops']['write']['done'] > 0" &&
+		sed -n 2p "$TMP/stat_lines" >"$TMP/out" && json_schema STAT &&
+		json "d['interval'] >= 0.2 and d['totals']['rates'] is not None"
+}
+check "stat -j -i 0.2 -c 2: two STAT samples, counts then rates" stat_ok
 
 # A host name for ADDR: /etc/hosts, bind-mounted in a mount namespace of
 # its own, names the rxe address krdma-peer

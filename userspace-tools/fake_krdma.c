@@ -48,6 +48,8 @@
  * Host names: with hosts=NAME@IP+NAME@IP..., getaddrinfo() knows only
  * those names (EAI_NONAME for any other); resolver_down makes it fail
  * with EAI_AGAIN, as without a name server.
+ * Under $KRDMA_DEBUGFS, the k-th fopen() of a file opens FILE.k when
+ * there is one (k from 1): samples that change, for stat and monitor.
  * FAKE_PROC_MODULES names a file that fopen() of /proc/modules opens
  * instead, and the modules.builtin of the kernel is empty, so that the
  * modules a test's own modprobe "loads" are what krdmactl sees.
@@ -1122,13 +1124,39 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
 	return n;
 }
 
+/*
+ * The k-th open of a file under $KRDMA_DEBUGFS opens FILE.k instead,
+ * when there is one: a sequence of samples, for stat and monitor
+ */
+static const char *debugfs_seq(const char *path, char *buf, size_t len)
+{
+	static char seen[8][256];
+	static unsigned int opens[8];
+	const char *dir = getenv("KRDMA_DEBUGFS");
+	unsigned int i;
+
+	if (!dir || !*dir || strncmp(path, dir, strlen(dir)))
+		return path;
+	for (i = 0; i < 8 && seen[i][0] && strcmp(seen[i], path); i++)
+		;
+	if (i == 8)
+		return path;
+	if (!seen[i][0])
+		snprintf(seen[i], sizeof(seen[i]), "%s", path);
+	snprintf(buf, len, "%s.%u", path, opens[i]++);
+	return opens[i] > 1 && !access(buf, R_OK) ? buf : path;
+}
+
 /* /proc/modules from FAKE_PROC_MODULES, and no modules.builtin */
 static FILE *do_fopen(const char *path, const char *mode, const char *sym)
 {
 	FILE *(*real)(const char *, const char *) = dlsym(RTLD_NEXT, sym);
 	const char *mods = getenv("FAKE_PROC_MODULES");
-	size_t n = strlen(path);
+	char seq[300];
+	size_t n;
 
+	path = debugfs_seq(path, seq, sizeof(seq));
+	n = strlen(path);
 	if (mods && !strcmp(path, "/proc/modules"))
 		return real(mods, mode);
 	if (mods && n >= 16 && !strcmp(path + n - 16, "/modules.builtin"))

@@ -523,6 +523,25 @@ void bad_option(const char *cmd, int c, char *argv[])
 	print_usage_of(cmd, stderr);
 }
 
+int help_or_bad_option(int c, char *argv[])
+{
+	if (c == 'h') {
+		print_usage_of(argv[0], stdout);
+		return finish_stdout(0);
+	}
+	bad_option(argv[0], c, argv);
+	return EXIT_USAGE;
+}
+
+bool unexpected_arg(int argc, char *argv[])
+{
+	if (optind >= argc)
+		return false;
+	errmsg("%s: unexpected argument '%s'", argv[0], argv[optind]);
+	print_usage_of(argv[0], stderr);
+	return true;
+}
+
 int check_module_for(int fd, uint64_t features, const char *feature_name)
 {
 	struct krdma_query_module qm;
@@ -1453,6 +1472,29 @@ static const struct {
 	  "\n"
 	  "Exit status: 0, or 1 when krdma is not loaded. What cannot be read\n"
 	  "(debugfs without root) is said on stderr, and null in JSON.\n" },
+	{ "stat", stat_main,
+	  "operation counters of krdma, its devices and connections; rates",
+	  "[-i SECONDS [-c COUNT]] [-j]\n"
+	  "Show the operation counters of krdma's debugfs files: per class\n"
+	  "(write, read, send, recv, atomic) the operations done and the bytes\n"
+	  "moved, and the failed ones, for the module (since it was loaded),\n"
+	  "for each RDMA device (the sum of its connections now) and for each\n"
+	  "connection. With -i, a sample every SECONDS: the first in counts,\n"
+	  "then each in rates per second since the one before (a connection\n"
+	  "new since then: its counts, marked new). Needs root (debugfs).\n"
+	  "\n"
+	  "  -i, --interval SECONDS  a sample every SECONDS (0.01 to 3600;\n"
+	  "                          fractions too), until interrupted\n"
+	  "  -c, --count COUNT       with -i: stop after COUNT samples\n"
+	  "  -j, --json              one JSON object a sample, one a line:\n"
+	  "                          {\"time\",\"interval\",\"totals\":{\"ops\",\n"
+	  "                          \"rates\"},\"devices\":[{\"ifname\",\n"
+	  "                          \"connections\",\"ops\",\"rates\"}],\n"
+	  "                          \"connections\":[{\"id\",\"ifname\",\"state\",\n"
+	  "                          \"ops\",\"rates\"}]}; rates null in counts\n"
+	  "  -h, --help              show this help\n"
+	  "\n"
+	  "Exit status: 0, 1 when the counters cannot be read, 2 bad usage.\n" },
 	{ "set", set_main,
 	  "set krdma's writable parameters (limits, timeouts)",
 	  "NAME=VALUE...\n"
@@ -1802,8 +1844,8 @@ static int parse_global_opts(int argc, char *argv[])
 static bool has_json(const char *name)
 {
 	static const char *const cmds[] = {
-		"version", "dev", "status", "ping", "xfer", "bench", "doctor",
-		"explain",
+		"version", "dev", "status", "stat", "ping", "xfer", "bench",
+		"doctor", "explain",
 	};
 	size_t i;
 

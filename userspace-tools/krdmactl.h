@@ -96,6 +96,15 @@ void print_usage_of(const char *name, FILE *f);
 void bad_option(const char *cmd, int c, char *argv[]);
 
 /*
+ * The end of a getopt_long() switch: for 'h' the usage of @argv[0] on
+ * stdout (exit status 0, or 1 when it cannot be written); for anything
+ * else the bad option reported (EXIT_USAGE)
+ */
+int help_or_bad_option(int c, char *argv[]);
+/* An argument left after the options: reported, with the usage; true */
+bool unexpected_arg(int argc, char *argv[]);
+
+/*
  * Parse the options of a subcommand that takes only -j/--json, -h/--help:
  * OPT_HELP when the help was printed, OPT_BAD when bad usage was reported.
  */
@@ -189,6 +198,7 @@ int bench_main(int argc, char *argv[]);
 
 /* Subcommands of krdmactl_status.c */
 int status_main(int argc, char *argv[]);
+int stat_main(int argc, char *argv[]);
 int set_main(int argc, char *argv[]);
 
 #endif /* KRDMACTL_H */

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libkrdma.h"
@@ -929,6 +930,431 @@ int status_main(int argc, char *argv[])
 			      debugfs_dir());
 	free_status(&s);
 	return ret;
+}
+
+/*
+ * krdmactl stat [-i SECONDS] [-c COUNT] [-j]
+ *
+ * The operation counters of debugfs (connections, stats): the module's
+ * totals, each device's (the sum of its connections now) and each
+ * connection's; with -i, every SECONDS their rates since the last sample.
+ */
+#define NCLASS ARRAY_SIZE(op_classes)
+#define NCTR ARRAY_SIZE(op_counters)
+
+struct ctr {
+	uint64_t v[NCLASS][NCTR];
+};
+
+struct stat_conn {
+	uint64_t id;
+	char dev[KRDMA_NAME_MAX];	/* "" : none */
+	char state[32];
+	struct ctr c;
+};
+
+struct stat_sample {
+	double t;			/* CLOCK_MONOTONIC, seconds */
+	double wall;			/* the epoch, seconds */
+	bool have_totals;
+	struct ctr totals;
+	struct stat_conn *conns;
+	size_t nconns;
+};
+
+static double clock_s(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void ctr_read(const struct kvline *l, struct ctr *c)
+{
+	char key[32];
+	size_t i, k;
+
+	for (i = 0; i < NCLASS; i++) {
+		for (k = 0; k < NCTR; k++) {
+			snprintf(key, sizeof(key), "%s_%s", op_classes[i],
+				 op_counters[k]);
+			c->v[i][k] = kv_u64(l, key);
+		}
+	}
+}
+
+static void ctr_add(struct ctr *sum, const struct ctr *c)
+{
+	size_t i, k;
+
+	for (i = 0; i < NCLASS; i++)
+		for (k = 0; k < NCTR; k++)
+			sum->v[i][k] += c->v[i][k];
+}
+
+/* (@now - @then) per second of @dt; a counter that went back counts 0 */
+static void ctr_rate(const struct ctr *now, const struct ctr *then,
+		     double dt, double r[NCLASS][NCTR])
+{
+	size_t i, k;
+
+	for (i = 0; i < NCLASS; i++)
+		for (k = 0; k < NCTR; k++)
+			r[i][k] = now->v[i][k] >= then->v[i][k] && dt > 0 ?
+				  (now->v[i][k] - then->v[i][k]) / dt : 0;
+}
+
+static void stat_free(struct stat_sample *s)
+{
+	free(s->conns);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Read a sample from debugfs; 0 or -errno */
+static int stat_read(struct stat_sample *s)
+{
+	struct kvfile conns, stats;
+	size_t i;
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->t = clock_s(CLOCK_MONOTONIC);
+	s->wall = clock_s(CLOCK_REALTIME);
+	ret = kvfile_read("connections", &conns);
+	if (ret)
+		return ret;
+	ret = kvfile_read("stats", &stats);
+	if (ret) {
+		kvfile_free(&conns);
+		return ret;
+	}
+	if (stats.n) {
+		s->have_totals = true;
+		ctr_read(&stats.lines[0], &s->totals);
+	}
+	s->conns = calloc(conns.n ? conns.n : 1, sizeof(*s->conns));
+	if (!s->conns)
+		ret = -ENOMEM;
+	for (i = 0; !ret && i < conns.n; i++) {
+		const struct kvline *l = &conns.lines[i];
+		struct stat_conn *c = &s->conns[s->nconns++];
+		const char *dev = kv_get(l, "dev");
+
+		c->id = kv_u64(l, "id");
+		snprintf(c->dev, sizeof(c->dev), "%s", dev ? dev : "");
+		snprintf(c->state, sizeof(c->state), "%s",
+			 kv_str(l, "state"));
+		ctr_read(l, &c->c);
+	}
+	kvfile_free(&conns);
+	kvfile_free(&stats);
+	if (ret)
+		stat_free(s);
+	return ret;
+}
+
+static const struct stat_conn *stat_find(const struct stat_sample *s,
+					 uint64_t id)
+{
+	size_t i;
+
+	for (i = 0; s && i < s->nconns; i++)
+		if (s->conns[i].id == id)
+			return &s->conns[i];
+	return NULL;
+}
+
+/*
+ * The counters of device @dev (its connections now) into @c, and, with
+ * @prev, into @d the part of them since then: of the connections that
+ * were there then too. Returns how many connections it has.
+ */
+static unsigned int stat_dev(const struct stat_sample *s,
+			     const struct stat_sample *prev, const char *dev,
+			     struct ctr *c, struct ctr *now, struct ctr *then)
+{
+	const struct stat_conn *p;
+	unsigned int n = 0;
+	size_t i;
+
+	memset(c, 0, sizeof(*c));
+	memset(now, 0, sizeof(*now));
+	memset(then, 0, sizeof(*then));
+	for (i = 0; i < s->nconns; i++) {
+		if (strcmp(s->conns[i].dev, dev))
+			continue;
+		n++;
+		ctr_add(c, &s->conns[i].c);
+		p = stat_find(prev, s->conns[i].id);
+		if (p) {
+			ctr_add(now, &s->conns[i].c);
+			ctr_add(then, &p->c);
+		}
+	}
+	return n;
+}
+
+/* The devices of the connections, each once, in their order */
+static size_t stat_devs(const struct stat_sample *s, const char **out)
+{
+	size_t i, k, n = 0;
+
+	for (i = 0; i < s->nconns; i++) {
+		if (!s->conns[i].dev[0])
+			continue;
+		for (k = 0; k < n && strcmp(out[k], s->conns[i].dev); k++)
+			;
+		if (k == n)
+			out[n++] = s->conns[i].dev;
+	}
+	return n;
+}
+
+static void text_ctr(const char *label, const struct ctr *c,
+		     const double r[NCLASS][NCTR])
+{
+	uint64_t failed = 0;
+	double rfailed = 0;
+	size_t i;
+
+	printf("%-28s", label);
+	for (i = 0; i < NCLASS; i++) {
+		if (r) {
+			printf(" %s %.1f/s %.2f MB/s", op_classes[i], r[i][1],
+			       r[i][3] / 1e6);
+			rfailed += r[i][2];
+		} else {
+			printf(" %s %" PRIu64 " %" PRIu64 " B", op_classes[i],
+			       c->v[i][1], c->v[i][3]);
+			failed += c->v[i][2];
+		}
+	}
+	if (r)
+		printf(" failed %.1f/s\n", rfailed);
+	else
+		printf(" failed %" PRIu64 "\n", failed);
+}
+
+static void json_ctr(struct json *j, const struct ctr *c,
+		     const double r[NCLASS][NCTR])
+{
+	size_t i, k;
+
+	json_begin_object(j, "ops");
+	for (i = 0; i < NCLASS; i++) {
+		json_begin_object(j, op_classes[i]);
+		for (k = 0; k < NCTR; k++)
+			json_u64(j, op_counters[k], c->v[i][k]);
+		json_end_object(j);
+	}
+	json_end_object(j);
+	if (!r) {
+		json_null(j, "rates");
+		return;
+	}
+	json_begin_object(j, "rates");
+	for (i = 0; i < NCLASS; i++) {
+		json_begin_object(j, op_classes[i]);
+		for (k = 0; k < NCTR; k++)
+			json_double(j, op_counters[k], r[i][k], 3);
+		json_end_object(j);
+	}
+	json_end_object(j);
+}
+
+/* One sample, as text or as one line of JSON; rates since @prev */
+static void stat_print(const struct stat_sample *s,
+		       const struct stat_sample *prev, bool json)
+{
+	struct json j = { .f = stdout };
+	double r[NCLASS][NCTR], dt = prev ? s->t - prev->t : 0;
+	const char **devs = calloc(s->nconns + 1, sizeof(*devs));
+	struct ctr c, now, then;
+	const struct stat_conn *p;
+	char label[96];
+	size_t i, ndevs;
+	unsigned int n;
+
+	if (!devs) {
+		errmsg_err(-ENOMEM, "stat");
+		return;
+	}
+	ndevs = stat_devs(s, devs);
+	if (json) {
+		json_begin_object(&j, NULL);
+		json_double(&j, "time", s->wall, 3);
+		if (prev)
+			json_double(&j, "interval", dt, 3);
+		else
+			json_null(&j, "interval");
+		if (s->have_totals) {
+			json_begin_object(&j, "totals");
+			if (prev && prev->have_totals)
+				ctr_rate(&s->totals, &prev->totals, dt, r);
+			json_ctr(&j, &s->totals,
+				 prev && prev->have_totals ? r : NULL);
+			json_end_object(&j);
+		} else {
+			json_null(&j, "totals");
+		}
+		json_begin_array(&j, "devices");
+		for (i = 0; i < ndevs; i++) {
+			n = stat_dev(s, prev, devs[i], &c, &now, &then);
+			ctr_rate(&now, &then, dt, r);
+			json_begin_object(&j, NULL);
+			json_str(&j, "ifname", devs[i]);
+			json_u64(&j, "connections", n);
+			json_ctr(&j, &c, prev ? r : NULL);
+			json_end_object(&j);
+		}
+		json_end_array(&j);
+		json_begin_array(&j, "connections");
+		for (i = 0; i < s->nconns; i++) {
+			p = stat_find(prev, s->conns[i].id);
+			if (p)
+				ctr_rate(&s->conns[i].c, &p->c, dt, r);
+			json_begin_object(&j, NULL);
+			json_u64(&j, "id", s->conns[i].id);
+			if (s->conns[i].dev[0])
+				json_str(&j, "ifname", s->conns[i].dev);
+			else
+				json_null(&j, "ifname");
+			json_str(&j, "state", s->conns[i].state);
+			json_ctr(&j, &s->conns[i].c, p ? r : NULL);
+			json_end_object(&j);
+		}
+		json_end_array(&j);
+		json_end_object(&j);
+		free(devs);
+		return;
+	}
+
+	if (prev)
+		printf("per second, over %.2f s:\n", dt);
+	else
+		printf("counts (ops done, bytes) since krdma was loaded; a device's: of its connections now\n");
+	if (s->have_totals) {
+		if (prev && prev->have_totals)
+			ctr_rate(&s->totals, &prev->totals, dt, r);
+		text_ctr("total", &s->totals,
+			 prev && prev->have_totals ? r : NULL);
+	}
+	for (i = 0; i < ndevs; i++) {
+		n = stat_dev(s, prev, devs[i], &c, &now, &then);
+		ctr_rate(&now, &then, dt, r);
+		snprintf(label, sizeof(label), "dev %s (%u conn%s)", devs[i],
+			 n, n == 1 ? "" : "s");
+		text_ctr(label, &c, prev ? r : NULL);
+	}
+	for (i = 0; i < s->nconns; i++) {
+		/* a connection new since then: its counts, not a rate */
+		p = stat_find(prev, s->conns[i].id);
+		if (p)
+			ctr_rate(&s->conns[i].c, &p->c, dt, r);
+		snprintf(label, sizeof(label), "conn %" PRIu64 " %s %s%s",
+			 s->conns[i].id, s->conns[i].dev[0] ? s->conns[i].dev : "-",
+			 s->conns[i].state, prev && !p ? " (new)" : "");
+		text_ctr(label, &s->conns[i].c, p ? r : NULL);
+	}
+	free(devs);
+}
+
+/* A positive number of seconds, at most an hour */
+static bool parse_seconds(const char *s, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	return !errno && *s && !*end && *out >= 0.01 && *out <= 3600;
+}
+
+int stat_main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "interval", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct stat_sample cur, prev;
+	bool json = json_output, have_prev = false, have_count = false;
+	unsigned long count = 1, k;
+	double interval = 0;
+	char *end;
+	int c, ret = 0;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":i:c:jh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			if (!parse_seconds(optarg, &interval)) {
+				errmsg("stat: bad interval '%s' (seconds, 0.01 to 3600)",
+				       optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'c':
+			errno = 0;
+			count = strtoul(optarg, &end, 10);
+			if (errno || !*optarg || *end || !isdigit((unsigned char)*optarg)) {
+				errmsg("stat: bad count '%s'", optarg);
+				return EXIT_USAGE;
+			}
+			have_count = true;
+			break;
+		case 'j':
+			json = true;
+			json_output = true;
+			break;
+		default:
+			return help_or_bad_option(c, argv);
+		}
+	}
+	if (unexpected_arg(argc, argv))
+		return EXIT_USAGE;
+	if (!interval && have_count) {
+		errmsg("stat: -c COUNT needs -i SECONDS");
+		return EXIT_USAGE;
+	}
+	if (interval && !have_count)
+		count = 0;	/* until interrupted */
+	for (k = 0; !count || k < count; k++) {
+		if (k) {
+			struct timespec ts = {
+				.tv_sec = (time_t)interval,
+				.tv_nsec = (long)((interval - (time_t)interval) * 1e9),
+			};
+
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
+		}
+		ret = stat_read(&cur);
+		if (ret) {
+			errmsg_advice(ret, debugfs_advice(ret),
+				      "stat: cannot read the counters from %s",
+				      debugfs_dir());
+			ret = 1;
+			break;
+		}
+		if (!json && k)
+			putchar('\n');
+		stat_print(&cur, have_prev ? &prev : NULL, json);
+		if (have_prev)
+			stat_free(&prev);
+		prev = cur;
+		have_prev = true;
+		if (fflush(stdout) == EOF) {
+			ret = finish_stdout(1);
+			break;
+		}
+	}
+	if (have_prev)
+		stat_free(&prev);
+	return ret ? ret : finish_stdout(0);
 }
 
 /*

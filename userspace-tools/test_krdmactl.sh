@@ -409,7 +409,7 @@ for w in d do s; do
 	n=$((n + 1))
 	[ ! -s "$TMP/out" ] || fail "krdmactl $w ran something"
 done
-expect_in err "^krdmactl: ambiguous command 's': status, set, serve$" \
+expect_in err "^krdmactl: ambiguous command 's': status, stat, set, serve$" \
 	"krdmactl s"
 run "" d
 expect_in err "^krdmactl: ambiguous command 'd': dev, down, doctor$" \
@@ -442,7 +442,7 @@ expect_in err "unknown command 'bogus'" "unknown command"
 run "" dev -x
 expect_rc 2 "unknown option"
 
-for cmd in version dev status set explain doctor serve ping bench help; do
+for cmd in version dev status stat set explain doctor serve ping bench help; do
 	run "" $cmd --help
 	expect_rc 0 "$cmd --help"
 	expect_in out "^Usage: krdmactl $cmd" "$cmd --help"
@@ -1100,6 +1100,79 @@ json_check 'd["connections"] is None and not d["debugfs"]["available"] and
 	"status -j without debugfs"
 expect_in err 'cannot read the connections and buffers' \
 	"status without debugfs"
+# (a variable set for a function call may stay set: sh leaves it open)
+export KRDMA_DEBUGFS="$TMP/dbg" KRDMA_SYSFS_MODULE="$TMP/mod"
+
+# stat: the counters of debugfs, in counts; with -i, rates between
+# samples that change (the shim opens connections.1 and stats.1 at the
+# second read: no sleep needed to make them change)
+run "" stat
+expect_rc 0 "stat"
+expect_in out '^total  *write 3 196608 B read 3 196608 B send 2 128 B recv 4 256 B atomic 3 24 B failed 2$' \
+	"stat: the module's totals"
+expect_in out '^dev rxe0 (1 conn)  *write 3 196608 B read 3 196608 B send 2 128 B recv 0 0 B atomic 3 24 B failed 1$' \
+	"stat: rxe0, of its connection"
+expect_in out '^conn 3 rxe0 CONNECTED  *write 3 196608 B .* failed 1$' \
+	"stat: conn 3"
+expect_in out '^conn 9 - ERROR  *write 0 0 B read 0 0 B send 0 0 B recv 4 256 B atomic 0 0 B failed 1$' \
+	"stat: conn 9, no device"
+run "" stat -j
+expect_rc 0 "stat -j"
+schema_check STAT "stat -j"
+json_check 'd["interval"] is None and d["totals"]["rates"] is None and
+	d["totals"]["ops"]["send"] == {"posted": 3, "done": 2, "failed": 1,
+	"bytes": 128} and
+	[(x["ifname"], x["connections"], x["ops"]["write"]["bytes"])
+	 for x in d["devices"]] == [("rxe0", 1, 196608)] and
+	[(c["id"], c["ifname"], c["state"], c["ops"]["recv"]["done"])
+	 for c in d["connections"]] == [(3, "rxe0", "CONNECTED", 0),
+	 (9, None, "ERROR", 4)]' "stat -j: counts"
+# the second sample: conn 3 wrote 1000000 bytes more, conn 9 is gone,
+# conn 11 is new
+sed 's/write_posted=3 write_done=3 write_failed=0 write_bytes=196608/write_posted=5 write_done=5 write_failed=0 write_bytes=1196608/' \
+	"$TMP/dbg/connections" | grep '^id=3 ' >"$TMP/dbg/connections.1"
+sed 's/^id=3 /id=11 /' "$TMP/dbg/connections" | grep '^id=11 ' \
+	>>"$TMP/dbg/connections.1"
+sed 's/write_posted=3 write_done=3 write_failed=0 write_bytes=196608/write_posted=5 write_done=5 write_failed=0 write_bytes=1196608/' \
+	"$TMP/dbg/stats" >"$TMP/dbg/stats.1"
+run "" stat -j -i 0.05 -c 2
+expect_rc 0 "stat -j -i 0.05 -c 2"
+n=$((n + 1))
+[ "$(wc -l <"$TMP/out")" -eq 2 ] || fail "stat -j -i 0.05 -c 2: two lines"
+cp "$TMP/out" "$TMP/stat_lines"
+sed -n 2p "$TMP/stat_lines" >"$TMP/out"
+schema_check STAT "stat -j -i: the second sample"
+json_check 'd["interval"] >= 0.04 and
+	abs(d["totals"]["rates"]["write"]["bytes"] * d["interval"] - 1e6) < 1e6 * 0.01 and
+	abs(d["totals"]["rates"]["write"]["done"] * d["interval"] - 2) < 0.05 and
+	d["totals"]["rates"]["read"]["bytes"] == 0 and
+	[(c["id"], c["rates"] is None) for c in d["connections"]] ==
+	[(3, False), (11, True)] and
+	abs(d["connections"][0]["rates"]["write"]["bytes"] * d["interval"] - 1e6) < 1e4 and
+	d["devices"][0]["connections"] == 2 and
+	abs(d["devices"][0]["rates"]["write"]["bytes"] * d["interval"] - 1e6) < 1e4' \
+	"stat -j -i: rates of what changed, none for a new connection"
+run "" stat -i 0.05 -c 2
+expect_rc 0 "stat -i 0.05 -c 2"
+expect_in out '^per second, over 0\.[0-9][0-9] s:$' "stat -i: the rates"
+expect_in out '^total  *write [0-9.]*/s [0-9.]* MB/s read 0\.0/s 0\.00 MB/s ' \
+	"stat -i: the totals' rates"
+expect_in out '^conn 11 rxe0 CONNECTED (new)  *write 3 196608 B ' \
+	"stat -i: a new connection in counts"
+rm -f "$TMP/dbg/connections.1" "$TMP/dbg/stats.1"
+for bad in "-c 2" "-i 0" "-i x" "-i 5000" "-i 1 -c x" "extra"; do
+	# shellcheck disable=SC2086 # the words
+	run "" stat $bad
+	expect_rc 2 "stat $bad"
+done
+expect_in err "unexpected argument 'extra'" "stat extra"
+KRDMA_DEBUGFS=$TMP/nodebugfs run "" stat
+expect_rc 1 "stat without debugfs"
+expect_in err '^krdmactl: stat: cannot read the counters from .*nodebugfs: No such file' \
+	"stat without debugfs"
+KRDMA_DEBUGFS=$TMP/nodebugfs run "" -j stat
+expect_rc 1 "-j stat without debugfs"
+schema_check FAILURE "-j stat without debugfs"
 # (a variable set for a function call may stay set: sh leaves it open)
 export KRDMA_DEBUGFS="$TMP/dbg" KRDMA_SYSFS_MODULE="$TMP/mod"
 
