@@ -97,6 +97,7 @@ bad_usages=(
 	"dev -x"
 	"stat -c 2"
 	"stat -i 0"
+	"monitor -c 0"
 	"version extra"
 )
 
@@ -109,9 +110,9 @@ mapfile -t cmds < <(subcommands)
 
 # version 2 + dev 5 + per transport 2 (ping, xfer) + refused 1 + per
 # transport 5 (stock tools) + no device 1 + usages + help per subcommand
-# + taken port 1 + stat 1 + host name 1 + help listing all of serve ping xfer 1
+# + taken port 1 + stat 1 + monitor 1 + host name 1 + help listing all of serve ping xfer 1
 echo "TAP version 13"
-echo "1..$((2 + 5 + 2 * 2 + 1 + 2 * 5 + 1 + 1 + 1 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
+echo "1..$((2 + 5 + 2 * 2 + 1 + 2 * 5 + 1 + 1 + 1 + 1 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
 
 # version
 run 20 version
@@ -272,6 +273,30 @@ stat_ok() {
 		json "d['interval'] >= 0.2 and d['totals']['rates'] is not None"
 }
 check "stat -j -i 0.2 -c 2: two STAT samples, counts then rates" stat_ok
+
+# monitor: a ping's connections come and go (both ends are here)
+timeout -k 5 60 "$K" monitor -j -c 4 -t 40 >"$TMP/monitor" \
+	2>"$TMP/monitor_err" </dev/null &
+mon_pid=$!
+for ((i = 0; i < 200; i++)); do
+	grep -q '^krdmactl monitor: watching ' "$TMP/monitor_err" && break
+	sleep 0.05
+done
+if start_server "$RXE_ADDR"; then
+	run 60 ping "$RXE_ADDR" -p "$port" -c 3 -i 300
+	stop_server
+fi
+reap "$mon_pid" 40
+cp "$TMP/monitor" "$TMP/out"
+monitor_ok() {
+	((reaped_rc == 0)) && "$PYTHON" - "$TMP/monitor" "$RXE_DEV" <<'EOP'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+kinds = [(e["event"], e["ifname"]) for e in ev]
+assert ("conn_up", sys.argv[2]) in kinds and ("conn_down", sys.argv[2]) in kinds, kinds
+EOP
+}
+check "monitor -j -c 4: ping's connections up and down on $RXE_DEV" monitor_ok
 
 # A host name for ADDR: /etc/hosts, bind-mounted in a mount namespace of
 # its own, names the rxe address krdma-peer

@@ -13,6 +13,7 @@
  *   grow        a third device and more GIDs appear right after the first
  *               count, so that the callers must retry
  *   vanish      the second device is gone by the time it is queried
+ *   appear=N    a third device appears at the N-th count of the devices
  *   eacces      open() fails with EACCES
  *   enotty      every ioctl fails with ENOTTY (a module without them)
  *
@@ -241,11 +242,24 @@ static void set_up_devs(void)
 	ndevs = 2;
 }
 
-/* After the first count of devices: another device. */
+/*
+ * After the first count of devices (grow), or the N-th (appear=N): another
+ * device
+ */
 static void grow_devs(void)
 {
+	static unsigned int counts;
 	static bool grown;
 
+	counts++;
+	if (opt("appear") && counts >= opt_num("appear", 0) && !grown &&
+	    ndevs) {
+		grown = true;
+		fill_dev(&devs[2], 9, "siw1", KRDMA_TRANSPORT_IWARP, 1);
+		devs[2].ports[0].pq.state = KRDMA_PORT_INIT;
+		ndevs = 3;
+		return;
+	}
 	if (!opt("grow") || grown || !ndevs)
 		return;
 	grown = true;

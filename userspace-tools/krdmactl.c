@@ -1495,6 +1495,29 @@ static const struct {
 	  "  -h, --help              show this help\n"
 	  "\n"
 	  "Exit status: 0, 1 when the counters cannot be read, 2 bad usage.\n" },
+	{ "monitor", monitor_main,
+	  "print events as they happen: devices, ports, connections",
+	  "[-c COUNT] [-t SECONDS] [-j]\n"
+	  "Watch krdma and print a line for each event, with the local time:\n"
+	  "  dev_add, dev_remove   an RDMA device came or went\n"
+	  "  port_state            a port's state changed (OLD -> NEW)\n"
+	  "  conn_up               a connection appeared\n"
+	  "  conn_state            a connection's state or error changed\n"
+	  "  conn_down             a connection is gone (was STATE)\n"
+	  "It reads the devices (/dev/krdma) and the connections (debugfs:\n"
+	  "root) every 200 ms and compares: a change that comes and goes\n"
+	  "within that time is not seen. With only one of them readable, it\n"
+	  "watches that one and warns.\n"
+	  "\n"
+	  "  -c, --count COUNT    exit after COUNT events\n"
+	  "  -t, --timeout SECS   exit after SECS seconds (fractions too)\n"
+	  "  -j, --json           one JSON object an event, one a line:\n"
+	  "                       {\"time\",\"event\",\"ifname\",\"port\",\"id\",\n"
+	  "                       \"peer\",\"state\",\"old_state\",\"error\"}\n"
+	  "  -h, --help           show this help\n"
+	  "\n"
+	  "Runs until interrupted, COUNT events or SECS seconds. Exit status:\n"
+	  "0, 1 when neither devices nor connections can be read, 2 bad usage.\n" },
 	{ "set", set_main,
 	  "set krdma's writable parameters (limits, timeouts)",
 	  "NAME=VALUE...\n"
@@ -1844,8 +1867,8 @@ static int parse_global_opts(int argc, char *argv[])
 static bool has_json(const char *name)
 {
 	static const char *const cmds[] = {
-		"version", "dev", "status", "stat", "ping", "xfer", "bench",
-		"doctor", "explain",
+		"version", "dev", "status", "stat", "monitor", "ping", "xfer",
+		"bench", "doctor", "explain",
 	};
 	size_t i;
 

@@ -199,6 +199,7 @@ int bench_main(int argc, char *argv[]);
 /* Subcommands of krdmactl_status.c */
 int status_main(int argc, char *argv[]);
 int stat_main(int argc, char *argv[]);
+int monitor_main(int argc, char *argv[]);
 int set_main(int argc, char *argv[]);
 
 #endif /* KRDMACTL_H */

@@ -442,7 +442,7 @@ expect_in err "unknown command 'bogus'" "unknown command"
 run "" dev -x
 expect_rc 2 "unknown option"
 
-for cmd in version dev status stat set explain doctor serve ping bench help; do
+for cmd in version dev status stat monitor set explain doctor serve ping bench help; do
 	run "" $cmd --help
 	expect_rc 0 "$cmd --help"
 	expect_in out "^Usage: krdmactl $cmd" "$cmd --help"
@@ -1176,6 +1176,74 @@ schema_check FAILURE "-j stat without debugfs"
 # (a variable set for a function call may stay set: sh leaves it open)
 export KRDMA_DEBUGFS="$TMP/dbg" KRDMA_SYSFS_MODULE="$TMP/mod"
 
+# monitor: the events between readings that change (connections.1, .2 by
+# the shim, siw1 at the third count of the devices), bounded by -c or -t
+grep '^id=9 ' "$TMP/dbg/connections" >"$TMP/dbg/connections.2"
+sed 's/^id=3 state=CONNECTED error=0 /id=3 state=ERROR error=104 /' \
+	"$TMP/dbg/connections" >"$TMP/dbg/connections.1"
+grep '^id=3 ' "$TMP/dbg/connections" | sed 's/^id=3 /id=12 /' \
+	>>"$TMP/dbg/connections.2"
+run "appear=3" monitor -j -c 4
+expect_rc 0 "monitor -j -c 4"
+n=$((n + 1))
+[ "$(wc -l <"$TMP/out")" -eq 4 ] || fail "monitor -j -c 4: four lines"
+cp "$TMP/out" "$TMP/mon_lines"
+"$PYTHON" -c '
+import json, sys
+for i, line in enumerate(open(sys.argv[1])):
+    open("%s.%d" % (sys.argv[1], i), "w").write(line)
+' "$TMP/mon_lines"
+for i in 0 1 2 3; do
+	cp "$TMP/mon_lines.$i" "$TMP/out"
+	schema_check MONITOR_EVENT "monitor -j: event $i"
+done
+n=$((n + 1))
+"$PYTHON" - "$TMP/mon_lines" <<'EOP' || fail "monitor -j -c 4: the events"
+import json, re, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+got = [(e["event"], e["ifname"], e["id"], e["state"], e["old_state"],
+        e["error"] and e["error"]["name"]) for e in ev]
+want = [("conn_state", "rxe0", 3, "ERROR", "CONNECTED", "ECONNRESET"),
+        ("dev_add", "siw1", None, None, None, None),
+        ("conn_up", "rxe0", 12, "CONNECTED", None, None),
+        ("conn_down", "rxe0", 3, None, "ERROR", "ECONNRESET")]
+assert got == want, got
+assert all(re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4}$",
+                    e["time"]) for e in ev), ev
+assert ev[0]["peer"] == "198.18.0.1:40000", ev[0]
+EOP
+run "appear=3" monitor -c 4
+expect_rc 0 "monitor -c 4"
+expect_in out '^[0-9-]*T[0-9:.]*[+-][0-9]\{4\} conn_state rxe0 conn 3 peer 198\.18\.0\.1:40000 CONNECTED -> ERROR (ECONNRESET: Connection reset by peer)$' \
+	"monitor: a connection's state"
+expect_in out ' dev_add siw1 (iWARP)$' "monitor: a device added"
+expect_in out ' conn_up rxe0 conn 12 peer 198\.18\.0\.1:40000 CONNECTED$' \
+	"monitor: a connection up"
+expect_in out ' conn_down rxe0 conn 3 peer 198\.18\.0\.1:40000 (was ERROR) (ECONNRESET' \
+	"monitor: a connection gone"
+rm -f "$TMP/dbg/connections.1" "$TMP/dbg/connections.2"
+# nothing changes: -t ends it, with nothing printed
+run "" monitor -t 0.3
+expect_rc 0 "monitor -t 0.3, no change"
+n=$((n + 1))
+[ ! -s "$TMP/out" ] || fail "monitor -t 0.3, no change: printed something"
+KRDMA_DEBUGFS=$TMP/nodebugfs run "appear=2" monitor -t 0.5
+expect_rc 0 "monitor without debugfs"
+expect_in err '^krdmactl: monitor: warning: cannot read the connections from .*: watching the devices only' \
+	"monitor without debugfs"
+expect_in out ' dev_add siw1 (iWARP)$' "monitor without debugfs: devices"
+KRDMA_DEBUGFS=$TMP/nodebugfs run "eacces,euid=1000" monitor -t 0.3
+expect_rc 1 "monitor, nothing readable"
+expect_in err 'monitor: nor the devices through /dev/krdma: nothing to watch' \
+	"monitor, nothing readable"
+# (a variable set for a function call may stay set: sh leaves it open)
+export KRDMA_DEBUGFS="$TMP/dbg" KRDMA_SYSFS_MODULE="$TMP/mod"
+for bad in "-c 0" "-c x" "-t 0" "-t x" "extra"; do
+	# shellcheck disable=SC2086 # the words
+	run "" monitor $bad
+	expect_rc 2 "monitor $bad"
+done
+
 run "eacces,euid=1000,node_gid=54321,node_mode=0660" status
 expect_rc 0 "status, EACCES"
 expect_in err '^krdmactl: cannot list the RDMA devices through /dev/krdma: Permission denied' \
@@ -1307,6 +1375,16 @@ if command -v valgrind >/dev/null 2>&1; then
 			break
 		fi
 		expect_rc 0 "valgrind dev ($scenario)"
+	done
+	for args in "dev show" "stat -i 0.05 -c 2" "monitor -t 0.3"; do
+		# shellcheck disable=SC2086 # the command's words
+		KRDMA_DEBUGFS=$TMP/dbg FAKE_KRDMA=appear=2 LD_PRELOAD=$SHIM \
+			valgrind -q --leak-check=full --errors-for-leak-kinds=all \
+			--error-exitcode=3 ./krdmactl $args >"$TMP/out" \
+			2>"$TMP/err"
+		rc=$?
+		grep -q "I can't recover" "$TMP/err" && break
+		expect_rc 0 "valgrind $args"
 	done
 fi
 
