@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -762,6 +763,36 @@ int tool_addr(const char *cmd, const char *host, uint32_t port,
 	errmsg_advice(0, hint, "%s: '%s' is not an IP address, and no host has that name: %s",
 		      cmd, host, gai_strerror(ret));
 	return EXIT_USAGE;
+}
+
+/* Buffers are pinned: as much of RLIMIT_MEMLOCK as this process may */
+static void raise_memlock(void)
+{
+	struct rlimit rl, inf = { RLIM_INFINITY, RLIM_INFINITY };
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	if (!setrlimit(RLIMIT_MEMLOCK, &inf))
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_MEMLOCK, &rl);
+}
+
+int tool_session(const char *cmd, const char *host, uint32_t port,
+		 struct krdma_addr *addr, char *target, size_t tlen)
+{
+	int ret, fd;
+
+	ret = tool_addr(cmd, host, port, addr);
+	if (ret)
+		return -ret;
+	if (target)
+		krdma_addr_str(addr, target, tlen);
+	fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
+	if (fd < 0)
+		return -1;
+	raise_memlock();
+	return fd;
 }
 
 enum opt_result parse_json_opts(int argc, char *argv[], bool *json)

@@ -86,6 +86,16 @@ struct krdma_addr;
 int tool_addr(const char *cmd, const char *host, uint32_t port,
 	      struct krdma_addr *out);
 
+/*
+ * The prologue of serve, ping, xfer and bench (both modes): @host and
+ * @port resolved into @addr (tool_addr()), its "ip:port" into @target
+ * (unless NULL), /dev/krdma opened for connections, and the locked-memory
+ * limit raised as far as this process may. Returns the file, or the
+ * negated exit status when it cannot (and said why).
+ */
+int tool_session(const char *cmd, const char *host, uint32_t port,
+		 struct krdma_addr *addr, char *target, size_t tlen);
+
 /* "Usage: krdmactl NAME ..." of subcommand @name */
 void print_usage_of(const char *name, FILE *f);
 /*

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -115,18 +114,6 @@ static uint64_t now_ns(void)
  * Pinned memory counts against RLIMIT_MEMLOCK without CAP_IPC_LOCK (and
  * siw charges it even with): raise the soft limit as far as allowed.
  */
-static void raise_memlock(void)
-{
-	struct rlimit rl, inf = { RLIM_INFINITY, RLIM_INFINITY };
-
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
-		return;
-	if (!setrlimit(RLIMIT_MEMLOCK, &inf))
-		return;
-	rl.rlim_cur = rl.rlim_max;
-	setrlimit(RLIMIT_MEMLOCK, &rl);
-}
-
 /* The data pattern, see the top of the file */
 static uint64_t kp_word(uint64_t seed, uint64_t k)
 {
@@ -800,13 +787,9 @@ static int serve_run(const struct serve_opts *o)
 	s.server = true;
 	s.wait_ms = KP_IDLE_MS;
 	s.next_cookie = 1;
-	ret = tool_addr("serve", o->addr, o->port, &addr);
-	if (ret)
-		return ret;
-	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
+	s.fd = tool_session("serve", o->addr, o->port, &addr, NULL, 0);
 	if (s.fd < 0)
-		return 1;
-	raise_memlock();
+		return -s.fd;
 	ret = kp_map(&s, 2 * KP_SLOT, KRDMA_ACCESS_LOCAL_WRITE, &s.slots,
 		     &slots_len, &s.slots_h, "the message buffer");
 	if (ret) {
@@ -1377,16 +1360,12 @@ static int ping_run(const struct ping_opts *o)
 	memset(&s, 0, sizeof(s));
 	res.transport = "unknown";
 	snprintf(res.dev, sizeof(res.dev), "?");
-	ret = tool_addr(o->cmd, o->host, o->port, &s.dst);
-	if (ret)
-		return ret;
-	krdma_addr_str(&s.dst, res.target, sizeof(res.target));
 	s.wait_ms = o->timeout_ms;
 	s.next_cookie = 1;
-	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
+	s.fd = tool_session(o->cmd, o->host, o->port, &s.dst, res.target,
+			    sizeof(res.target));
 	if (s.fd < 0)
-		return 1;
-	raise_memlock();
+		return -s.fd;
 	kp_catch_signals();
 	seed = kp_word(now_ns(), getpid());
 
