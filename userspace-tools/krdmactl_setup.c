@@ -807,8 +807,13 @@ int up_main(int argc, char *argv[])
 		goto fail;
 	}
 
-	/* Only a device of the type (and name) asked for is "already there" */
+	/*
+	 * Only a device of the type (and name) asked for is "already
+	 * there"; -n NAME without a type takes NAME's soft type
+	 */
 	d = name[0] ? nl_find(l, name, NULL) : find_soft(l, netdev, type);
+	if (d && !rxe && !siw && soft_type(d))
+		type = soft_type(d);
 	if (d && (!soft_type(d) || strcmp(soft_type(d), type) ||
 		  strcmp(d->netdev, netdev))) {
 		errmsg_advice(0, "choose another --name, or leave --name out for the first free one",

@@ -928,6 +928,14 @@ for c in "--siw lo" "--siw -n siw0 lo" "lo" "--rxe lo" "-n rxe0 lo"; do
 	[ ! -s "$TMP/state_file" ] || fail "up $c: recorded nothing"
 done
 expect_in out '^rxe0 already exists on lo (soft roce' "up -n rxe0 lo"
+# -n NAME without a type: NAME's type
+up_run "krdma siw" "nl=siw0:siw:lo" up -n siw0 lo
+expect_rc 0 "up -n siw0 lo, siw0 on lo"
+expect_in out '^siw0 already exists on lo (soft iw' "up -n siw0 lo, siw0 on lo"
+up_run "krdma siw" "nl=siw0:siw:veth9" up -n siw0 lo
+expect_rc 2 "up -n siw0 lo, siw0 on veth9"
+expect_in err 'taken by a soft iw device on veth9, not a siw device on lo' \
+	"up -n siw0 lo, siw0 on veth9"
 
 # a name taken by another type or netdev: refused, exit 2
 up_run "krdma rdma_rxe" "nl=rxe0:rxe:lo" up --siw -n rxe0 lo
