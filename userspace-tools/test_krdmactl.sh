@@ -403,7 +403,7 @@ run "" de -x
 expect_rc 2 "krdmactl de -x"
 expect_in err "^krdmactl: dev: unknown option '-x'" "krdmactl de -x: its whole name"
 expect_in err '^Usage: krdmactl dev ' "krdmactl de -x: its usage"
-for w in d do s; do
+for w in d "do" s; do
 	run "" $w
 	expect_rc 2 "krdmactl $w"
 	n=$((n + 1))
@@ -908,7 +908,7 @@ expect_in out '^rxe0 created on lo (soft roce, port 1 ACTIVE)$' \
 	"up lo (rxe), siw0 on lo"
 expect_in log '^modprobe -q rdma_rxe$' "up lo (rxe), siw0 on lo"
 export FAKE_MODPROBE=siw
-FAKE_MODPROBE= up_run "krdma siw" "nl=siw0:siw:lo" up --rxe lo
+FAKE_MODPROBE='' up_run "krdma siw" "nl=siw0:siw:lo" up --rxe lo
 expect_rc 1 "up --rxe lo, no rdma_rxe module"
 expect_in err "^krdmactl: kernel $(uname -r) has no rdma_rxe module: .*krdmactl up --siw$" \
 	"up --rxe lo, no rdma_rxe module"
@@ -968,7 +968,7 @@ n=$((n + 1))
 [ ! -s "$TMP/log" ] || fail "up as uid 1000 ran $(cat "$TMP/log")"
 
 # no siw module: how to get one
-FAKE_MODPROBE= up_run "krdma rdma_rxe" "nl=rxe0:rxe:lo" up --siw lo
+FAKE_MODPROBE='' up_run "krdma rdma_rxe" "nl=rxe0:rxe:lo" up --siw lo
 expect_rc 1 "up --siw, no siw module"
 expect_in err "^krdmactl: cannot load siw: modprobe siw failed and there is no $TMP/no/siw.ko$" \
 	"up --siw, no siw module"
