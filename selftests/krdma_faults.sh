@@ -391,7 +391,7 @@ case_netdev_deleted() { # type
 	expect "$TMP/nd-serve.out" state ERROR
 	expect "$TMP/nd-serve.out" error 'ENODEV|ECONNRESET|EIO|ENOTCONN'
 	if [[ -e /sys/class/infiniband/krdmaf0 ]] ||
-		"$K" dev 2>/dev/null | grep -qx krdmaf0; then
+		"$K" dev show 2>/dev/null | grep -qx krdmaf0; then
 		fail "krdmaf0 is still there"
 	fi
 }

@@ -7,13 +7,16 @@
 #
 # - up --rxe veth1 creates a device; a second up only reports it; down
 #   deletes exactly it and leaves every other device alone;
+# - up --siw veth1 beside an rxe device creates siw too; a second one
+#   only reports it; a name of the other type is refused (exit 2);
 # - doctor exits 0 on the healthy guest, and doctor -j parses and agrees
 #   with the text verdicts;
 # - doctor finds each staged problem: a port down (veth3 down under a
 #   temporary siw device, rxe if siw cannot load), a small memlock limit
 #   without CAP_IPC_LOCK, a too small MTU (veth1 mtu 1000 under a
 #   temporary rxe device), a missing device;
-# - doctor ADDR says a krdma peer without a listener is reachable;
+# - doctor ADDR says a krdma peer without a listener is reachable, and
+#   tells an address nobody has on the link from one behind a gateway;
 # - explain knows every completion status;
 # - make install: quiet (no sign-file SSL errors, no "Skipping depmod"),
 #   the module stripped (< 1 MB) and readable by modinfo, the man page
@@ -98,13 +101,13 @@ doctor_fails() {
 echo "TAP version 13"
 # one more with a siw device (the memlock note)
 if grep -qs 'Software iWARP' /sys/class/infiniband/*/node_desc; then
-	echo "1..21"
+	echo "1..27"
 else
-	echo "1..20"
+	echo "1..26"
 fi
 
 if [[ ! -x $K ]]; then
-	for i in $(seq 20); do not_ok "userspace-tools/krdmactl is built"; done
+	for i in $(seq 26); do not_ok "userspace-tools/krdmactl is built"; done
 	exit 1
 fi
 links >"$TMP/links_before"
@@ -127,7 +130,28 @@ check "down deletes exactly $new, leaves the other devices alone" \
 	eval '((rc == 0)) && grep -q "deleted $new" "$TMP/out" &&
 	      [[ -z $(dev_on veth1) ]] && cmp -s "$TMP/links_before" "$TMP/links_after"'
 
-# 4-6: healthy doctor, text and JSON
+# 4-7: rxe and siw on one netdev: up --siw creates siw where rxe is, a
+# second one only reports it, a name of the other type is refused
+run 60 up --rxe veth1
+rxe_new=$(sed -n 's/^\([^ ]*\) created on veth1 (soft roce.*/\1/p' "$TMP/out")
+run 60 up --siw veth1
+siw_new=$(sed -n 's/^\([^ ]*\) created on veth1 (soft iw.*/\1/p' "$TMP/out")
+check "up --siw veth1 beside $rxe_new creates a siw device too" \
+	eval '((rc == 0)) && [[ -n $rxe_new && -n $siw_new ]] &&
+	      [[ $(dev_on veth1 | sort | tr "\n" " ") == "$(printf "%s\n" "$rxe_new" "$siw_new" | sort | tr "\n" " ")" ]]'
+run 60 up --siw veth1
+check "a second up --siw veth1 only reports $siw_new" \
+	eval '((rc == 0)) && grep -q "^$siw_new already exists on veth1 (soft iw" "$TMP/out" &&
+	      ! grep -q created "$TMP/out"'
+run 60 up --siw -n "$rxe_new" veth1
+check "up --siw -n $rxe_new veth1: the name of an rxe device, exit 2" \
+	eval '((rc == 2)) && grep -q "the name $rxe_new is taken by a soft roce device on veth1" "$TMP/err"'
+run 60 down
+check "down deletes $rxe_new and $siw_new" \
+	eval '((rc == 0)) && grep -q "deleted $siw_new" "$TMP/out" &&
+	      grep -q "deleted $rxe_new" "$TMP/out" && [[ -z $(dev_on veth1) ]]'
+
+# 8-10: healthy doctor, text and JSON
 run 60 doctor
 check "doctor exits 0 on the healthy guest" \
 	eval '((rc == 0)) && grep -q "every check passed" "$TMP/out"'
@@ -145,11 +169,11 @@ for c in d["checks"]:
 grep -v '^doctor:' "$TMP/doctor_text" >"$TMP/text_lines"
 check "doctor -j matches the text verdicts" cmp -s "$TMP/from_json" "$TMP/text_lines"
 
-# 7: no such device
+# 11: no such device
 run 60 doctor -d nosuchdev0
 check "doctor -d nosuchdev0 fails the devices check" doctor_fails devices
 
-# 8: a port down, under a temporary siw (or rxe) device on veth3
+# 12: a port down, under a temporary siw (or rxe) device on veth3
 kind=--siw
 run 60 up --siw veth3
 if ((rc != 0)); then
@@ -174,7 +198,7 @@ else
 	head -n 5 "$TMP/err" | diag
 fi
 
-# 9: small memlock without CAP_IPC_LOCK
+# 13: small memlock without CAP_IPC_LOCK
 if command -v capsh >/dev/null; then
 	timeout -k 5 60 capsh --drop=cap_ipc_lock -- -c \
 		"ulimit -l 64 && exec $K doctor" >"$TMP/out" 2>"$TMP/err" </dev/null
@@ -190,7 +214,7 @@ elif command -v setpriv >/dev/null; then
 else
 	skip "doctor finds a small memlock limit" "neither capsh nor setpriv to drop CAP_IPC_LOCK"
 fi
-# 10: ... and with CAP_IPC_LOCK the same limit is fine
+# 14: ... and with CAP_IPC_LOCK the same limit is fine
 (ulimit -l 64 && exec timeout -k 5 60 "$K" doctor) >"$TMP/out" 2>"$TMP/err" </dev/null
 rc=$?
 check "with CAP_IPC_LOCK ulimit -l 64 passes" \
@@ -199,7 +223,7 @@ check "with CAP_IPC_LOCK ulimit -l 64 passes" \
 check "with CAP_IPC_LOCK doctor has no caveat for siw's grants" \
 	eval '! grep -q "siw charges" "$TMP/out"'
 
-# 11: a too small MTU, under a temporary rxe device on veth1
+# 15: a too small MTU, under a temporary rxe device on veth1
 run 60 up --rxe veth1
 tmpdev=$(dev_on veth1)
 if [[ -n $tmpdev ]]; then
@@ -220,12 +244,25 @@ links >"$TMP/links_after"
 check "every staged device is gone, the others are as before" \
 	cmp -s "$TMP/links_before" "$TMP/links_after"
 
-# 13: doctor ADDR without a listener: reachable, nobody listens
+# 17: doctor ADDR without a listener: reachable, nobody listens
 run 60 doctor -p 1 "$RXE_ADDR"
 check "doctor $RXE_ADDR: reachable, but nobody listens" \
 	eval '((rc == 0)) && grep -Eq "^ok +reach .*nobody listens" "$TMP/out"'
 
-# 14-15: explain
+# 18-19: doctor ADDR, unreachable: no host on the link, or a gateway in
+# the way, each named, and the fix is not `doctor ADDR` again
+run 60 doctor -t 5000 198.18.0.77
+check "doctor 198.18.0.77 (nobody on veth0's link): no host answers there" \
+	eval '((rc == 1)) && grep -Eq "^FAIL +reach +198\.18\.0\.77:18515: .*; no host answers at 198\.18\.0\.77 on the link of veth0" "$TMP/out" &&
+	      ! grep -q "fix: .*krdmactl doctor" "$TMP/out"'
+restore_cmds+=("ip route del 203.0.113.0/24")
+ip route add 203.0.113.0/24 via 198.18.0.77 dev veth0
+run 60 doctor -t 5000 203.0.113.9
+check "doctor 203.0.113.9 (a route via 198.18.0.77): routed through the gateway" \
+	eval '((rc == 1)) && grep -Eq "^FAIL +reach +203\.0\.113\.9:18515: .*routed through the gateway 198\.18\.0\.77" "$TMP/out"'
+ip route del 203.0.113.0/24
+
+# 20-21: explain
 run 20 explain -j
 check "explain -j explains all 22 completion statuses" \
 	eval '((rc == 0)) && json "len([e for e in d[\"explanations\"] if e[\"kind\"] == \"status\" and e[\"explanation\"]]) == 22"'
@@ -233,7 +270,7 @@ run 20 explain REM_ACCESS_ERR ECONNREFUSED
 check "explain REM_ACCESS_ERR ECONNREFUSED" \
 	eval '((rc == 0)) && grep -q "^REM_ACCESS_ERR" "$TMP/out" && grep -q "nobody listens" "$TMP/out"'
 
-# 16-20: make install / make uninstall
+# 22-26: make install / make uninstall
 listing() {
 	find /usr/local /etc/udev/rules.d "/lib/modules/$(uname -r)" \
 		-path "/lib/modules/$(uname -r)/build" -prune -o \

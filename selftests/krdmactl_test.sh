@@ -86,13 +86,18 @@ bad_usages=(
 	"ping $RXE_ADDR -s 2G"
 	"ping $RXE_ADDR -p 70000"
 	"ping not-an-address"
+	"ping no-such-host.invalid"
 	"ping $RXE_ADDR extra"
 	"xfer"
 	"xfer $RXE_ADDR -c 3"
 	"serve extra"
 	"serve -n 0"
+	"serve -c 0"
 	"serve -a not-an-address"
 	"dev -x"
+	"stat -c 2"
+	"stat -i 0"
+	"monitor -c 0"
 	"version extra"
 )
 
@@ -103,11 +108,11 @@ if [[ ! -x $K ]]; then
 fi
 mapfile -t cmds < <(subcommands)
 
-# version 2 + dev 3 + per transport 2 (ping, xfer) + refused 1 + per
+# version 2 + dev 5 + per transport 2 (ping, xfer) + refused 1 + per
 # transport 5 (stock tools) + no device 1 + usages + help per subcommand
-# + help listing all of serve ping xfer 1
+# + taken port 1 + stat 1 + monitor 1 + host name 1 + help listing all of serve ping xfer 1
 echo "TAP version 13"
-echo "1..$((2 + 3 + 2 * 2 + 1 + 2 * 5 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
+echo "1..$((2 + 5 + 2 * 2 + 1 + 2 * 5 + 1 + 1 + 1 + 1 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
 
 # version
 run 20 version
@@ -115,14 +120,33 @@ check "version exits 0" test "$rc" -eq 0
 check "version names the loaded module and its ABI" \
 	grep -Eq '^module: +[0-9]+\.[0-9]+\.[0-9]+ \(krdma ABI [0-9]+\)' "$TMP/out"
 
-# dev, text and JSON
-run 20 dev
+# dev show, dev, text and JSON
+run 20 dev show
 grep -E '^[^[:space:]]' "$TMP/out" | sort >"$TMP/text_devs"
 dev_text_ok() {
 	((rc == 0)) && grep -qx "$RXE_DEV" "$TMP/text_devs" &&
 		grep -qx "$SIW_DEV" "$TMP/text_devs"
 }
-check "dev exits 0 and lists $RXE_DEV and $SIW_DEV" dev_text_ok
+check "dev show exits 0 and lists $RXE_DEV and $SIW_DEV" dev_text_ok
+run 20 dev
+dev_brief_ok() {
+	((rc == 0)) &&
+		cmp -s <(awk '{ print $1 }' "$TMP/out" | sort) "$TMP/text_devs" &&
+		grep -Eq "^$RXE_DEV +RoCE +ACTIVE +veth[0-9]+ +[0-9.]+ Gbps .* [0-9]+X\$" "$TMP/out" &&
+		grep -Eq "^$SIW_DEV +iWARP +ACTIVE +veth[0-9]+ " "$TMP/out"
+}
+check "dev: one line a device, $RXE_DEV (RoCE) and $SIW_DEV (iWARP) ACTIVE on their veths" \
+	dev_brief_ok
+# fw_ver as ibv_devinfo shows it (0.0.0 for rxe, which has no string)
+fw_want=0.0.0
+if command -v ibv_devinfo >/dev/null; then
+	fw_want=$(timeout 20 ibv_devinfo -d "$RXE_DEV" 2>/dev/null |
+		awk '$1 == "fw_ver:" { print $2 }')
+fi
+run 20 dev show "$RXE_DEV"
+fw_got=$(awk '$1 == "fw_ver:" { print $2 }' "$TMP/out")
+check "dev show $RXE_DEV: fw_ver '$fw_got', as ibv_devinfo ('$fw_want')" \
+	eval '((rc == 0)) && [[ -n $fw_want && $fw_got == "$fw_want" ]]'
 run 20 dev -j
 dev_json_ok() {
 	((rc == 0)) && "$PYTHON" -m json.tool "$TMP/out" >/dev/null &&
@@ -236,6 +260,67 @@ transport_tests() {
 
 transport_tests "rxe" "$RXE_ADDR" "$RXE_DEV"
 transport_tests "siw" "$SIW_ADDR" "$SIW_DEV"
+
+# stat: two samples after the connections above, the second with rates
+run 20 stat -j -i 0.2 -c 2
+cp "$TMP/out" "$TMP/stat_lines"
+stat_ok() {
+	((rc == 0)) && [[ $(wc -l <"$TMP/stat_lines") -eq 2 ]] &&
+		sed -n 1p "$TMP/stat_lines" >"$TMP/out" && json_schema STAT &&
+		json "d['interval'] is None and d['totals']['rates'] is None and
+		      d['totals']['ops']['write']['done'] > 0" &&
+		sed -n 2p "$TMP/stat_lines" >"$TMP/out" && json_schema STAT &&
+		json "d['interval'] >= 0.2 and d['totals']['rates'] is not None"
+}
+check "stat -j -i 0.2 -c 2: two STAT samples, counts then rates" stat_ok
+
+# monitor: a ping's connections come and go (both ends are here); it
+# runs until the connections are gone (bounded), then is stopped
+timeout -k 5 120 "$K" monitor -j -t 100 >"$TMP/monitor" \
+	2>"$TMP/monitor_err" </dev/null &
+mon_pid=$!
+for ((i = 0; i < 200; i++)); do
+	grep -q '^krdmactl monitor: watching ' "$TMP/monitor_err" && break
+	sleep 0.05
+done
+if start_server "$RXE_ADDR"; then
+	run 60 ping "$RXE_ADDR" -p "$port" -c 3 -i 300
+	stop_server
+fi
+for ((i = 0; i < 100; i++)); do
+	grep -q '"event":"conn_down"' "$TMP/monitor" && break
+	sleep 0.1
+done
+sleep 0.5	# the other end's conn_down, in the same or the next reading
+kill "$mon_pid" 2>/dev/null
+wait "$mon_pid" 2>/dev/null
+cp "$TMP/monitor" "$TMP/out"
+cat "$TMP/monitor_err" >>"$TMP/err"
+monitor_ok() {
+	"$PYTHON" - "$TMP/monitor" "$RXE_DEV" <<'EOP'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+kinds = [(e["event"], e["ifname"]) for e in ev]
+assert ("conn_up", sys.argv[2]) in kinds and ("conn_down", sys.argv[2]) in kinds, kinds
+EOP
+}
+check "monitor -j: ping's connections up and down on $RXE_DEV" monitor_ok
+
+# A host name for ADDR: /etc/hosts, bind-mounted in a mount namespace of
+# its own, names the rxe address krdma-peer
+printf '%s krdma-peer\n' "$RXE_ADDR" >"$TMP/hosts"
+if command -v unshare >/dev/null && start_server "$RXE_ADDR"; then
+	timeout -k 5 60 unshare -m sh -c 'mount --bind "$1" /etc/hosts &&
+		exec "$2" ping krdma-peer -p "$3" -c 1 -j' _ "$TMP/hosts" "$K" \
+		"$port" >"$TMP/out" 2>"$TMP/err" </dev/null
+	rc=$?
+	stop_server
+	check "ping krdma-peer (a name of $RXE_ADDR in /etc/hosts): verified, the server exits 0" \
+		eval '((rc == 0 && server_rc == 0)) && json "d[\"ok\"] and d[\"verified\"] == 1"'
+else
+	cp "$TMP/server" "$TMP/err" 2>/dev/null
+	check "ping by host name: unshare and a server listening" false
+fi
 
 # Nobody listens on port 9
 start=$SECONDS
@@ -375,6 +460,19 @@ no_device_ok() {
 }
 check "serve -a 127.0.0.1 (no RDMA device on lo): says so and what to do (exit status $rc)" \
 	no_device_ok
+
+# A taken port on the wildcard address: in use (EADDRINUSE), not rdma_cm's
+# "Cannot assign requested address"
+if start_server 0.0.0.0; then
+	run 20 serve -1 -p "$port"
+	check "serve -p $port (taken by another serve): exit 1, the port is in use" \
+		eval '((rc == 1)) && grep -q "^krdmactl: serve: cannot listen on 0\.0\.0\.0:$port: Address already in use\$" "$TMP/err" &&
+		      grep -q "the port is taken" "$TMP/err" && ! grep -q "Cannot assign" "$TMP/err"'
+	kill "$server_pid" 2>/dev/null
+	wait "$server_pid" 2>/dev/null
+else
+	check "serve on a taken port: the first server starts listening" false
+fi
 
 # Bad usage
 usage_error() {

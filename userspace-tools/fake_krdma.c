@@ -13,6 +13,7 @@
  *   grow        a third device and more GIDs appear right after the first
  *               count, so that the callers must retry
  *   vanish      the second device is gone by the time it is queried
+ *   appear=N    a third device appears at the N-th count of the devices
  *   eacces      open() fails with EACCES
  *   enotty      every ioctl fails with ENOTTY (a module without them)
  *
@@ -37,13 +38,32 @@
  *                 HELLO (a window of 4 KiB); when a TOKEN is sent, it
  *                 disconnects. Enough for serve to grant a window.
  *
+ * RDMA netlink (NETLINK_RDMA, for up, down and doctor): every such socket
+ * is a fake one, so that no test creates or deletes a device of the host.
+ * It answers RDMA_NLDEV_CMD_GET (a dump), PORT_GET (port 1: ACTIVE, its
+ * netdev), NEWLINK, DELLINK and SYS_GET (netns mode shared) from
+ *   nl=NAME:TYPE:NETDEV+...  the RDMA devices there are (TYPE rxe or siw);
+ *                            none by default. NEWLINK adds one (EEXIST for
+ *                            a name taken), DELLINK removes one.
+ *   nl_newlink_err=N         NEWLINK fails with errno N
+ * Host names: with hosts=NAME@IP+NAME@IP..., getaddrinfo() knows only
+ * those names (EAI_NONAME for any other); resolver_down makes it fail
+ * with EAI_AGAIN, as without a name server.
+ * Under $KRDMA_DEBUGFS, the k-th fopen() of a file opens FILE.k when
+ * there is one (k from 1): samples that change, for stat and monitor.
+ * FAKE_PROC_MODULES names a file that fopen() of /proc/modules opens
+ * instead, and the modules.builtin of the kernel is empty, so that the
+ * modules a test's own modprobe "loads" are what krdmactl sees.
+ *
  * Copyright (c) 2026 The krdma authors
  */
 #include <dlfcn.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -56,10 +76,13 @@
 #include <unistd.h>
 
 #include <linux/krdma.h>
+#include <linux/netlink.h>
+#include <rdma/rdma_netlink.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static int fake_fd = -1;
+static int nl_fd = -1;
 
 static bool opt(const char *name)
 {
@@ -196,6 +219,8 @@ static void set_up_devs(void)
 	/* a name that needs escaping in JSON, and invalid UTF-8 */
 	fill_dev(&devs[1], 7, "we\"ird\\dev\t\xc3\xa9\xff",
 		 KRDMA_TRANSPORT_IWARP, 2);
+	/* no firmware version string, as rxe and siw */
+	memset(devs[1].dq.fw_ver, 0, sizeof(devs[1].dq.fw_ver));
 	p = &devs[1].ports[0];
 	p->pq.state = KRDMA_PORT_ACTIVE;
 	p->pq.phys_state = 5;
@@ -217,11 +242,24 @@ static void set_up_devs(void)
 	ndevs = 2;
 }
 
-/* After the first count of devices: another device. */
+/*
+ * After the first count of devices (grow), or the N-th (appear=N): another
+ * device
+ */
 static void grow_devs(void)
 {
+	static unsigned int counts;
 	static bool grown;
 
+	counts++;
+	if (opt("appear") && counts >= opt_num("appear", 0) && !grown &&
+	    ndevs) {
+		grown = true;
+		fill_dev(&devs[2], 9, "siw1", KRDMA_TRANSPORT_IWARP, 1);
+		devs[2].ports[0].pq.state = KRDMA_PORT_INIT;
+		ndevs = 3;
+		return;
+	}
 	if (!opt("grow") || grown || !ndevs)
 		return;
 	grown = true;
@@ -723,6 +761,8 @@ int close(int fd)
 
 	if (fd >= 0 && fd == fake_fd)
 		fake_fd = -1;
+	if (fd >= 0 && fd == nl_fd)
+		nl_fd = -1;
 	return real(fd);
 }
 
@@ -816,4 +856,360 @@ int getgroups(int size, gid_t list[])
 	if (n)
 		list[0] = opt_num("group", 0);
 	return n;
+}
+
+/*
+ * RDMA netlink
+ */
+#define NL_MAX_DEVS 8
+
+struct nl_dev {
+	char name[64];
+	char type[8];		/* rxe, siw */
+	char netdev[16];
+};
+
+static struct nl_dev nl_devs[NL_MAX_DEVS];
+static int nl_ndevs;
+static bool nl_set_up;
+static char nl_reply[8192] __attribute__((aligned(8)));
+static size_t nl_reply_len;
+
+static const char *opt_str(const char *name, char *buf, size_t len)
+{
+	const char *s = getenv("FAKE_KRDMA");
+	size_t n = strlen(name);
+
+	while (s && *s) {
+		if (!strncmp(s, name, n) && s[n] == '=') {
+			s += n + 1;
+			n = strcspn(s, ",");
+			if (n >= len)
+				n = len - 1;
+			memcpy(buf, s, n);
+			buf[n] = 0;
+			return buf;
+		}
+		s = strchr(s, ',');
+		if (s)
+			s++;
+	}
+	return NULL;
+}
+
+static void nl_setup(void)
+{
+	char buf[512], *save = NULL, *d;
+
+	if (nl_set_up)
+		return;
+	nl_set_up = true;
+	if (!opt_str("nl", buf, sizeof(buf)))
+		return;
+	for (d = strtok_r(buf, "+", &save); d && nl_ndevs < NL_MAX_DEVS;
+	     d = strtok_r(NULL, "+", &save)) {
+		struct nl_dev *nd = &nl_devs[nl_ndevs++];
+
+		memset(nd, 0, sizeof(*nd));
+		sscanf(d, "%63[^:]:%7[^:]:%15s", nd->name, nd->type,
+		       nd->netdev);
+	}
+}
+
+static struct nl_dev *nl_dev_of(uint32_t index)
+{
+	return index >= 1 && index <= (uint32_t)nl_ndevs ?
+	       &nl_devs[index - 1] : NULL;
+}
+
+/* Start a message of the reply: its header; attributes follow */
+static struct nlmsghdr *nl_msg(const struct nlmsghdr *req, uint16_t type,
+			       uint16_t flags)
+{
+	struct nlmsghdr *h = (struct nlmsghdr *)(nl_reply + nl_reply_len);
+
+	if (nl_reply_len + NLMSG_SPACE(0) > sizeof(nl_reply))
+		abort();
+	memset(h, 0, NLMSG_HDRLEN);
+	h->nlmsg_len = NLMSG_LENGTH(0);
+	h->nlmsg_type = type;
+	h->nlmsg_flags = flags;
+	h->nlmsg_seq = req->nlmsg_seq;
+	return h;
+}
+
+static void nl_msg_end(struct nlmsghdr *h)
+{
+	nl_reply_len += NLMSG_ALIGN(h->nlmsg_len);
+}
+
+static void nl_attr(struct nlmsghdr *h, uint16_t type, const void *data,
+		    size_t len)
+{
+	struct nlattr *a = (struct nlattr *)((char *)h +
+					     NLMSG_ALIGN(h->nlmsg_len));
+
+	if ((char *)a + NLA_ALIGN(NLA_HDRLEN + len) >
+	    nl_reply + sizeof(nl_reply))
+		abort();
+	a->nla_type = type;
+	a->nla_len = NLA_HDRLEN + len;
+	memcpy((char *)a + NLA_HDRLEN, data, len);
+	h->nlmsg_len = NLMSG_ALIGN(h->nlmsg_len) + NLA_ALIGN(a->nla_len);
+}
+
+static void nl_ack(const struct nlmsghdr *req, int err)
+{
+	struct nlmsghdr *h = nl_msg(req, NLMSG_ERROR, 0);
+	struct nlmsgerr e = { .error = err, .msg = *req };
+
+	memcpy(NLMSG_DATA(h), &e, sizeof(e));
+	h->nlmsg_len = NLMSG_LENGTH(sizeof(e));
+	nl_msg_end(h);
+}
+
+/* The attributes of the request @req: @type's data, or NULL */
+static const char *nl_req_attr(const struct nlmsghdr *req, uint16_t type)
+{
+	const struct nlattr *a = NLMSG_DATA(req);
+	int rem = req->nlmsg_len - NLMSG_HDRLEN;
+
+	while (rem >= (int)NLA_HDRLEN && a->nla_len >= NLA_HDRLEN &&
+	       a->nla_len <= rem) {
+		if ((a->nla_type & NLA_TYPE_MASK) == type)
+			return (const char *)a + NLA_HDRLEN;
+		rem -= NLA_ALIGN(a->nla_len);
+		a = (const struct nlattr *)((const char *)a +
+					    NLA_ALIGN(a->nla_len));
+	}
+	return NULL;
+}
+
+static uint32_t nl_req_u32(const struct nlmsghdr *req, uint16_t type)
+{
+	const char *p = nl_req_attr(req, type);
+	uint32_t v = 0;
+
+	if (p)
+		memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static void nl_answer(const struct nlmsghdr *req)
+{
+	uint16_t cmd = RDMA_NL_GET_OP(req->nlmsg_type);
+	uint16_t type = req->nlmsg_type;
+	const char *name, *ltype, *ndev;
+	struct nlmsghdr *h;
+	struct nl_dev *d;
+	uint32_t i;
+	uint8_t u8;
+
+	nl_setup();
+	nl_reply_len = 0;
+	if (RDMA_NL_GET_CLIENT(type) != RDMA_NL_NLDEV) {
+		nl_ack(req, -EOPNOTSUPP);
+		return;
+	}
+	switch (cmd) {
+	case RDMA_NLDEV_CMD_GET:
+		for (i = 1; i <= (uint32_t)nl_ndevs; i++) {
+			d = nl_dev_of(i);
+			if (!d->name[0])
+				continue;	/* deleted */
+			h = nl_msg(req, type, NLM_F_MULTI);
+			nl_attr(h, RDMA_NLDEV_ATTR_DEV_INDEX, &i, sizeof(i));
+			nl_attr(h, RDMA_NLDEV_ATTR_DEV_NAME, d->name,
+				strlen(d->name) + 1);
+			nl_attr(h, RDMA_NLDEV_ATTR_DEV_PROTOCOL,
+				strcmp(d->type, "siw") ? "roce" : "iw",
+				strcmp(d->type, "siw") ? 5 : 3);
+			nl_msg_end(h);
+		}
+		nl_msg_end(nl_msg(req, NLMSG_DONE, NLM_F_MULTI));
+		return;
+	case RDMA_NLDEV_CMD_PORT_GET:
+		d = nl_dev_of(nl_req_u32(req, RDMA_NLDEV_ATTR_DEV_INDEX));
+		if (!d || !d->name[0]) {
+			nl_ack(req, -EINVAL);
+			return;
+		}
+		h = nl_msg(req, type, 0);
+		nl_attr(h, RDMA_NLDEV_ATTR_NDEV_NAME, d->netdev,
+			strlen(d->netdev) + 1);
+		u8 = KRDMA_PORT_ACTIVE;
+		nl_attr(h, RDMA_NLDEV_ATTR_PORT_STATE, &u8, 1);
+		nl_msg_end(h);
+		return;
+	case RDMA_NLDEV_CMD_NEWLINK:
+		name = nl_req_attr(req, RDMA_NLDEV_ATTR_DEV_NAME);
+		ltype = nl_req_attr(req, RDMA_NLDEV_ATTR_LINK_TYPE);
+		ndev = nl_req_attr(req, RDMA_NLDEV_ATTR_NDEV_NAME);
+		if (!name || !ltype || !ndev) {
+			nl_ack(req, -EINVAL);
+			return;
+		}
+		if (opt("nl_newlink_err")) {
+			nl_ack(req, -(int)opt_num("nl_newlink_err", EIO));
+			return;
+		}
+		for (i = 0; i < (uint32_t)nl_ndevs; i++) {
+			if (!strcmp(nl_devs[i].name, name)) {
+				nl_ack(req, -EEXIST);
+				return;
+			}
+		}
+		if (nl_ndevs == NL_MAX_DEVS) {
+			nl_ack(req, -ENOSPC);
+			return;
+		}
+		d = &nl_devs[nl_ndevs++];
+		snprintf(d->name, sizeof(d->name), "%s", name);
+		snprintf(d->type, sizeof(d->type), "%s", ltype);
+		snprintf(d->netdev, sizeof(d->netdev), "%s", ndev);
+		nl_ack(req, 0);
+		return;
+	case RDMA_NLDEV_CMD_DELLINK:
+		d = nl_dev_of(nl_req_u32(req, RDMA_NLDEV_ATTR_DEV_INDEX));
+		if (d)
+			d->name[0] = 0;
+		nl_ack(req, d ? 0 : -EINVAL);
+		return;
+	case RDMA_NLDEV_CMD_SYS_GET:
+		h = nl_msg(req, type, 0);
+		u8 = 1;
+		nl_attr(h, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, &u8, 1);
+		nl_msg_end(h);
+		return;
+	}
+	nl_ack(req, -EOPNOTSUPP);
+}
+
+int socket(int domain, int type, int protocol)
+{
+	int (*real)(int, int, int) = dlsym(RTLD_NEXT, "socket");
+	int (*ropen)(const char *, int, ...) = dlsym(RTLD_NEXT, "open");
+
+	if (domain != AF_NETLINK || protocol != NETLINK_RDMA)
+		return real(domain, type, protocol);
+	nl_fd = ropen("/dev/null", O_RDWR | O_CLOEXEC);
+	nl_reply_len = 0;
+	return nl_fd;
+}
+
+int bind(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	int (*real)(int, const struct sockaddr *, socklen_t) =
+		dlsym(RTLD_NEXT, "bind");
+
+	return fd >= 0 && fd == nl_fd ? 0 : real(fd, sa, len);
+}
+
+ssize_t sendto(int fd, const void *buf, size_t len, int flags,
+	       const struct sockaddr *sa, socklen_t salen)
+{
+	ssize_t (*real)(int, const void *, size_t, int,
+			const struct sockaddr *, socklen_t) =
+		dlsym(RTLD_NEXT, "sendto");
+
+	if (fd < 0 || fd != nl_fd)
+		return real(fd, buf, len, flags, sa, salen);
+	if (len < NLMSG_HDRLEN) {
+		errno = EINVAL;
+		return -1;
+	}
+	nl_answer(buf);
+	return len;
+}
+
+ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	ssize_t (*real)(int, void *, size_t, int) = dlsym(RTLD_NEXT, "recv");
+	size_t n = nl_reply_len;
+
+	if (fd < 0 || fd != nl_fd)
+		return real(fd, buf, len, flags);
+	if (!n)
+		abort();	/* a wait for an answer that never comes */
+	if (n > len)
+		n = len;
+	memcpy(buf, nl_reply, n);
+	nl_reply_len = 0;
+	return n;
+}
+
+/*
+ * The k-th open of a file under $KRDMA_DEBUGFS opens FILE.k instead,
+ * when there is one: a sequence of samples, for stat and monitor
+ */
+static const char *debugfs_seq(const char *path, char *buf, size_t len)
+{
+	static char seen[8][256];
+	static unsigned int opens[8];
+	const char *dir = getenv("KRDMA_DEBUGFS");
+	unsigned int i;
+
+	if (!dir || !*dir || strncmp(path, dir, strlen(dir)))
+		return path;
+	for (i = 0; i < 8 && seen[i][0] && strcmp(seen[i], path); i++)
+		;
+	if (i == 8)
+		return path;
+	if (!seen[i][0])
+		snprintf(seen[i], sizeof(seen[i]), "%s", path);
+	snprintf(buf, len, "%s.%u", path, opens[i]++);
+	return opens[i] > 1 && !access(buf, R_OK) ? buf : path;
+}
+
+/* /proc/modules from FAKE_PROC_MODULES, and no modules.builtin */
+static FILE *do_fopen(const char *path, const char *mode, const char *sym)
+{
+	FILE *(*real)(const char *, const char *) = dlsym(RTLD_NEXT, sym);
+	const char *mods = getenv("FAKE_PROC_MODULES");
+	char seq[300];
+	size_t n;
+
+	path = debugfs_seq(path, seq, sizeof(seq));
+	n = strlen(path);
+	if (mods && !strcmp(path, "/proc/modules"))
+		return real(mods, mode);
+	if (mods && n >= 16 && !strcmp(path + n - 16, "/modules.builtin"))
+		return real("/dev/null", mode);
+	return real(path, mode);
+}
+
+FILE *fopen(const char *path, const char *mode)
+{
+	return do_fopen(path, mode, "fopen");
+}
+
+FILE *fopen64(const char *path, const char *mode)
+{
+	return do_fopen(path, mode, "fopen64");
+}
+
+int getaddrinfo(const char *node, const char *service,
+		const struct addrinfo *hints, struct addrinfo **res)
+{
+	int (*real)(const char *, const char *, const struct addrinfo *,
+		    struct addrinfo **) = dlsym(RTLD_NEXT, "getaddrinfo");
+	struct addrinfo h = { .ai_flags = AI_NUMERICHOST };
+	char buf[512], *save = NULL, *e, *at;
+
+	if (opt("resolver_down"))
+		return EAI_AGAIN;
+	if (!node || !opt_str("hosts", buf, sizeof(buf)))
+		return real(node, service, hints, res);
+	if (hints) {
+		h.ai_family = hints->ai_family;
+		h.ai_socktype = hints->ai_socktype;
+		h.ai_protocol = hints->ai_protocol;
+	}
+	for (e = strtok_r(buf, "+", &save); e; e = strtok_r(NULL, "+", &save)) {
+		at = strchr(e, '@');
+		if (at && (size_t)(at - e) == strlen(node) &&
+		    !strncmp(e, node, at - e))
+			return real(at + 1, service, &h, res);
+	}
+	return EAI_NONAME;
 }

@@ -16,6 +16,7 @@
 #include <ifaddrs.h>
 #include <inttypes.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -522,6 +524,25 @@ void bad_option(const char *cmd, int c, char *argv[])
 	print_usage_of(cmd, stderr);
 }
 
+int help_or_bad_option(int c, char *argv[])
+{
+	if (c == 'h') {
+		print_usage_of(argv[0], stdout);
+		return finish_stdout(0);
+	}
+	bad_option(argv[0], c, argv);
+	return EXIT_USAGE;
+}
+
+bool unexpected_arg(int argc, char *argv[])
+{
+	if (optind >= argc)
+		return false;
+	errmsg("%s: unexpected argument '%s'", argv[0], argv[optind]);
+	print_usage_of(argv[0], stderr);
+	return true;
+}
+
 int check_module_for(int fd, uint64_t features, const char *feature_name)
 {
 	struct krdma_query_module qm;
@@ -693,15 +714,85 @@ int tool_listen(int fd, const char *cmd, struct krdma_listen *l)
 		snprintf(hint, sizeof(hint), "%s: %s", why, fix);
 		errmsg_advice(ret, hint, "%s: cannot listen on %s", cmd, buf);
 	} else if (ret == -EADDRINUSE || ret == -EADDRNOTAVAIL) {
-		/* rdma_cm says EADDRNOTAVAIL for a port that is taken */
-		errmsg_advice(ret, "the port is taken (another krdmactl serve or bench -l?): choose another -p PORT",
-			      "%s: cannot listen on %s", cmd, buf);
+		/*
+		 * rdma_cm says EADDRNOTAVAIL for a port that is taken, which
+		 * strerror() makes "Cannot assign requested address": with a
+		 * device at the address, it is EADDRINUSE
+		 */
+		char hint[256];
+
+		snprintf(hint, sizeof(hint),
+			 "the port is taken: another RDMA listener (krdmactl serve, bench -l, any krdma or verbs program) has port %u%s; choose another -p PORT",
+			 l->addr.port, ret == -EADDRNOTAVAIL ?
+			 " (rdma_cm says EADDRNOTAVAIL for that)" : "");
+		ret = -EADDRINUSE;
+		errmsg_advice(ret, hint, "%s: cannot listen on %s", cmd, buf);
 	} else {
 		errmsg_advice(ret, krdma_cmd_strerror_hint(KRDMA_IOC_LISTEN,
 							   ret),
 			      "%s: cannot listen on %s", cmd, buf);
 	}
 	return ret;
+}
+
+int tool_addr(const char *cmd, const char *host, uint32_t port,
+	      struct krdma_addr *out)
+{
+	int ret = krdma_resolve_addr(host, port, out);
+	char hint[256];
+
+	/* exit status 2 for every failure, as ping(8) */
+	switch (ret) {
+	case 0:
+		return 0;
+	case EAI_SYSTEM:
+		errmsg_err(-errno, "%s: cannot resolve the host name '%s'", cmd,
+			   host);
+		return EXIT_USAGE;
+	case EAI_AGAIN:
+	case EAI_FAIL:
+	case EAI_MEMORY:
+		errmsg_advice(0, "the name service failed: check /etc/resolv.conf and the network, or give an IP address",
+			      "%s: cannot resolve the host name '%s': %s", cmd,
+			      host, gai_strerror(ret));
+		return EXIT_USAGE;
+	}
+	snprintf(hint, sizeof(hint),
+		 "give an IPv4 or IPv6 address, or a host name that resolves (see: getent ahosts %s)",
+		 host);
+	errmsg_advice(0, hint, "%s: '%s' is not an IP address, and no host has that name: %s",
+		      cmd, host, gai_strerror(ret));
+	return EXIT_USAGE;
+}
+
+/* Buffers are pinned: as much of RLIMIT_MEMLOCK as this process may */
+static void raise_memlock(void)
+{
+	struct rlimit rl, inf = { RLIM_INFINITY, RLIM_INFINITY };
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	if (!setrlimit(RLIMIT_MEMLOCK, &inf))
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_MEMLOCK, &rl);
+}
+
+int tool_session(const char *cmd, const char *host, uint32_t port,
+		 struct krdma_addr *addr, char *target, size_t tlen)
+{
+	int ret, fd;
+
+	ret = tool_addr(cmd, host, port, addr);
+	if (ret)
+		return -ret;
+	if (target)
+		krdma_addr_str(addr, target, tlen);
+	fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
+	if (fd < 0)
+		return -1;
+	raise_memlock();
+	return fd;
 }
 
 enum opt_result parse_json_opts(int argc, char *argv[], bool *json)
@@ -1108,6 +1199,16 @@ static void print_port_text(const struct port_info *pi)
 	}
 }
 
+/*
+ * The firmware version as ibv_devinfo shows it: the driver's string, or
+ * for a driver without one (rxe, siw) its 64-bit fw_ver, which they leave
+ * 0, as major.minor.subminor: "0.0.0"
+ */
+static const char *fw_text(const struct krdma_dev_query *dq)
+{
+	return dq->fw_ver[0] ? (const char *)dq->fw_ver : "0.0.0";
+}
+
 static void print_dev_text(const struct dev_info *d)
 {
 	const struct krdma_dev_query *dq = &d->dq;
@@ -1121,7 +1222,7 @@ static void print_dev_text(const struct dev_info *d)
 	   dq->transport);
 	kv(1, "node_guid", "%s", krdma_guid_str(dq->node_guid, buf));
 	kv(1, "sys_image_guid", "%s", krdma_guid_str(dq->sys_image_guid, buf));
-	kv(1, "fw_ver", "%s", (const char *)dq->fw_ver);
+	kv(1, "fw_ver", "%s", fw_text(dq));
 	kv(1, "vendor_id", "0x%04x", dq->vendor_id);
 	kv(1, "vendor_part_id", "%u", dq->vendor_part_id);
 	kv(1, "hw_ver", "0x%x", dq->hw_ver);
@@ -1148,6 +1249,36 @@ static void print_dev_text(const struct dev_info *d)
 	   dq->max_fast_reg_page_list_len);
 	for (p = 0; p < dq->phys_port_cnt; p++)
 		print_port_text(&d->ports[p]);
+}
+
+/*
+ * One line for the device, as `ip -br link`: name, transport, and per port
+ * its state, netdev, speed and width (with its number when there are more)
+ */
+static void print_dev_brief(const struct dev_info *d)
+{
+	const struct krdma_dev_query *dq = &d->dq;
+	char ifbuf[IF_NAMESIZE + 16], wbuf[24], sbuf[24];
+	uint32_t p;
+
+	printf("%-15s %-10s", (const char *)dq->name,
+	       krdma_transport_str(dq->transport));
+	for (p = 0; p < dq->phys_port_cnt; p++) {
+		const struct krdma_port_query *pq = &d->ports[p].pq;
+		const char *nd = (const char *)pq->netdev_name;
+
+		if (!nd[0] && pq->netdev_ifindex)
+			nd = ifname(pq->netdev_ifindex, ifbuf);
+		if (dq->phys_port_cnt > 1)
+			printf("%s port %u:", p ? " |" : "", pq->port_num);
+		printf(" %-7s %-15s %s %s",
+		       krdma_port_state_str(pq->state), nd[0] ? nd : "-",
+		       speed_text(pq->active_speed, sbuf),
+		       width_text(pq->active_width, wbuf));
+	}
+	if (!dq->phys_port_cnt)
+		printf(" no ports");
+	putchar('\n');
 }
 
 /*
@@ -1219,7 +1350,7 @@ void json_dev(struct json *j, const struct dev_info *d)
 	json_str(j, "transport", krdma_transport_str(dq->transport));
 	json_str(j, "node_guid", krdma_guid_str(dq->node_guid, buf));
 	json_str(j, "sys_image_guid", krdma_guid_str(dq->sys_image_guid, buf));
-	json_str(j, "fw", (const char *)dq->fw_ver);
+	json_str(j, "fw", fw_text(dq));
 	json_u64(j, "vendor_id", dq->vendor_id);
 	json_u64(j, "vendor_part_id", dq->vendor_part_id);
 	json_u64(j, "hw_ver", dq->hw_ver);
@@ -1252,7 +1383,7 @@ static int dev_main(int argc, char *argv[])
 	struct json j = { .f = stdout };
 	const char *name = NULL;
 	struct dev_info *devs;
-	bool json = false;
+	bool json = false, show = false;
 	uint32_t ndevs, i;
 	int fd, ret;
 
@@ -1264,8 +1395,15 @@ static int dev_main(int argc, char *argv[])
 	case OPT_OK:
 		break;
 	}
-	if (optind < argc)
+	/* dev, dev show [DEVNAME], and dev DEVNAME: dev show DEVNAME */
+	if (optind < argc && !strcmp(argv[optind], "show")) {
+		show = true;
+		optind++;
+	}
+	if (optind < argc) {
 		name = argv[optind++];
+		show = true;
+	}
 	if (optind < argc) {
 		errmsg("dev: unexpected argument '%s'", argv[optind]);
 		print_usage_of(argv[0], stderr);
@@ -1292,6 +1430,9 @@ static int dev_main(int argc, char *argv[])
 		json_end_object(&j);
 	} else if (!ndevs) {
 		printf("No RDMA devices. Create a soft one: sudo krdmactl up [NETDEV] (or: sudo rdma link add rxe0 type rxe netdev eth0)\n");
+	} else if (!show) {
+		for (i = 0; i < ndevs; i++)
+			print_dev_brief(&devs[i]);
 	} else {
 		for (i = 0; i < ndevs; i++) {
 			if (i)
@@ -1324,9 +1465,13 @@ static const struct {
 	  "  -h, --help  show this help\n" },
 	{ "dev", dev_main,
 	  "show the RDMA devices krdma tracks: ports, GIDs, limits",
-	  "[-j] [DEVNAME]\n"
-	  "Show every RDMA device krdma tracks, or only DEVNAME (e.g. rxe0):\n"
-	  "its identity, limits, ports and their valid GIDs.\n"
+	  "[-j]\n"
+	  "       krdmactl dev show [-j] [DEVNAME]\n"
+	  "List every RDMA device krdma tracks, one line each: its name,\n"
+	  "transport, and per port the state, netdev, speed and width (\"-\":\n"
+	  "no netdev). `dev show` shows every device, or only DEVNAME (e.g.\n"
+	  "rxe0), in full: its identity, limits, ports and their valid GIDs;\n"
+	  "`dev DEVNAME` is `dev show DEVNAME`. The JSON is always the full one.\n"
 	  "\n"
 	  "  -j, --json  print JSON: {\"devices\":[{\"ifindex\",\"ifname\",...,\n"
 	  "              \"ports\":[{\"port\",\"state\",\"physical_state\",...,\n"
@@ -1358,6 +1503,52 @@ static const struct {
 	  "\n"
 	  "Exit status: 0, or 1 when krdma is not loaded. What cannot be read\n"
 	  "(debugfs without root) is said on stderr, and null in JSON.\n" },
+	{ "stat", stat_main,
+	  "operation counters of krdma, its devices and connections; rates",
+	  "[-i SECONDS [-c COUNT]] [-j]\n"
+	  "Show the operation counters of krdma's debugfs files: per class\n"
+	  "(write, read, send, recv, atomic) the operations done and the bytes\n"
+	  "moved, and the failed ones, for the module (since it was loaded),\n"
+	  "for each RDMA device (the sum of its connections now) and for each\n"
+	  "connection. With -i, a sample every SECONDS: the first in counts,\n"
+	  "then each in rates per second since the one before (a connection\n"
+	  "new since then: its counts, marked new). Needs root (debugfs).\n"
+	  "\n"
+	  "  -i, --interval SECONDS  a sample every SECONDS (0.01 to 3600;\n"
+	  "                          fractions too), until interrupted\n"
+	  "  -c, --count COUNT       with -i: stop after COUNT samples\n"
+	  "  -j, --json              one JSON object a sample, one a line:\n"
+	  "                          {\"time\",\"interval\",\"totals\":{\"ops\",\n"
+	  "                          \"rates\"},\"devices\":[{\"ifname\",\n"
+	  "                          \"connections\",\"ops\",\"rates\"}],\n"
+	  "                          \"connections\":[{\"id\",\"ifname\",\"state\",\n"
+	  "                          \"ops\",\"rates\"}]}; rates null in counts\n"
+	  "  -h, --help              show this help\n"
+	  "\n"
+	  "Exit status: 0, 1 when the counters cannot be read, 2 bad usage.\n" },
+	{ "monitor", monitor_main,
+	  "print events as they happen: devices, ports, connections",
+	  "[-c COUNT] [-t SECONDS] [-j]\n"
+	  "Watch krdma and print a line for each event, with the local time:\n"
+	  "  dev_add, dev_remove   an RDMA device came or went\n"
+	  "  port_state            a port's state changed (OLD -> NEW)\n"
+	  "  conn_up               a connection appeared\n"
+	  "  conn_state            a connection's state or error changed\n"
+	  "  conn_down             a connection is gone (was STATE)\n"
+	  "It reads the devices (/dev/krdma) and the connections (debugfs:\n"
+	  "root) every 200 ms and compares: a change that comes and goes\n"
+	  "within that time is not seen. With only one of them readable, it\n"
+	  "watches that one and warns.\n"
+	  "\n"
+	  "  -c, --count COUNT    exit after COUNT events\n"
+	  "  -t, --timeout SECS   exit after SECS seconds (fractions too)\n"
+	  "  -j, --json           one JSON object an event, one a line:\n"
+	  "                       {\"time\",\"event\",\"ifname\",\"port\",\"id\",\n"
+	  "                       \"peer\",\"state\",\"old_state\",\"error\"}\n"
+	  "  -h, --help           show this help\n"
+	  "\n"
+	  "Runs until interrupted, COUNT events or SECS seconds. Exit status:\n"
+	  "0, 1 when neither devices nor connections can be read, 2 bad usage.\n" },
 	{ "set", set_main,
 	  "set krdma's writable parameters (limits, timeouts)",
 	  "NAME=VALUE...\n"
@@ -1382,7 +1573,7 @@ static const struct {
 	  "(nothing written). Needs root.\n" },
 	{ "serve", serve_main,
 	  "answer ping and xfer clients: a verified RDMA window for each",
-	  "[-a ADDR] [-p PORT] [-n COUNT] [-1]\n"
+	  "[-a ADDR] [-p PORT] [-c COUNT] [-1]\n"
 	  "Listen for `krdmactl ping` and `krdmactl xfer` clients and answer\n"
 	  "them, one client at a time: register a buffer as large as the client\n"
 	  "asks for (up to 1 GiB), grant it RDMA READ and WRITE access, and check\n"
@@ -1393,9 +1584,10 @@ static const struct {
 	  "  -a, --addr ADDR    listen on ADDR only (default 0.0.0.0: every\n"
 	  "                     IPv4 address; :: for IPv6)\n"
 	  "  -p, --port PORT    port (default 18515; 0 picks a free one)\n"
-	  "  -n, --count COUNT  exit after COUNT clients (a connection lost\n"
-	  "                     before the client's first message does not count)\n"
-	  "  -1, --once         exit after one client (-n 1)\n"
+	  "  -c, --count COUNT  exit after COUNT clients (a connection lost\n"
+	  "                     before the client's first message does not count);\n"
+	  "                     -n COUNT, its older spelling, is the same\n"
+	  "  -1, --once         exit after one client (-c 1)\n"
 	  "  -h, --help         show this help\n"
 	  "\n"
 	  "Runs until interrupted (SIGINT, SIGTERM) or COUNT clients are served.\n"
@@ -1498,27 +1690,34 @@ static const struct {
 	  "the soft driver (rdma_rxe or siw) and create a soft RDMA device on\n"
 	  "NETDEV (default: the network device of the default route) over the\n"
 	  "kernel's RDMA netlink interface, as `rdma link add` does. Idempotent:\n"
-	  "when a device is already on NETDEV it only reports it. With RDMA\n"
-	  "hardware present and neither NETDEV nor --rxe/--siw given, it only\n"
-	  "checks and reports. What it creates and loads is recorded in\n"
-	  "/run/krdma/up.state ($KRDMA_STATE_DIR) for `krdmactl down`.\n"
+	  "when a device of that type (and NAME) is already on NETDEV it only\n"
+	  "reports it; a device of the other type does not count (rxe and siw\n"
+	  "on one netdev are fine). With RDMA hardware present and neither\n"
+	  "NETDEV nor --rxe/--siw given, it only checks and reports. What it\n"
+	  "creates and loads is recorded in /run/krdma/up.state\n"
+	  "($KRDMA_STATE_DIR) for `krdmactl down`.\n"
 	  "\n"
 	  "  --rxe              soft-RoCE (rdma_rxe; the default)\n"
 	  "  --siw              soft-iWARP (siw; insmod of $KRDMA_SIW_KO or of\n"
 	  "                     ../build/siw-$(uname -r)/siw.ko if modprobe fails)\n"
-	  "  -n, --name NAME    device name (default: the first free rxeN/siwN)\n"
+	  "                     (one of --rxe and --siw: run up twice for both)\n"
+	  "  -n, --name NAME    device name (default: the first free rxeN/siwN);\n"
+	  "                     a NAME taken by another type or netdev is refused;\n"
+	  "                     without --rxe/--siw, an existing NAME's type\n"
 	  "  -m, --module PATH  krdma.ko to insmod when modprobe krdma fails\n"
 	  "  -h, --help         show this help\n"
 	  "\n"
 	  "Exit status: 0 when the device is there (created or found), 1 if not,\n"
-	  "2 bad usage. Needs root.\n" },
+	  "2 bad usage (--rxe with --siw, a NAME taken). Needs root: as another\n"
+	  "user it says so before it tries anything.\n" },
 	{ "down", down_main,
 	  "undo `krdmactl up`: delete the devices it created, unload its modules",
 	  "\n"
 	  "Delete exactly the RDMA devices `krdmactl up` created and unload the\n"
 	  "modules it loaded, newest first, as recorded in /run/krdma/up.state;\n"
 	  "nothing else. A driver module still used by another soft device is\n"
-	  "kept. Without a record it does nothing.\n"
+	  "kept. Without a record it does nothing. Needs root when there is a\n"
+	  "record.\n"
 	  "\n"
 	  "  -h, --help  show this help\n"
 	  "\n"
@@ -1537,7 +1736,9 @@ static const struct {
 	  "  netns     the network namespace and rdma system netns mode\n"
 	  "  firewall  no nftables/iptables rule drops UDP 4791 (RoCE v2)\n"
 	  "  reach     with ADDR: connect to ADDR:PORT over krdma (refused\n"
-	  "            means reachable, but nobody listens)\n"
+	  "            means reachable, but nobody listens); when it fails,\n"
+	  "            ip route get and ip neigh tell whether no host answers\n"
+	  "            on the link or a gateway is in the way\n"
 	  "\n"
 	  "  -j, --json            print JSON: {\"checks\":[{\"name\",\"status\":\n"
 	  "                        \"ok\"|\"fail\"|\"skip\",\"verdict\",\"fix\"}],\n"
@@ -1581,6 +1782,8 @@ static void print_usage(FILE *f)
 
 	fprintf(f, "Usage: %s [-j] [-p] COMMAND [ARGS...]\n", prog);
 	fprintf(f, "       %s COMMAND --help\n", prog);
+	fprintf(f, "COMMAND may be a prefix of only one command's name (de: dev).\n");
+	fprintf(f, "ADDR, where a command takes one, is an IP address or a host name.\n");
 	fprintf(f, "Inspect and control krdma, the in-kernel RDMA transport (%s).\n\n",
 		KRDMA_DEV_PATH);
 	fprintf(f, "Commands:\n");
@@ -1610,9 +1813,40 @@ void print_usage_of(const char *name, FILE *f)
 	print_usage(f);
 }
 
+/*
+ * The subcommand @word names, as iproute2 takes them: its whole name or a
+ * prefix of only it. Says why not on stderr: unknown, or a prefix of
+ * several (the candidates listed). Returns its index, or -1.
+ */
+static int find_command(const char *word)
+{
+	size_t i, len = strlen(word);
+	char cands[256] = "";
+	int found = -1, n = 0;
+
+	for (i = 0; i < ARRAY_SIZE(subcommands); i++)
+		if (!strcmp(word, subcommands[i].name))
+			return i;
+	for (i = 0; len && i < ARRAY_SIZE(subcommands); i++) {
+		if (strncmp(word, subcommands[i].name, len))
+			continue;
+		found = i;
+		snprintf(cands + strlen(cands), sizeof(cands) - strlen(cands),
+			 "%s%s", n++ ? ", " : "", subcommands[i].name);
+	}
+	if (n == 1)
+		return found;
+	if (n)
+		errmsg_advice(0, "type more of its name",
+			      "ambiguous command '%s': %s", word, cands);
+	else
+		errmsg("unknown command '%s'", word);
+	return -1;
+}
+
 static int help_main(int argc, char *argv[])
 {
-	size_t i;
+	int c;
 
 	if (argc > 2) {
 		errmsg("help: unexpected argument '%s'", argv[2]);
@@ -1620,15 +1854,13 @@ static int help_main(int argc, char *argv[])
 		return EXIT_USAGE;
 	}
 	if (argc == 2 && strcmp(argv[1], "-h") && strcmp(argv[1], "--help")) {
-		for (i = 0; i < ARRAY_SIZE(subcommands); i++) {
-			if (!strcmp(argv[1], subcommands[i].name)) {
-				print_usage_of(argv[1], stdout);
-				return finish_stdout(0);
-			}
+		c = find_command(argv[1]);
+		if (c < 0) {
+			print_usage(stderr);
+			return EXIT_USAGE;
 		}
-		errmsg("help: unknown command '%s'", argv[1]);
-		print_usage(stderr);
-		return EXIT_USAGE;
+		print_usage_of(subcommands[c].name, stdout);
+		return finish_stdout(0);
 	}
 	if (argc == 2)
 		print_usage_of("help", stdout);
@@ -1667,8 +1899,8 @@ static int parse_global_opts(int argc, char *argv[])
 static bool has_json(const char *name)
 {
 	static const char *const cmds[] = {
-		"version", "dev", "status", "ping", "xfer", "bench", "doctor",
-		"explain",
+		"version", "dev", "status", "stat", "monitor", "ping", "xfer",
+		"bench", "doctor", "explain",
 	};
 	size_t i;
 
@@ -1680,8 +1912,7 @@ static bool has_json(const char *name)
 
 int main(int argc, char *argv[])
 {
-	int nopts;
-	size_t i;
+	int nopts, c;
 
 	nopts = parse_global_opts(argc, argv);
 	argc -= nopts;
@@ -1701,16 +1932,16 @@ int main(int argc, char *argv[])
 		       KRDMA_ABI_VERSION);
 		return finish_stdout(0);
 	}
-	for (i = 0; i < ARRAY_SIZE(subcommands); i++) {
-		if (strcmp(argv[1], subcommands[i].name))
-			continue;
-		if (json_output && !has_json(argv[1])) {
-			errmsg("%s has no JSON output (-j)", argv[1]);
-			return json_error_doc(EXIT_USAGE);
-		}
-		return json_error_doc(subcommands[i].fn(argc - 1, argv + 1));
+	c = find_command(argv[1]);
+	if (c < 0) {
+		print_usage(stderr);
+		return json_error_doc(EXIT_USAGE);
 	}
-	errmsg("unknown command '%s'", argv[1]);
-	print_usage(stderr);
-	return json_error_doc(EXIT_USAGE);
+	/* the command sees its whole name: in its messages and usage */
+	argv[1] = (char *)subcommands[c].name;
+	if (json_output && !has_json(argv[1])) {
+		errmsg("%s has no JSON output (-j)", argv[1]);
+		return json_error_doc(EXIT_USAGE);
+	}
+	return json_error_doc(subcommands[c].fn(argc - 1, argv + 1));
 }

@@ -77,6 +77,25 @@ uint32_t tool_connect_flags(int fd);
 struct krdma_listen;
 int tool_listen(int fd, const char *cmd, struct krdma_listen *l);
 
+/*
+ * @host (an IPv4 or IPv6 address, or a host name) and @port into @out, for
+ * command @cmd; when it does not resolve, says so naming @host. Returns 0
+ * or EXIT_USAGE (as ping(8), also when the name service failed).
+ */
+struct krdma_addr;
+int tool_addr(const char *cmd, const char *host, uint32_t port,
+	      struct krdma_addr *out);
+
+/*
+ * The prologue of serve, ping, xfer and bench (both modes): @host and
+ * @port resolved into @addr (tool_addr()), its "ip:port" into @target
+ * (unless NULL), /dev/krdma opened for connections, and the locked-memory
+ * limit raised as far as this process may. Returns the file, or the
+ * negated exit status when it cannot (and said why).
+ */
+int tool_session(const char *cmd, const char *host, uint32_t port,
+		 struct krdma_addr *addr, char *target, size_t tlen);
+
 /* "Usage: krdmactl NAME ..." of subcommand @name */
 void print_usage_of(const char *name, FILE *f);
 /*
@@ -85,6 +104,15 @@ void print_usage_of(const char *name, FILE *f);
  * it with opterr = 0; then the usage on stderr.
  */
 void bad_option(const char *cmd, int c, char *argv[]);
+
+/*
+ * The end of a getopt_long() switch: for 'h' the usage of @argv[0] on
+ * stdout (exit status 0, or 1 when it cannot be written); for anything
+ * else the bad option reported (EXIT_USAGE)
+ */
+int help_or_bad_option(int c, char *argv[]);
+/* An argument left after the options: reported, with the usage; true */
+bool unexpected_arg(int argc, char *argv[]);
 
 /*
  * Parse the options of a subcommand that takes only -j/--json, -h/--help:
@@ -180,6 +208,8 @@ int bench_main(int argc, char *argv[]);
 
 /* Subcommands of krdmactl_status.c */
 int status_main(int argc, char *argv[]);
+int stat_main(int argc, char *argv[]);
+int monitor_main(int argc, char *argv[]);
 int set_main(int argc, char *argv[]);
 
 #endif /* KRDMACTL_H */

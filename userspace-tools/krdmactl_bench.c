@@ -184,18 +184,6 @@ static int kb_fail_wc(struct kb_sess *s, const struct krdma_completion *wc)
 	return -EIO;
 }
 
-static void kb_raise_memlock(void)
-{
-	struct rlimit rl, inf = { RLIM_INFINITY, RLIM_INFINITY };
-
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
-		return;
-	if (!setrlimit(RLIMIT_MEMLOCK, &inf))
-		return;
-	rl.rlim_cur = rl.rlim_max;
-	setrlimit(RLIMIT_MEMLOCK, &rl);
-}
-
 static int kb_map(struct kb_sess *s, uint64_t len, uint32_t access,
 		  uint8_t **p, uint64_t *map_len, uint32_t *h)
 {
@@ -786,14 +774,9 @@ static int server_run(const struct bench_opts *o)
 	memset(&s, 0, sizeof(s));
 	s.server = true;
 	s.timeout_ms = o->timeout_ms;
-	if (krdma_parse_addr(o->addr, o->port, &addr)) {
-		errmsg("bench: '%s' is not an IPv4 or IPv6 address", o->addr);
-		return EXIT_USAGE;
-	}
-	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
+	s.fd = tool_session("bench", o->addr, o->port, &addr, NULL, 0);
 	if (s.fd < 0)
-		return 1;
-	kb_raise_memlock();
+		return -s.fd;
 	ret = kb_map(&s, 2 * KB_SLOTS * KB_SLOT, KRDMA_ACCESS_LOCAL_WRITE,
 		     &s.ctrl, &s.ctrl_len, &s.ctrl_h);
 	if (ret) {
@@ -1245,14 +1228,10 @@ static int bench_conn(const struct bench_opts *o)
 
 	memset(&s, 0, sizeof(s));
 	s.timeout_ms = o->timeout_ms;
-	if (krdma_parse_addr(o->host, o->port, &dst)) {
-		errmsg("bench: '%s' is not an IPv4 or IPv6 address", o->host);
-		return EXIT_USAGE;
-	}
-	krdma_addr_str(&dst, target, sizeof(target));
-	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
+	s.fd = tool_session("bench", o->host, o->port, &dst, target,
+			    sizeof(target));
 	if (s.fd < 0)
-		return 1;
+		return -s.fd;
 	s.connect_flags = tool_connect_flags(s.fd);
 	conn_ns = calloc(n, sizeof(*conn_ns));
 	close_ns = calloc(n, sizeof(*close_ns));
@@ -1351,21 +1330,16 @@ static int bench_client(const struct bench_opts *o)
 
 	memset(&s, 0, sizeof(s));
 	s.timeout_ms = o->timeout_ms;
-	if (krdma_parse_addr(o->host, o->port, &dst)) {
-		errmsg("bench: '%s' is not an IPv4 or IPv6 address", o->host);
-		return EXIT_USAGE;
-	}
-	krdma_addr_str(&dst, target, sizeof(target));
 	for (i = 0; i < o->nsizes; i++) {
 		if (o->sizes[i] > max_size)
 			max_size = o->sizes[i];
 		if (kb_iters(o, o->sizes[i], KB_OP_WRITE) > max_iters)
 			max_iters = kb_iters(o, o->sizes[i], KB_OP_WRITE);
 	}
-	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
+	s.fd = tool_session("bench", o->host, o->port, &dst, target,
+			    sizeof(target));
 	if (s.fd < 0)
-		return 1;
-	kb_raise_memlock();
+		return -s.fd;
 	{
 		struct sigaction sa;
 

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -115,18 +114,6 @@ static uint64_t now_ns(void)
  * Pinned memory counts against RLIMIT_MEMLOCK without CAP_IPC_LOCK (and
  * siw charges it even with): raise the soft limit as far as allowed.
  */
-static void raise_memlock(void)
-{
-	struct rlimit rl, inf = { RLIM_INFINITY, RLIM_INFINITY };
-
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
-		return;
-	if (!setrlimit(RLIMIT_MEMLOCK, &inf))
-		return;
-	rl.rlim_cur = rl.rlim_max;
-	setrlimit(RLIMIT_MEMLOCK, &rl);
-}
-
 /* The data pattern, see the top of the file */
 static uint64_t kp_word(uint64_t seed, uint64_t k)
 {
@@ -227,6 +214,7 @@ struct kp_sess {
 	uint32_t data_h;
 	uint32_t grant;
 	struct krdma_token tok;	/* client: the server's token */
+	struct krdma_addr dst;	/* client: the server's address */
 	char err[512];		/* the first error */
 	int errnum;		/* its errno (either sign), 0: none */
 	const char *hint;	/* and advice for it, or NULL */
@@ -799,14 +787,9 @@ static int serve_run(const struct serve_opts *o)
 	s.server = true;
 	s.wait_ms = KP_IDLE_MS;
 	s.next_cookie = 1;
-	if (krdma_parse_addr(o->addr, o->port, &addr)) {
-		errmsg("serve: '%s' is not an IPv4 or IPv6 address", o->addr);
-		return EXIT_USAGE;
-	}
-	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
+	s.fd = tool_session("serve", o->addr, o->port, &addr, NULL, 0);
 	if (s.fd < 0)
-		return 1;
-	raise_memlock();
+		return -s.fd;
 	ret = kp_map(&s, 2 * KP_SLOT, KRDMA_ACCESS_LOCAL_WRITE, &s.slots,
 		     &slots_len, &s.slots_h, "the message buffer");
 	if (ret) {
@@ -875,7 +858,7 @@ int serve_main(int argc, char *argv[])
 	static const struct option longopts[] = {
 		{ "addr", required_argument, NULL, 'a' },
 		{ "port", required_argument, NULL, 'p' },
-		{ "count", required_argument, NULL, 'n' },
+		{ "count", required_argument, NULL, 'c' },
 		{ "once", no_argument, NULL, '1' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -885,7 +868,8 @@ int serve_main(int argc, char *argv[])
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":a:p:n:1h", longopts, NULL)) != -1) {
+	/* -c COUNT as ping and bench -l; -n, its first name, still works */
+	while ((c = getopt_long(argc, argv, ":a:p:c:n:1h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
 			o.addr = optarg;
@@ -896,6 +880,7 @@ int serve_main(int argc, char *argv[])
 				return EXIT_USAGE;
 			}
 			break;
+		case 'c':
 		case 'n':
 			if (parse_u32(optarg, 1, UINT32_MAX, &o.count)) {
 				errmsg("serve: bad count '%s' (1 or more)", optarg);
@@ -1077,18 +1062,16 @@ static int ping_round(struct kp_sess *s, const struct ping_opts *o,
 static int ping_connect(struct kp_sess *s, const struct ping_opts *o,
 			struct ping_res *res, struct kp_msg *welcome)
 {
-	struct krdma_addr dst;
 	unsigned int tries;
 	uint32_t flags;
 	uint64_t rc;
 	int ret;
 
-	krdma_parse_addr(o->host, o->port, &dst);
 	flags = tool_connect_flags(s->fd);
 	for (tries = 1;; tries++) {
 		s->first_cookie = s->next_cookie;
 		s->nstash = 0;
-		ret = krdma_connect_flags(s->fd, &dst, NULL, flags,
+		ret = krdma_connect_flags(s->fd, &s->dst, NULL, flags,
 					  o->timeout_ms, &s->conn);
 		/*
 		 * On iWARP the WELCOME can overtake our first RECV even
@@ -1368,7 +1351,6 @@ static int ping_run(const struct ping_opts *o)
 	struct ping_res res;
 	struct kp_sess s;
 	uint64_t slots_len = 0, seed;
-	struct krdma_addr dst;
 	uint32_t seq;
 	char sz[32];
 	bool ok;
@@ -1378,18 +1360,12 @@ static int ping_run(const struct ping_opts *o)
 	memset(&s, 0, sizeof(s));
 	res.transport = "unknown";
 	snprintf(res.dev, sizeof(res.dev), "?");
-	if (krdma_parse_addr(o->host, o->port, &dst)) {
-		errmsg("%s: '%s' is not an IPv4 or IPv6 address", o->cmd,
-		       o->host);
-		return EXIT_USAGE;
-	}
-	krdma_addr_str(&dst, res.target, sizeof(res.target));
 	s.wait_ms = o->timeout_ms;
 	s.next_cookie = 1;
-	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
+	s.fd = tool_session(o->cmd, o->host, o->port, &s.dst, res.target,
+			    sizeof(res.target));
 	if (s.fd < 0)
-		return 1;
-	raise_memlock();
+		return -s.fd;
 	kp_catch_signals();
 	seed = kp_word(now_ns(), getpid());
 

@@ -559,8 +559,12 @@ static int state_add(const char *fmt, ...)
  * krdmactl up
  */
 
-/* modprobe NAME, else insmod @fallback (if any); records what it loaded */
-static int load_module(const char *name, const char *fallback, bool *loaded)
+/*
+ * modprobe NAME, else insmod @fallback (if any); records what it loaded.
+ * @missing: what to do when neither works (NULL: nothing to add).
+ */
+static int load_module(const char *name, const char *fallback,
+		       const char *missing, bool *loaded)
 {
 	char *mp[] = { "modprobe", "-q", (char *)name, NULL };
 	char *im[] = { "insmod", (char *)fallback, NULL };
@@ -578,7 +582,7 @@ static int load_module(const char *name, const char *fallback, bool *loaded)
 		}
 		printf("loaded module %s (insmod %s)\n", name, fallback);
 	} else {
-		errmsg_advice(0, geteuid() ? "run as root: sudo krdmactl up" : NULL,
+		errmsg_advice(0, missing,
 			      "cannot load %s: modprobe %s failed%s%s", name,
 			      name, fallback ? " and there is no " : "",
 			      fallback ? fallback : "");
@@ -589,12 +593,61 @@ static int load_module(const char *name, const char *fallback, bool *loaded)
 	return 0;
 }
 
+/*
+ * up and down change the kernel: as any other user, say so once, before
+ * anything is tried, with the command to run instead
+ */
+static bool have_root(int argc, char *argv[])
+{
+	char cmd[512] = "sudo krdmactl", hint[600];
+	size_t n;
+	int i;
+
+	if (!geteuid())
+		return true;
+	for (i = 0; i < argc; i++) {
+		n = strlen(cmd);
+		snprintf(cmd + n, sizeof(cmd) - n, " %s", argv[i]);
+	}
+	snprintf(hint, sizeof(hint), "run it as root: %s", cmd);
+	errmsg_advice(0, hint,
+		      "%s needs root: it loads kernel modules and %s RDMA devices (this is uid %u)",
+		      argv[0], strcmp(argv[0], "down") ? "creates" : "deletes",
+		      (unsigned int)geteuid());
+	return false;
+}
+
 static void report_dev(const struct nldev *d, const char *what)
 {
 	printf("%s %s on %s (%s%s, port 1 %s)\n", d->name, what,
 	       d->netdev[0] ? d->netdev : "no netdev",
 	       d->soft ? "soft " : "", d->protocol[0] ? d->protocol : "?",
 	       port_state_name(d->port_state));
+}
+
+/* The link type of @d ("rxe", "siw"), or NULL: not a soft device */
+static const char *soft_type(const struct nldev *d)
+{
+	if (d->soft && !strcmp(d->protocol, "roce"))
+		return "rxe";
+	if (d->soft && !strcmp(d->protocol, "iw"))
+		return "siw";
+	return NULL;
+}
+
+/* A soft device of @type on @netdev, or NULL */
+static struct nldev *find_soft(struct nldevs *l, const char *netdev,
+			       const char *type)
+{
+	const char *t;
+	int i;
+
+	for (i = 0; i < l->n; i++) {
+		t = soft_type(&l->d[i]);
+		if (t && !strcmp(t, type) && !strcmp(l->d[i].netdev, netdev))
+			return &l->d[i];
+	}
+	return NULL;
 }
 
 static int wait_active(struct nl *nl, struct nldevs *l, const char *name,
@@ -630,23 +683,26 @@ int up_main(int argc, char *argv[])
 	};
 	char netdev[IF_NAMESIZE] = "", dir[PATH_MAX], kopath[PATH_MAX + 32];
 	char sopath[PATH_MAX + 160], name[RDMA_DEV_NAME_MAX] = "";
+	char missing[1024];
 	const char *type = NULL, *module = NULL, *siw_ko;
 	struct nldevs *l;
 	struct nldev *d, got;
 	struct utsname uts;
 	struct nlreq r;
 	struct nl nl;
-	bool loaded;
-	int c, i, ret;
+	bool loaded, rxe = false, siw = false;
+	int c, i, ret, status = 1;
 
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":m:n:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
+			rxe = true;
 			type = "rxe";
 			break;
 		case 's':
+			siw = true;
 			type = "siw";
 			break;
 		case 'm':
@@ -679,6 +735,13 @@ int up_main(int argc, char *argv[])
 		print_usage_of(argv[0], stderr);
 		return EXIT_USAGE;
 	}
+	if (rxe && siw) {
+		errmsg_advice(0, "run up once for each: rxe and siw on one netdev are fine",
+			      "up: give one of --rxe and --siw");
+		return EXIT_USAGE;
+	}
+	if (!have_root(argc, argv))
+		return 1;
 
 	/* krdma itself: modprobe, else insmod --module or ../krdma.ko */
 	tool_dir(dir, sizeof(dir));
@@ -689,7 +752,9 @@ int up_main(int argc, char *argv[])
 
 		run_prog(deps, true);
 	}
-	if (load_module("krdma", module ? module : kopath, &loaded))
+	if (load_module("krdma", module ? module : kopath,
+			"install it (make install, or make dkms-install, in krdma's source tree), or name a krdma.ko with --module PATH",
+			&loaded))
 		return 1;
 
 	ret = nl_open(&nl);
@@ -742,25 +807,48 @@ int up_main(int argc, char *argv[])
 		goto fail;
 	}
 
-	d = nl_find(l, NULL, netdev);
+	/*
+	 * Only a device of the type (and name) asked for is "already
+	 * there"; -n NAME without a type takes NAME's soft type
+	 */
+	d = name[0] ? nl_find(l, name, NULL) : find_soft(l, netdev, type);
+	if (d && !rxe && !siw && soft_type(d))
+		type = soft_type(d);
+	if (d && (!soft_type(d) || strcmp(soft_type(d), type) ||
+		  strcmp(d->netdev, netdev))) {
+		errmsg_advice(0, "choose another --name, or leave --name out for the first free one",
+			      "up: the name %s is taken by a %s%s device on %s, not a %s device on %s",
+			      name, d->soft ? "soft " : "",
+			      d->protocol[0] ? d->protocol : "?",
+			      d->netdev[0] ? d->netdev : "no netdev", type,
+			      netdev);
+		status = EXIT_USAGE;
+		goto fail;
+	}
 	if (d) {
 		report_dev(d, "already exists");
 		goto done;
 	}
 
 	/* The soft driver */
+	uname(&uts);
 	if (!strcmp(type, "rxe")) {
-		if (load_module("rdma_rxe", NULL, &loaded))
+		snprintf(missing, sizeof(missing),
+			 "kernel %s has no rdma_rxe module: install its extra modules (linux-modules-extra-%s on Ubuntu), or use soft-iWARP: krdmactl up --siw",
+			 uts.release, uts.release);
+		if (load_module("rdma_rxe", NULL, missing, &loaded))
 			goto fail;
 	} else {
 		siw_ko = getenv("KRDMA_SIW_KO");
 		if (!siw_ko || !*siw_ko) {
-			uname(&uts);
 			snprintf(sopath, sizeof(sopath), "%s/../build/siw-%s/siw.ko",
 				 dir, uts.release);
 			siw_ko = access(sopath, R_OK) ? NULL : sopath;
 		}
-		if (load_module("siw", siw_ko, &loaded))
+		snprintf(missing, sizeof(missing),
+			 "kernel %s has no siw module (Debian's kernels do not ship it): build it from the linux-source package with selftests/qemu/build-siw.sh /lib/modules/%s/build in krdma's source tree (up then finds build/siw-%s/siw.ko) or set KRDMA_SIW_KO=/path/to/siw.ko; or use soft-RoCE: krdmactl up --rxe",
+			 uts.release, uts.release, uts.release);
+		if (load_module("siw", siw_ko, missing, &loaded))
 			goto fail;
 	}
 
@@ -807,7 +895,7 @@ fail:
 	free(l);
 	nl_close(&nl);
 	finish_stdout(1);
-	return 1;
+	return status;
 }
 
 /*
@@ -869,6 +957,10 @@ int down_main(int argc, char *argv[])
 		printf("nothing to undo: no %s (krdmactl down undoes only what krdmactl up created)\n",
 		       path);
 		return finish_stdout(0);
+	}
+	if (!have_root(argc, argv)) {
+		fclose(f);
+		return 1;
 	}
 	lines = calloc(256, sizeof(*lines));
 	l = calloc(1, sizeof(*l));
@@ -1390,16 +1482,119 @@ static void doctor_firewall(struct check *c, bool roce)
 		ck_set(c, CK_OK, "no firewall rule blocks UDP 4791 (RoCE v2)");
 }
 
-static void doctor_reach(struct check *c, int fd, const char *addr,
-			 uint32_t port, uint32_t timeout_ms)
+/* Has an RDMA device of @devs a port on @netdev? */
+static bool netdev_has_rdma(const struct dev_info *devs, uint32_t ndevs,
+			    const char *netdev)
 {
-	struct krdma_addr dst;
-	char as[80];
+	uint32_t i, p;
+
+	for (i = 0; i < ndevs; i++)
+		for (p = 0; p < devs[i].dq.phys_port_cnt; p++)
+			if (!strcmp((const char *)devs[i].ports[p].pq.netdev_name,
+				    netdev))
+				return true;
+	return false;
+}
+
+/* The word after " @key " in @out into @buf; false: none */
+static bool word_after(const char *out, const char *key, char *buf,
+		       size_t len)
+{
+	const char *p = out;
+	size_t klen = strlen(key), n;
+
+	while ((p = strstr(p, key))) {
+		if ((p == out || p[-1] == ' ' || p[-1] == '\n') &&
+		    p[klen] == ' ') {
+			p += klen + 1;
+			n = strcspn(p, " \n");
+			if (!n || n >= len)
+				return false;
+			memcpy(buf, p, n);
+			buf[n] = 0;
+			return true;
+		}
+		p += klen;
+	}
+	return false;
+}
+
+/*
+ * Why a connect to @ip failed with @err, from the route to it and its
+ * neighbour entry (ip route get, ip neigh): no host answers on the link,
+ * it is routed through a gateway, or its netdev has no RDMA device.
+ * False when that cannot be told (no ip, no route).
+ */
+static bool reach_diagnose(struct check *c, const char *as, const char *ip,
+			   int err, const struct dev_info *devs,
+			   uint32_t ndevs)
+{
+	char *route[] = { "ip", "route", "get", (char *)ip, NULL };
+	char out[4096], dev[IF_NAMESIZE + 1], gw[INET6_ADDRSTRLEN + 1];
+	char state[32] = "", fix[512];
+	bool via;
+
+	if (capture_prog(route, out, sizeof(out)) < 0 ||
+	    !word_after(out, "dev", dev, sizeof(dev)))
+		return false;
+	via = word_after(out, "via", gw, sizeof(gw));
+	if (!netdev_has_rdma(devs, ndevs, dev)) {
+		snprintf(fix, sizeof(fix),
+			 "create an RDMA device on %s: sudo krdmactl up %s; or reach %s over a netdev that has one (see: krdmactl dev)",
+			 dev, dev, ip);
+		ck_fail(c, fix, "%s: %s; the route to it goes out of %s%s%s%s, and %s has no RDMA device",
+			as, strerror(-err), dev, via ? " (through the gateway " : "",
+			via ? gw : "", via ? ")" : "", dev);
+	} else if (via) {
+		snprintf(fix, sizeof(fix),
+			 "check that %s forwards to %s and that %s has a route back (ping %s; ip route get %s); the peer must run krdma with an RDMA device, and no firewall on the path may drop UDP 4791 (RoCE v2) or TCP (iWARP)",
+			 gw, ip, ip, ip, ip);
+		ck_fail(c, fix, "%s: %s; it is not on the link of %s but routed through the gateway %s",
+			as, strerror(-err), dev, gw);
+	} else {
+		char *neigh[] = { "ip", "neigh", "show", "to", (char *)ip,
+				  "dev", dev, NULL };
+		static const char *const states[] = {
+			"REACHABLE", "STALE", "DELAY", "PROBE", "PERMANENT",
+			"NOARP", "FAILED", "INCOMPLETE",
+		};
+		size_t i;
+
+		if (capture_prog(neigh, out, sizeof(out)) >= 0)
+			for (i = 0; i < ARRAY_SIZE(states) && !state[0]; i++)
+				if (strstr(out, states[i]))
+					snprintf(state, sizeof(state), "%s",
+						 states[i]);
+		if (!state[0] || !strcmp(state, "FAILED") ||
+		    !strcmp(state, "INCOMPLETE")) {
+			snprintf(fix, sizeof(fix),
+				 "is the peer up, and is %s its address? (ping %s; on the peer: ip addr); is %s on the right link and subnet (ip addr show %s)?",
+				 ip, ip, dev, dev);
+			ck_fail(c, fix, "%s: %s; no host answers at %s on the link of %s (neighbour %s)",
+				as, strerror(-err), ip, dev,
+				state[0] ? state : "entry missing");
+		} else {
+			snprintf(fix, sizeof(fix),
+				 "on the peer: krdma loaded with an RDMA device on the netdev of %s (krdmactl doctor there); no firewall on either side may drop UDP 4791 (RoCE v2) or TCP (iWARP)",
+				 ip);
+			ck_fail(c, fix, "%s: %s; a host answers at %s on the link of %s (neighbour %s), but not over RDMA",
+				as, strerror(-err), ip, dev, state);
+		}
+	}
+	return true;
+}
+
+static void doctor_reach(struct check *c, int fd, struct krdma_addr dst,
+			 uint32_t timeout_ms, const struct dev_info *devs,
+			 uint32_t ndevs)
+{
+	char as[80], ip[INET6_ADDRSTRLEN] = "?";
+	uint32_t port = dst.port;
 	uint32_t conn;
 	int ret;
 
-	krdma_parse_addr(addr, port, &dst);
 	krdma_addr_str(&dst, as, sizeof(as));
+	inet_ntop(dst.family, dst.addr, ip, sizeof(ip));
 	if (fd < 0) {
 		ck_fail(c, "fix the module check first", "%s: cannot try without krdma", as);
 		return;
@@ -1413,6 +1608,15 @@ static void doctor_reach(struct check *c, int fd, const char *addr,
 	} else if (ret == -ECONNREFUSED) {
 		ck_set(c, CK_OK, "%s: reachable over RDMA, but nobody listens on port %u (run `krdmactl serve` there to test transfers)",
 		       as, port);
+	} else if ((ret == -ETIMEDOUT || ret == -EHOSTUNREACH ||
+		    ret == -ENETUNREACH || ret == -EADDRNOTAVAIL ||
+		    ret == -ENODEV) &&
+		   reach_diagnose(c, as, ip, ret, devs, ndevs)) {
+		return;
+	} else if (ret == -ETIMEDOUT) {
+		/* not the conn hint: it says to run doctor ADDR, this */
+		ck_fail(c, "is the peer running, and is its address on a network that an RDMA device of this host is attached to (see: krdmactl dev)? a firewall dropping UDP 4791 (RoCE v2) or TCP (iWARP) looks the same; ip route get and ip neigh tell more",
+			"%s: %s", as, strerror(-ret));
 	} else {
 		ck_fail(c, krdma_conn_strerror_hint(ret), "%s: %s", as,
 			strerror(-ret));
@@ -1435,7 +1639,7 @@ int doctor_main(int argc, char *argv[])
 	const char *devname = NULL, *addr = NULL;
 	uint32_t port = 18515, timeout_ms = 3000, ndevs = 0, i;
 	struct dev_info *devs = NULL;
-	struct krdma_addr tmp;
+	struct krdma_addr dst;
 	struct doctor *dr;
 	struct check *c;
 	bool json = json_output, roce = false;
@@ -1487,9 +1691,10 @@ int doctor_main(int argc, char *argv[])
 		print_usage_of(argv[0], stderr);
 		return EXIT_USAGE;
 	}
-	if (addr && krdma_parse_addr(addr, port, &tmp)) {
-		errmsg("doctor: '%s' is not an IPv4 or IPv6 address", addr);
-		return EXIT_USAGE;
+	if (addr) {
+		ret = tool_addr("doctor", addr, port, &dst);
+		if (ret)
+			return ret;
 	}
 	dr = calloc(1, sizeof(*dr));
 	if (!dr)
@@ -1537,7 +1742,8 @@ int doctor_main(int argc, char *argv[])
 	doctor_netns(ck_new(dr, "netns"), ndevs);
 	doctor_firewall(ck_new(dr, "firewall"), roce);
 	if (addr)
-		doctor_reach(ck_new(dr, "reach"), fd, addr, port, timeout_ms);
+		doctor_reach(ck_new(dr, "reach"), fd, dst, timeout_ms, devs,
+			     ndevs);
 	if (fd >= 0)
 		close(fd);
 

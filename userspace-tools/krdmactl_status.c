@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libkrdma.h"
@@ -928,6 +929,824 @@ int status_main(int argc, char *argv[])
 			      "cannot read the connections and buffers from %s",
 			      debugfs_dir());
 	free_status(&s);
+	return ret;
+}
+
+/*
+ * krdmactl stat [-i SECONDS] [-c COUNT] [-j]
+ *
+ * The operation counters of debugfs (connections, stats): the module's
+ * totals, each device's (the sum of its connections now) and each
+ * connection's; with -i, every SECONDS their rates since the last sample.
+ */
+#define NCLASS ARRAY_SIZE(op_classes)
+#define NCTR ARRAY_SIZE(op_counters)
+
+struct ctr {
+	uint64_t v[NCLASS][NCTR];
+};
+
+struct stat_conn {
+	uint64_t id;
+	char dev[KRDMA_NAME_MAX];	/* "" : none */
+	char state[32];
+	struct ctr c;
+};
+
+struct stat_sample {
+	double t;			/* CLOCK_MONOTONIC, seconds */
+	double wall;			/* the epoch, seconds */
+	bool have_totals;
+	struct ctr totals;
+	struct stat_conn *conns;
+	size_t nconns;
+};
+
+static double clock_s(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void ctr_read(const struct kvline *l, struct ctr *c)
+{
+	char key[32];
+	size_t i, k;
+
+	for (i = 0; i < NCLASS; i++) {
+		for (k = 0; k < NCTR; k++) {
+			snprintf(key, sizeof(key), "%s_%s", op_classes[i],
+				 op_counters[k]);
+			c->v[i][k] = kv_u64(l, key);
+		}
+	}
+}
+
+static void ctr_add(struct ctr *sum, const struct ctr *c)
+{
+	size_t i, k;
+
+	for (i = 0; i < NCLASS; i++)
+		for (k = 0; k < NCTR; k++)
+			sum->v[i][k] += c->v[i][k];
+}
+
+/* (@now - @then) per second of @dt; a counter that went back counts 0 */
+static void ctr_rate(const struct ctr *now, const struct ctr *then,
+		     double dt, double r[NCLASS][NCTR])
+{
+	size_t i, k;
+
+	for (i = 0; i < NCLASS; i++)
+		for (k = 0; k < NCTR; k++)
+			r[i][k] = now->v[i][k] >= then->v[i][k] && dt > 0 ?
+				  (now->v[i][k] - then->v[i][k]) / dt : 0;
+}
+
+static void stat_free(struct stat_sample *s)
+{
+	free(s->conns);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Read a sample from debugfs; 0 or -errno */
+static int stat_read(struct stat_sample *s)
+{
+	struct kvfile conns, stats;
+	size_t i;
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->t = clock_s(CLOCK_MONOTONIC);
+	s->wall = clock_s(CLOCK_REALTIME);
+	ret = kvfile_read("connections", &conns);
+	if (ret)
+		return ret;
+	ret = kvfile_read("stats", &stats);
+	if (ret) {
+		kvfile_free(&conns);
+		return ret;
+	}
+	if (stats.n) {
+		s->have_totals = true;
+		ctr_read(&stats.lines[0], &s->totals);
+	}
+	s->conns = calloc(conns.n ? conns.n : 1, sizeof(*s->conns));
+	if (!s->conns)
+		ret = -ENOMEM;
+	for (i = 0; !ret && i < conns.n; i++) {
+		const struct kvline *l = &conns.lines[i];
+		struct stat_conn *c = &s->conns[s->nconns++];
+		const char *dev = kv_get(l, "dev");
+
+		c->id = kv_u64(l, "id");
+		snprintf(c->dev, sizeof(c->dev), "%s", dev ? dev : "");
+		snprintf(c->state, sizeof(c->state), "%s",
+			 kv_str(l, "state"));
+		ctr_read(l, &c->c);
+	}
+	kvfile_free(&conns);
+	kvfile_free(&stats);
+	if (ret)
+		stat_free(s);
+	return ret;
+}
+
+static const struct stat_conn *stat_find(const struct stat_sample *s,
+					 uint64_t id)
+{
+	size_t i;
+
+	for (i = 0; s && i < s->nconns; i++)
+		if (s->conns[i].id == id)
+			return &s->conns[i];
+	return NULL;
+}
+
+/*
+ * The counters of device @dev (its connections now) into @c, and, with
+ * @prev, into @d the part of them since then: of the connections that
+ * were there then too. Returns how many connections it has.
+ */
+static unsigned int stat_dev(const struct stat_sample *s,
+			     const struct stat_sample *prev, const char *dev,
+			     struct ctr *c, struct ctr *now, struct ctr *then)
+{
+	const struct stat_conn *p;
+	unsigned int n = 0;
+	size_t i;
+
+	memset(c, 0, sizeof(*c));
+	memset(now, 0, sizeof(*now));
+	memset(then, 0, sizeof(*then));
+	for (i = 0; i < s->nconns; i++) {
+		if (strcmp(s->conns[i].dev, dev))
+			continue;
+		n++;
+		ctr_add(c, &s->conns[i].c);
+		p = stat_find(prev, s->conns[i].id);
+		if (p) {
+			ctr_add(now, &s->conns[i].c);
+			ctr_add(then, &p->c);
+		}
+	}
+	return n;
+}
+
+/* The devices of the connections, each once, in their order */
+static size_t stat_devs(const struct stat_sample *s, const char **out)
+{
+	size_t i, k, n = 0;
+
+	for (i = 0; i < s->nconns; i++) {
+		if (!s->conns[i].dev[0])
+			continue;
+		for (k = 0; k < n && strcmp(out[k], s->conns[i].dev); k++)
+			;
+		if (k == n)
+			out[n++] = s->conns[i].dev;
+	}
+	return n;
+}
+
+static void text_ctr(const char *label, const struct ctr *c,
+		     const double r[NCLASS][NCTR])
+{
+	uint64_t failed = 0;
+	double rfailed = 0;
+	size_t i;
+
+	printf("%-28s", label);
+	for (i = 0; i < NCLASS; i++) {
+		if (r) {
+			printf(" %s %.1f/s %.2f MB/s", op_classes[i], r[i][1],
+			       r[i][3] / 1e6);
+			rfailed += r[i][2];
+		} else {
+			printf(" %s %" PRIu64 " %" PRIu64 " B", op_classes[i],
+			       c->v[i][1], c->v[i][3]);
+			failed += c->v[i][2];
+		}
+	}
+	if (r)
+		printf(" failed %.1f/s\n", rfailed);
+	else
+		printf(" failed %" PRIu64 "\n", failed);
+}
+
+static void json_ctr(struct json *j, const struct ctr *c,
+		     const double r[NCLASS][NCTR])
+{
+	size_t i, k;
+
+	json_begin_object(j, "ops");
+	for (i = 0; i < NCLASS; i++) {
+		json_begin_object(j, op_classes[i]);
+		for (k = 0; k < NCTR; k++)
+			json_u64(j, op_counters[k], c->v[i][k]);
+		json_end_object(j);
+	}
+	json_end_object(j);
+	if (!r) {
+		json_null(j, "rates");
+		return;
+	}
+	json_begin_object(j, "rates");
+	for (i = 0; i < NCLASS; i++) {
+		json_begin_object(j, op_classes[i]);
+		for (k = 0; k < NCTR; k++)
+			json_double(j, op_counters[k], r[i][k], 3);
+		json_end_object(j);
+	}
+	json_end_object(j);
+}
+
+/* One sample, as text or as one line of JSON; rates since @prev */
+static void stat_print(const struct stat_sample *s,
+		       const struct stat_sample *prev, bool json)
+{
+	struct json j = { .f = stdout };
+	double r[NCLASS][NCTR], dt = prev ? s->t - prev->t : 0;
+	const char **devs = calloc(s->nconns + 1, sizeof(*devs));
+	struct ctr c, now, then;
+	const struct stat_conn *p;
+	char label[96];
+	size_t i, ndevs;
+	unsigned int n;
+
+	if (!devs) {
+		errmsg_err(-ENOMEM, "stat");
+		return;
+	}
+	ndevs = stat_devs(s, devs);
+	if (json) {
+		json_begin_object(&j, NULL);
+		json_double(&j, "time", s->wall, 3);
+		if (prev)
+			json_double(&j, "interval", dt, 3);
+		else
+			json_null(&j, "interval");
+		if (s->have_totals) {
+			json_begin_object(&j, "totals");
+			if (prev && prev->have_totals)
+				ctr_rate(&s->totals, &prev->totals, dt, r);
+			json_ctr(&j, &s->totals,
+				 prev && prev->have_totals ? r : NULL);
+			json_end_object(&j);
+		} else {
+			json_null(&j, "totals");
+		}
+		json_begin_array(&j, "devices");
+		for (i = 0; i < ndevs; i++) {
+			n = stat_dev(s, prev, devs[i], &c, &now, &then);
+			ctr_rate(&now, &then, dt, r);
+			json_begin_object(&j, NULL);
+			json_str(&j, "ifname", devs[i]);
+			json_u64(&j, "connections", n);
+			json_ctr(&j, &c, prev ? r : NULL);
+			json_end_object(&j);
+		}
+		json_end_array(&j);
+		json_begin_array(&j, "connections");
+		for (i = 0; i < s->nconns; i++) {
+			p = stat_find(prev, s->conns[i].id);
+			if (p)
+				ctr_rate(&s->conns[i].c, &p->c, dt, r);
+			json_begin_object(&j, NULL);
+			json_u64(&j, "id", s->conns[i].id);
+			if (s->conns[i].dev[0])
+				json_str(&j, "ifname", s->conns[i].dev);
+			else
+				json_null(&j, "ifname");
+			json_str(&j, "state", s->conns[i].state);
+			json_ctr(&j, &s->conns[i].c, p ? r : NULL);
+			json_end_object(&j);
+		}
+		json_end_array(&j);
+		json_end_object(&j);
+		free(devs);
+		return;
+	}
+
+	if (prev)
+		printf("per second, over %.2f s:\n", dt);
+	else
+		printf("counts (ops done, bytes) since krdma was loaded; a device's: of its connections now\n");
+	if (s->have_totals) {
+		if (prev && prev->have_totals)
+			ctr_rate(&s->totals, &prev->totals, dt, r);
+		text_ctr("total", &s->totals,
+			 prev && prev->have_totals ? r : NULL);
+	}
+	for (i = 0; i < ndevs; i++) {
+		n = stat_dev(s, prev, devs[i], &c, &now, &then);
+		ctr_rate(&now, &then, dt, r);
+		snprintf(label, sizeof(label), "dev %s (%u conn%s)", devs[i],
+			 n, n == 1 ? "" : "s");
+		text_ctr(label, &c, prev ? r : NULL);
+	}
+	for (i = 0; i < s->nconns; i++) {
+		/* a connection new since then: its counts, not a rate */
+		p = stat_find(prev, s->conns[i].id);
+		if (p)
+			ctr_rate(&s->conns[i].c, &p->c, dt, r);
+		snprintf(label, sizeof(label), "conn %" PRIu64 " %s %s%s",
+			 s->conns[i].id, s->conns[i].dev[0] ? s->conns[i].dev : "-",
+			 s->conns[i].state, prev && !p ? " (new)" : "");
+		text_ctr(label, &s->conns[i].c, p ? r : NULL);
+	}
+	free(devs);
+}
+
+/* A positive number of seconds, at most an hour */
+static bool parse_seconds(const char *s, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	return !errno && *s && !*end && *out >= 0.01 && *out <= 3600;
+}
+
+/* The options of stat and monitor: a time, -c COUNT, -j */
+struct watch_opts {
+	double secs;		/* of -i (stat) or -t (monitor); 0: none */
+	unsigned long count;	/* 0: none */
+	bool json;
+};
+
+/*
+ * Parse them for @argv[0], whose time option is --@secs_name (its first
+ * letter the short one): -1 when parsed, else the exit status to return
+ */
+static int parse_watch_opts(int argc, char *argv[], const char *secs_name,
+			    struct watch_opts *w)
+{
+	const char so = secs_name[0];
+	const struct option longopts[] = {
+		{ secs_name, required_argument, NULL, so },
+		{ "count", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char optstring[] = { ':', so, ':', 'c', ':', 'j', 'h', 0 };
+	char *end;
+	int c;
+
+	memset(w, 0, sizeof(*w));
+	w->json = json_output;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, optstring, longopts, NULL)) != -1) {
+		if (c == so) {
+			if (!parse_seconds(optarg, &w->secs)) {
+				errmsg("%s: bad %s '%s' (seconds, 0.01 to 3600)",
+				       argv[0], secs_name, optarg);
+				return EXIT_USAGE;
+			}
+		} else if (c == 'c') {
+			errno = 0;
+			w->count = strtoul(optarg, &end, 10);
+			if (errno || *end || !isdigit((unsigned char)*optarg) ||
+			    !w->count) {
+				errmsg("%s: bad count '%s' (1 or more)", argv[0],
+				       optarg);
+				return EXIT_USAGE;
+			}
+		} else if (c == 'j') {
+			w->json = true;
+			json_output = true;
+		} else {
+			return help_or_bad_option(c, argv);
+		}
+	}
+	return unexpected_arg(argc, argv) ? EXIT_USAGE : -1;
+}
+
+int stat_main(int argc, char *argv[])
+{
+	struct stat_sample cur, prev;
+	struct watch_opts w;
+	bool have_prev = false;
+	unsigned long count, k;
+	int ret;
+
+	ret = parse_watch_opts(argc, argv, "interval", &w);
+	if (ret >= 0)
+		return ret;
+	ret = 0;
+	if (!w.secs && w.count) {
+		errmsg("stat: -c COUNT needs -i SECONDS");
+		return EXIT_USAGE;
+	}
+	/* without -c: once, or with -i until interrupted */
+	count = w.count ? w.count : w.secs ? 0 : 1;
+	for (k = 0; !count || k < count; k++) {
+		if (k) {
+			struct timespec ts = {
+				.tv_sec = (time_t)w.secs,
+				.tv_nsec = (long)((w.secs - (time_t)w.secs) * 1e9),
+			};
+
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
+		}
+		ret = stat_read(&cur);
+		if (ret) {
+			errmsg_advice(ret, debugfs_advice(ret),
+				      "stat: cannot read the counters from %s",
+				      debugfs_dir());
+			ret = 1;
+			break;
+		}
+		if (!w.json && k)
+			putchar('\n');
+		stat_print(&cur, have_prev ? &prev : NULL, w.json);
+		if (have_prev)
+			stat_free(&prev);
+		prev = cur;
+		have_prev = true;
+		if (fflush(stdout) == EOF) {
+			ret = finish_stdout(1);
+			break;
+		}
+	}
+	if (have_prev)
+		stat_free(&prev);
+	return ret ? ret : finish_stdout(0);
+}
+
+/*
+ * krdmactl monitor [-c COUNT] [-t SECONDS] [-j]
+ *
+ * Events as they happen, found by reading the devices (/dev/krdma) and the
+ * connections (debugfs) every MON_POLL_MS and comparing with the reading
+ * before: devices added and removed, port states, connections up, their
+ * state changes (with the error) and connections gone.
+ */
+#define MON_POLL_MS 200
+
+struct mon_port {
+	char dev[KRDMA_NAME_MAX];
+	uint32_t port;
+	uint32_t state;
+};
+
+struct mon_conn {
+	uint64_t id;
+	char state[32];
+	uint64_t error;
+	char dev[KRDMA_NAME_MAX];
+	char peer[80];
+};
+
+struct mon_snap {
+	bool have_devs, have_conns;
+	char (*devs)[KRDMA_NAME_MAX];
+	const char **transports;
+	size_t ndevs;
+	struct mon_port *ports;
+	size_t nports;
+	struct mon_conn *conns;
+	size_t nconns;
+};
+
+static void mon_free(struct mon_snap *s)
+{
+	free(s->devs);
+	free(s->transports);
+	free(s->ports);
+	free(s->conns);
+	memset(s, 0, sizeof(*s));
+}
+
+/*
+ * Read what there is now, the devices through @fd (-errno: cannot), the
+ * connections from debugfs; why either cannot be read into @dev_err and
+ * @dbg_err. Returns 0 or -ENOMEM.
+ */
+static int mon_read(int fd, struct mon_snap *s, int *dev_err, int *dbg_err)
+{
+	struct dev_info *devs = NULL;
+	struct kvfile conns;
+	uint32_t ndevs = 0, i, p;
+	size_t k;
+
+	memset(s, 0, sizeof(*s));
+	*dev_err = fd < 0 ? fd : collect_devs(fd, NULL, &devs, &ndevs);
+	if (!*dev_err) {
+		for (i = 0; i < ndevs; i++)
+			s->nports += devs[i].dq.phys_port_cnt;
+		s->devs = calloc(ndevs + 1, sizeof(*s->devs));
+		s->transports = calloc(ndevs + 1, sizeof(*s->transports));
+		s->ports = calloc(s->nports + 1, sizeof(*s->ports));
+		if (!s->devs || !s->transports || !s->ports) {
+			free_devs(devs, ndevs);
+			mon_free(s);
+			return -ENOMEM;
+		}
+		s->nports = 0;
+		for (i = 0; i < ndevs; i++) {
+			const struct krdma_dev_query *dq = &devs[i].dq;
+
+			snprintf(s->devs[i], sizeof(s->devs[i]), "%s",
+				 (const char *)dq->name);
+			s->transports[i] = krdma_transport_str(dq->transport);
+			for (p = 0; p < dq->phys_port_cnt; p++) {
+				struct mon_port *mp = &s->ports[s->nports++];
+
+				snprintf(mp->dev, sizeof(mp->dev), "%s",
+					 (const char *)dq->name);
+				mp->port = devs[i].ports[p].pq.port_num;
+				mp->state = devs[i].ports[p].pq.state;
+			}
+		}
+		s->ndevs = ndevs;
+		s->have_devs = true;
+		free_devs(devs, ndevs);
+	}
+	*dbg_err = kvfile_read("connections", &conns);
+	if (*dbg_err)
+		return 0;
+	s->conns = calloc(conns.n + 1, sizeof(*s->conns));
+	if (!s->conns) {
+		kvfile_free(&conns);
+		mon_free(s);
+		return -ENOMEM;
+	}
+	for (k = 0; k < conns.n; k++) {
+		const struct kvline *l = &conns.lines[k];
+		struct mon_conn *c = &s->conns[k];
+
+		c->id = kv_u64(l, "id");
+		c->error = kv_u64(l, "error");
+		snprintf(c->state, sizeof(c->state), "%s", kv_str(l, "state"));
+		snprintf(c->dev, sizeof(c->dev), "%s", kv_get(l, "dev") ?: "");
+		snprintf(c->peer, sizeof(c->peer), "%s",
+			 kv_get(l, "peer") ?: "");
+	}
+	s->nconns = conns.n;
+	s->have_conns = true;
+	kvfile_free(&conns);
+	return 0;
+}
+
+struct mon_event {
+	const char *event;
+	const char *dev;	/* NULL: none */
+	const char *transport;
+	uint32_t port;		/* 0: none */
+	const struct mon_conn *conn;
+	const char *state, *old_state;
+};
+
+/* @v as a JSON string, null when NULL or "" */
+static void json_str_or_null(struct json *j, const char *key, const char *v)
+{
+	if (v && *v)
+		json_str(j, key, v);
+	else
+		json_null(j, key);
+}
+
+/* "2026-12-04T20:58:01.123+0000": now, local time */
+static void mon_time(char *buf, size_t len)
+{
+	struct timespec ts;
+	char tz[8];
+	struct tm tm;
+	size_t n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	strftime(tz, sizeof(tz), "%z", &tm);
+	snprintf(buf + n, len - n, ".%03ld%s", ts.tv_nsec / 1000000, tz);
+}
+
+static void mon_print(const struct mon_event *e, bool json)
+{
+	struct json j = { .f = stdout };
+	const struct mon_conn *c = e->conn;
+	char t[64];
+
+	mon_time(t, sizeof(t));
+	if (json) {
+		json_begin_object(&j, NULL);
+		json_str(&j, "time", t);
+		json_str(&j, "event", e->event);
+		json_str_or_null(&j, "ifname", e->dev);
+		if (e->port)
+			json_u64(&j, "port", e->port);
+		else
+			json_null(&j, "port");
+		if (c)
+			json_u64(&j, "id", c->id);
+		else
+			json_null(&j, "id");
+		json_str_or_null(&j, "peer", c ? c->peer : NULL);
+		json_str_or_null(&j, "state", e->state);
+		json_str_or_null(&j, "old_state", e->old_state);
+		if (c && c->error)
+			json_error(&j, "error", (int)c->error,
+				   strerror((int)c->error), NULL);
+		else
+			json_null(&j, "error");
+		json_end_object(&j);
+	} else {
+		printf("%s %s", t, e->event);
+		if (e->dev && e->dev[0])
+			printf(" %s", e->dev);
+		if (e->port)
+			printf("/%u", e->port);
+		if (e->transport)
+			printf(" (%s)", e->transport);
+		if (c)
+			printf(" conn %" PRIu64, c->id);
+		if (c && c->peer[0])
+			printf(" peer %s", c->peer);
+		if (e->old_state && e->state)
+			printf(" %s -> %s", e->old_state, e->state);
+		else if (e->old_state)
+			printf(" (was %s)", e->old_state);
+		else if (e->state)
+			printf(" %s", e->state);
+		if (c && c->error)
+			printf(" (%s: %s)", errno_name(c->error),
+			       strerror((int)c->error));
+		putchar('\n');
+	}
+	fflush(stdout);
+}
+
+static const struct mon_conn *mon_conn_find(const struct mon_snap *s,
+					    uint64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < s->nconns; i++)
+		if (s->conns[i].id == id)
+			return &s->conns[i];
+	return NULL;
+}
+
+static bool mon_has_dev(const struct mon_snap *s, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->ndevs; i++)
+		if (!strcmp(s->devs[i], name))
+			return true;
+	return false;
+}
+
+/* The events from @old to @now, printed; how many */
+static unsigned long mon_diff(const struct mon_snap *old,
+			      const struct mon_snap *now, bool json)
+{
+	unsigned long n = 0;
+	size_t i, k;
+
+	if (old->have_devs && now->have_devs) {
+		for (i = 0; i < now->ndevs; i++) {
+			if (mon_has_dev(old, now->devs[i]))
+				continue;
+			mon_print(&(struct mon_event){ .event = "dev_add",
+				  .dev = now->devs[i],
+				  .transport = now->transports[i] }, json);
+			n++;
+		}
+		for (i = 0; i < old->ndevs; i++) {
+			if (mon_has_dev(now, old->devs[i]))
+				continue;
+			mon_print(&(struct mon_event){ .event = "dev_remove",
+				  .dev = old->devs[i] }, json);
+			n++;
+		}
+		for (i = 0; i < now->nports; i++) {
+			const struct mon_port *p = &now->ports[i];
+
+			for (k = 0; k < old->nports; k++) {
+				const struct mon_port *o = &old->ports[k];
+
+				if (strcmp(o->dev, p->dev) || o->port != p->port ||
+				    o->state == p->state)
+					continue;
+				mon_print(&(struct mon_event){
+					  .event = "port_state", .dev = p->dev,
+					  .port = p->port,
+					  .state = krdma_port_state_str(p->state),
+					  .old_state = krdma_port_state_str(o->state) },
+					  json);
+				n++;
+			}
+		}
+	}
+	if (!old->have_conns || !now->have_conns)
+		return n;
+	for (i = 0; i < now->nconns; i++) {
+		const struct mon_conn *c = &now->conns[i];
+		const struct mon_conn *o = mon_conn_find(old, c->id);
+
+		if (!o) {
+			mon_print(&(struct mon_event){ .event = "conn_up",
+				  .dev = c->dev, .conn = c, .state = c->state },
+				  json);
+			n++;
+		} else if (strcmp(o->state, c->state) || o->error != c->error) {
+			mon_print(&(struct mon_event){ .event = "conn_state",
+				  .dev = c->dev, .conn = c, .state = c->state,
+				  .old_state = o->state }, json);
+			n++;
+		}
+	}
+	for (i = 0; i < old->nconns; i++) {
+		const struct mon_conn *o = &old->conns[i];
+
+		if (mon_conn_find(now, o->id))
+			continue;
+		mon_print(&(struct mon_event){ .event = "conn_down",
+			  .dev = o->dev, .conn = o, .state = NULL,
+			  .old_state = o->state }, json);
+		n++;
+	}
+	return n;
+}
+
+int monitor_main(int argc, char *argv[])
+{
+	const struct timespec poll = { 0, MON_POLL_MS * 1000000L };
+	unsigned long events = 0;
+	struct mon_snap old, now;
+	struct watch_opts w;
+	int fd, dev_err, dbg_err, ret;
+	double end = 0;
+
+	ret = parse_watch_opts(argc, argv, "timeout", &w);
+	if (ret >= 0)
+		return ret;
+
+	fd = krdma_open();
+	if (fd >= 0) {
+		ret = check_module_for(fd, KRDMA_FEATURE_DEV_QUERY,
+				       "dev_query");
+		if (ret) {
+			close(fd);
+			fd = ret;
+		}
+	}
+	ret = mon_read(fd, &old, &dev_err, &dbg_err);
+	if (ret) {
+		errmsg_err(ret, "monitor");
+		goto out;
+	}
+	if (dev_err && dbg_err) {
+		char hint[1100];
+
+		errmsg_advice(dbg_err, debugfs_advice(dbg_err),
+			      "monitor: cannot read the connections from %s",
+			      debugfs_dir());
+		errmsg_advice(dev_err, open_hint(dev_err, hint, sizeof(hint)),
+			      "monitor: nor the devices through %s: nothing to watch",
+			      KRDMA_DEV_PATH);
+		ret = 1;
+		goto out_free;
+	}
+	if (dbg_err)
+		errmsg_advice(dbg_err, debugfs_advice(dbg_err),
+			      "monitor: warning: cannot read the connections from %s: watching the devices only",
+			      debugfs_dir());
+	if (dev_err)
+		errmsg("monitor: warning: cannot list the devices through %s (%s): watching the connections only",
+		       KRDMA_DEV_PATH, strerror(-dev_err));
+	/* on stderr: stdout has the events only */
+	fprintf(stderr, "krdmactl monitor: watching %zu device%s and %zu connection%s, every %d ms\n",
+		old.ndevs, old.ndevs == 1 ? "" : "s", old.nconns,
+		old.nconns == 1 ? "" : "s", MON_POLL_MS);
+	if (w.secs)
+		end = clock_s(CLOCK_MONOTONIC) + w.secs;
+	while (!w.count || events < w.count) {
+		if (w.secs && clock_s(CLOCK_MONOTONIC) >= end)
+			break;
+		nanosleep(&poll, NULL);
+		ret = mon_read(fd, &now, &dev_err, &dbg_err);
+		if (ret) {
+			errmsg_err(ret, "monitor");
+			goto out_free;
+		}
+		events += mon_diff(&old, &now, w.json);
+		mon_free(&old);
+		old = now;
+	}
+	ret = finish_stdout(0);
+out_free:
+	mon_free(&old);
+out:
+	if (fd >= 0)
+		close(fd);
 	return ret;
 }
 

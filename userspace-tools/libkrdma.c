@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -495,6 +496,41 @@ int krdma_parse_addr(const char *host, uint32_t port, struct krdma_addr *out)
 		return 0;
 	}
 	return -EINVAL;
+}
+
+int krdma_resolve_addr(const char *host, uint32_t port,
+		       struct krdma_addr *out)
+{
+	const struct addrinfo hints = {
+		.ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_STREAM,
+	};
+	struct addrinfo *res, *ai;
+	int ret;
+
+	if (!krdma_parse_addr(host, port, out))
+		return 0;
+	ret = getaddrinfo(host, NULL, &hints, &res);
+	if (ret)
+		return ret;
+	ret = EAI_NONAME;
+	for (ai = res; ai && ret; ai = ai->ai_next) {
+		if (ai->ai_family == AF_INET) {
+			const struct sockaddr_in *s = (void *)ai->ai_addr;
+
+			memcpy(out->addr, &s->sin_addr, 4);
+		} else if (ai->ai_family == AF_INET6) {
+			const struct sockaddr_in6 *s = (void *)ai->ai_addr;
+
+			memcpy(out->addr, &s->sin6_addr, 16);
+		} else {
+			continue;
+		}
+		out->family = ai->ai_family;
+		ret = 0;
+	}
+	freeaddrinfo(res);
+	return ret;
 }
 
 char *krdma_addr_str(const struct krdma_addr *a, char *buf, size_t len)

@@ -164,6 +164,14 @@ const char *krdma_strerror_hint(int err);
 
 /* "198.18.0.1" or "2001:2::1" and a port -> struct krdma_addr */
 int krdma_parse_addr(const char *host, uint32_t port, struct krdma_addr *out);
+/*
+ * The same for an address or a host name (getaddrinfo(): its first IPv4
+ * or IPv6 address, in the order of /etc/gai.conf). Returns 0, or the
+ * EAI_* error of getaddrinfo() for gai_strerror() (EAI_SYSTEM: errno
+ * says why; EAI_NONAME also when the name has no IP address).
+ */
+int krdma_resolve_addr(const char *host, uint32_t port,
+		       struct krdma_addr *out);
 /* "ip:port" or "[ip6]:port" */
 char *krdma_addr_str(const struct krdma_addr *a, char *buf, size_t len);
 int krdma_listen_on(int fd, const struct krdma_addr *addr, uint32_t backlog,

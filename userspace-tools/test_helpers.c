@@ -241,6 +241,28 @@ static void test_cmd_hints(void)
 		  krdma_strerror_hint(-EACCES));
 }
 
+/* Literals need no resolver: the same as krdma_parse_addr() */
+static void test_resolve(void)
+{
+	struct krdma_addr a;
+	char buf[80];
+
+	check_num("resolve 198.18.0.1",
+		  krdma_resolve_addr("198.18.0.1", 7, &a), 0);
+	check_str("resolve 198.18.0.1", krdma_addr_str(&a, buf, sizeof(buf)),
+		  "198.18.0.1:7");
+	check_num("resolve 2001:db8::1",
+		  krdma_resolve_addr("2001:db8::1", 8, &a), 0);
+	check_str("resolve 2001:db8::1", krdma_addr_str(&a, buf, sizeof(buf)),
+		  "[2001:db8::1]:8");
+	/* no name to look up: an error of getaddrinfo(), not 0 */
+	checks++;
+	if (!krdma_resolve_addr("", 9, &a)) {
+		failures++;
+		fprintf(stderr, "FAIL resolve \"\": 0\n");
+	}
+}
+
 int main(void)
 {
 	test_layout();
@@ -249,6 +271,7 @@ int main(void)
 	test_names();
 	test_hints();
 	test_cmd_hints();
+	test_resolve();
 
 	printf("test_helpers: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;

@@ -139,7 +139,7 @@ run "" -j dev
 expect_in out '^{"devices":\[{' "-j dev: compact"
 expect_rc 0 "-j dev"
 run "" -p dev
-expect_in out '^rxe0$' "-p dev: -p alone does not choose JSON"
+expect_in out '^rxe0 ' "-p dev: -p alone does not choose JSON"
 
 # Bad usage with -j: exit 2 and the error object, errno EINVAL
 for args in "-j" "-j nosuchcmd" "-j dev -x" "-j serve" "-j help" \
@@ -248,15 +248,54 @@ json_check '[c for c in d["checks"] if c["name"] == "module" and
 	c["fix"].startswith("join the group: sudo usermod -aG 54321 ")]' \
 	"doctor -j, EACCES: the module check"
 
+# dev: one line a device; dev show [DEV], and dev DEV, in full
 run "" dev
 expect_rc 0 "dev"
-expect_in out '^rxe0$' "dev"
-expect_in out 'node_guid: *5054:00ff:fe12:3459' "dev"
-expect_in out 'GID\[  2\]: *10\.0\.2\.15, RoCE v2' "dev"
-expect_in out 'GID\[  0\]: *fe80::5054:ff:fe12:3456, RoCE v2' "dev"
-expect_in out 'atomic_cap: *none' "dev"
-expect_in out 'max_mr_size: *0xffffffffffffffff' "dev"
-expect_in out 'fw_ver: *2\.3\.4' "dev"
+expect_in out '^rxe0            RoCE       ACTIVE  lo              25\.0 Gbps (EDR) 4X$' \
+	"dev: one line for rxe0"
+expect_in out ' iWARP      port 1: ACTIVE  -               unknown (0) unknown (0) | port 2: DOWN    -  ' \
+	"dev: one line for a device of two ports"
+n=$((n + 1))
+[ "$(wc -l <"$TMP/out")" -eq 2 ] || fail "dev: one line a device"
+expect_not_in out 'node_guid' "dev: brief"
+run "grow" dev
+expect_in out '^siw1            iWARP      INIT    -  ' "dev, grow: a third line"
+run "" dev show
+expect_rc 0 "dev show"
+expect_in out '^rxe0$' "dev show"
+expect_in out '^	phys_port_cnt: *2$' "dev show: every device"
+cp "$TMP/out" "$TMP/show_all"
+for args in "dev show rxe0" "dev rxe0" "dev rxe0 show"; do
+	# shellcheck disable=SC2086 # the words
+	run "" $args
+	[ "$args" = "dev rxe0 show" ] && continue
+	expect_rc 0 "$args"
+	expect_in out '^rxe0$' "$args"
+	expect_in out '^	dev_index: *3$' "$args"
+	expect_not_in out 'phys_port_cnt: *2' "$args: only rxe0"
+	cp "$TMP/out" "$TMP/show_$(echo "$args" | tr ' ' _)"
+done
+expect_rc 2 "dev rxe0 show: show comes first"
+n=$((n + 1))
+cmp -s "$TMP/show_dev_show_rxe0" "$TMP/show_dev_rxe0" ||
+	fail "dev rxe0 is not dev show rxe0"
+run "" dev show nosuch
+expect_rc 1 "dev show nosuch"
+expect_in err "no RDMA device named 'nosuch'" "dev show nosuch"
+run "" dev show -j
+cp "$TMP/out" "$TMP/show.json"
+run "" dev -j
+n=$((n + 1))
+cmp -s "$TMP/out" "$TMP/show.json" || fail "dev show -j is not dev -j"
+run "" dev show
+expect_in out 'node_guid: *5054:00ff:fe12:3459' "dev show"
+expect_in out 'GID\[  2\]: *10\.0\.2\.15, RoCE v2' "dev show"
+expect_in out 'GID\[  0\]: *fe80::5054:ff:fe12:3456, RoCE v2' "dev show"
+expect_in out 'atomic_cap: *none' "dev show"
+expect_in out 'max_mr_size: *0xffffffffffffffff' "dev show"
+expect_in out 'fw_ver: *2\.3\.4' "dev show"
+expect_in out '^	fw_ver: *0\.0\.0$' "dev show: no firmware string, as ibv_devinfo"
+expect_not_in out '^	fw_ver: *$' "dev show: no empty fw_ver"
 
 run "" dev -j
 expect_rc 0 "dev -j"
@@ -281,17 +320,17 @@ json_check 'd["devices"][0]["ports"][0]["active_speed"] == "25.0 Gbps (EDR)" and
 	d["devices"][1]["ports"][0]["active_width"] == "unknown (0)" and
 	d["devices"][0]["ports"][0]["port"] == 1 and
 	d["devices"][1]["ports"][1]["port"] == 2 and
-	d["devices"][0]["fw"] == "2.3.4" and
+	d["devices"][0]["fw"] == "2.3.4" and d["devices"][1]["fw"] == "0.0.0" and
 	d["devices"][1]["ports"][0]["netdev"] is None and
 	d["devices"][1]["ports"][0]["netdev_index"] is None and
 	d["devices"][1]["ports"][0]["gids"][0]["netdev_index"] is None' \
 	"dev -j: names of rdma -j, enums as the text shows them"
 # Every enum and name of the text, the same in JSON
 cp "$TMP/out" "$TMP/dev.json"
-run "" dev
-expect_rc 0 "dev (for the JSON)"
+run "" dev show
+expect_rc 0 "dev show (for the JSON)"
 n=$((n + 1))
-"$PYTHON" - "$TMP/out" "$TMP/dev.json" <<'EOP' || fail "dev and dev -j disagree"
+"$PYTHON" - "$TMP/out" "$TMP/dev.json" <<'EOP' || fail "dev show and dev -j disagree"
 import json, re, sys
 text = open(sys.argv[1], errors="replace").read()
 devs = json.load(open(sys.argv[2]))["devices"]
@@ -350,6 +389,52 @@ run "nodevs" dev rxe0
 expect_rc 1 "dev rxe0, no devices"
 expect_in err 'rdma link add' "dev rxe0, no devices"
 
+# Commands by a prefix of only one of them, as iproute2 takes them; a
+# prefix of several is an error that lists them
+run "" dev
+cp "$TMP/out" "$TMP/dev_full_name"
+for w in de dev; do
+	run "" $w
+	expect_rc 0 "krdmactl $w"
+	n=$((n + 1))
+	cmp -s "$TMP/out" "$TMP/dev_full_name" || fail "krdmactl $w is not dev"
+done
+run "" de -x
+expect_rc 2 "krdmactl de -x"
+expect_in err "^krdmactl: dev: unknown option '-x'" "krdmactl de -x: its whole name"
+expect_in err '^Usage: krdmactl dev ' "krdmactl de -x: its usage"
+for w in d "do" s; do
+	run "" $w
+	expect_rc 2 "krdmactl $w"
+	n=$((n + 1))
+	[ ! -s "$TMP/out" ] || fail "krdmactl $w ran something"
+done
+expect_in err "^krdmactl: ambiguous command 's': status, stat, set, serve$" \
+	"krdmactl s"
+run "" d
+expect_in err "^krdmactl: ambiguous command 'd': dev, down, doctor$" \
+	"krdmactl d"
+expect_in err '^krdmactl: type more of its name$' "krdmactl d"
+run "" -j d
+expect_rc 2 "krdmactl -j d"
+json_check 'd["error"]["name"] == "EINVAL" and d["error"]["message"] ==
+	"ambiguous command \x27d\x27: dev, down, doctor"' "krdmactl -j d"
+run "" -j ve
+expect_rc 0 "krdmactl -j ve"
+json_check 'd["krdmactl"]["version"] == "0.2.0"' "krdmactl -j ve"
+run "" expl -j 110
+expect_rc 0 "krdmactl expl -j 110"
+json_check 'd["explanations"][0]["name"] == "ETIMEDOUT"' "krdmactl expl -j 110"
+run "" help de
+expect_rc 0 "help de"
+expect_in out '^Usage: krdmactl dev ' "help de"
+run "" help d
+expect_rc 2 "help d"
+expect_in err "ambiguous command 'd'" "help d"
+run "" help nosuch
+expect_rc 2 "help nosuch"
+expect_in err "^krdmactl: unknown command 'nosuch'" "help nosuch"
+
 run "" bogus
 expect_rc 2 "unknown command"
 expect_in err "unknown command 'bogus'" "unknown command"
@@ -357,7 +442,7 @@ expect_in err "unknown command 'bogus'" "unknown command"
 run "" dev -x
 expect_rc 2 "unknown option"
 
-for cmd in version dev status set explain doctor serve ping bench help; do
+for cmd in version dev status stat monitor set explain doctor serve ping bench help; do
 	run "" $cmd --help
 	expect_rc 0 "$cmd --help"
 	expect_in out "^Usage: krdmactl $cmd" "$cmd --help"
@@ -566,6 +651,17 @@ for cmd in serve "bench -l"; do
 	# shellcheck disable=SC2086
 	run "features=7,listen_err=99" $cmd -a 10.0.2.15 -p 0
 	expect_in err '^krdmactl: the port is taken' "$cmd -a (a GID of rxe0), EADDRNOTAVAIL"
+	# a taken port on the wildcard: in use, not "Cannot assign ..."
+	for e in 98 99; do
+		# shellcheck disable=SC2086
+		run "features=7,listen_err=$e" $cmd -p 18999
+		expect_rc 1 "$cmd -p 18999, errno $e"
+		expect_in err "^krdmactl: ${cmd%% *}: cannot listen on 0\.0\.0\.0:18999: Address already in use\$" \
+			"$cmd -p 18999, errno $e"
+		expect_in err '^krdmactl: the port is taken: another RDMA listener (.*) has port 18999' \
+			"$cmd -p 18999, errno $e"
+		expect_not_in err 'Cannot assign' "$cmd -p 18999, errno $e"
+	done
 	expect_not_in err 'not an address of this host' \
 		"$cmd -a (a GID of rxe0), EADDRNOTAVAIL"
 done
@@ -588,6 +684,329 @@ run "" explain -j EPROTO ETIMEDOUT
 json_check 'd["explanations"][0]["on_connect"].startswith(
 	"the peer is not krdma") and d["explanations"][1]["on_connect"] is None' \
 	"explain -j EPROTO ETIMEDOUT"
+
+# serve -c COUNT, as ping and bench -l; -n still works
+for o in -c --count -n; do
+	run "features=7" serve $o 0
+	expect_rc 2 "serve $o 0"
+	expect_in err "^krdmactl: serve: bad count '0' (1 or more)" "serve $o 0"
+done
+
+# bash completion: comp WORDS...: what it offers for the last word (into
+# $TMP/out, one a line), bash run on krdmactl.bash-completion
+if command -v bash >/dev/null 2>&1; then
+	mkdir -p "$TMP/comp/sub"
+	: >"$TMP/comp/a.ko"
+	: >"$TMP/comp/notes.txt"
+	comp() {
+		(cd "$TMP/comp" && bash -c '
+. "$0"
+COMP_WORDS=("$@")
+COMP_CWORD=$(($# - 1))
+_krdmactl
+printf "%s\n" "${COMPREPLY[@]}"' "$OLDPWD/krdmactl.bash-completion" "$@") \
+			>"$TMP/out" 2>"$TMP/err"
+	}
+	# numbers, names, addresses: no file names
+	for words in "bench -m" "bench --min-iters" "bench -d" "bench -n" \
+		"up -n" "serve -c" "serve -n" "ping -c" "bench -S"; do
+		# shellcheck disable=SC2086 # the words
+		comp krdmactl $words ""
+		expect_not_in out 'a\.ko\|notes\.txt\|sub' \
+			"completion of '$words': no file names"
+	done
+	comp krdmactl up -m ""
+	expect_in out '^a\.ko$' "completion of 'up -m': .ko files"
+	expect_in out '^sub$' "completion of 'up -m': directories"
+	expect_not_in out 'notes\.txt' "completion of 'up -m': only .ko files"
+	comp krdmactl bench -o ""
+	expect_in out '^lat$' "completion of 'bench -o': operations"
+	comp krdmactl serve -
+	expect_in out '^--count$' "completion of serve's options"
+	expect_in out '^-c$' "completion of serve's options"
+	comp krdmactl up --siw -
+	expect_not_in out '^--rxe$' "completion of 'up --siw': not --rxe too"
+	comp krdmactl up -
+	expect_in out '^--rxe$' "completion of 'up': --rxe"
+	comp krdmactl dev ""
+	expect_in out '^show$' "completion of 'dev': show"
+fi
+
+# Host names (the shim's getaddrinfo knows hosts=NAME@IP only): resolved
+# for every command that takes an address; an unknown one named
+H=hosts=peer@198.18.0.9+peer6@2001:db8::9
+for cmd in ping xfer bench conn doctor; do
+	case $cmd in
+	conn) args="bench -o conn" port=18516 ;;
+	bench) args=bench port=18516 ;;
+	*) args=$cmd port=18515 ;;
+	esac
+	for h in peer:198.18.0.9 peer6:[2001:db8::9]; do
+		# shellcheck disable=SC2086 # the command's words
+		run "features=7,connect_err=111,$H" $args "${h%%:*}" -t 100
+		ip=$(printf '%s' "${h#*:}" | sed 's/[].[]/\\&/g')
+		if [ "$cmd" = doctor ]; then
+			expect_in out "^ok    reach     $ip:$port: reachable over RDMA" \
+				"$args ${h%%:*}: resolved"
+			continue
+		fi
+		expect_rc 1 "$args ${h%%:*}"
+		expect_in err "^krdmactl: ${args%% *}: cannot connect to $ip:$port: Connection refused" \
+			"$args ${h%%:*}: resolved"
+	done
+	# shellcheck disable=SC2086
+	run "features=7,$H" $args nosuch.example -t 100
+	expect_rc 2 "$args nosuch.example"
+	expect_in err "^krdmactl: ${args%% *}: 'nosuch\\.example' is not an IP address, and no host has that name: " \
+		"$args nosuch.example"
+	expect_in err '^krdmactl: give an IPv4 or IPv6 address, or a host name that resolves (see: getent ahosts nosuch\.example)$' \
+		"$args nosuch.example"
+	# shellcheck disable=SC2086
+	run "features=7,resolver_down" $args peer -t 100
+	expect_rc 2 "$args peer, no name service"
+	expect_in err "^krdmactl: ${args%% *}: cannot resolve the host name 'peer': " \
+		"$args peer, no name service"
+done
+for cmd in serve "bench -l"; do
+	# shellcheck disable=SC2086
+	run "features=7,$H" $cmd -a peer -p 0 -c 1
+	expect_in out ' listening on 198\.18\.0\.9:40000$' "$cmd -a peer"
+	# shellcheck disable=SC2086
+	run "features=7,$H" $cmd -a nosuch -p 0
+	expect_rc 2 "$cmd -a nosuch"
+	expect_in err "'nosuch' is not an IP address, and no host has that name" \
+		"$cmd -a nosuch"
+done
+run "features=7,$H" -j ping nosuch
+expect_rc 2 "-j ping nosuch"
+json_check 'list(d) == ["error"] and d["error"]["message"].startswith(
+	"ping: \x27nosuch\x27 is not an IP address") and
+	"getent ahosts nosuch" in d["error"]["hint"]' "-j ping nosuch"
+schema_check FAILURE "-j ping nosuch"
+
+# doctor ADDR, unreachable: the route and the neighbour (a made-up ip
+# that prints $FAKE_IP_ROUTE and $FAKE_IP_NEIGH) tell why, and the fix
+# is not the command just run
+mkdir -p "$TMP/ipbin"
+cat >"$TMP/ipbin/ip" <<'EOP'
+#!/bin/sh
+case "$1 $2" in
+"route get") [ -n "$FAKE_IP_ROUTE" ] || exit 2
+	printf '%s\n    cache\n' "$FAKE_IP_ROUTE" ;;
+"neigh show") [ -z "$FAKE_IP_NEIGH" ] || printf '%s\n' "$FAKE_IP_NEIGH" ;;
+*) exit 1 ;;
+esac
+EOP
+chmod +x "$TMP/ipbin/ip"
+# doctor_reach ROUTE NEIGH ERRNO: doctor -j ADDR, its reach check in
+# $TMP/reach as "verdict|fix"
+doctor_reach() {
+	PATH=$TMP/ipbin:$PATH FAKE_IP_ROUTE=$1 FAKE_IP_NEIGH=$2 \
+		FAKE_KRDMA=features=7,connect_err=$3 LD_PRELOAD=$SHIM \
+		./krdmactl doctor -j -t 100 198.18.0.2 >"$TMP/out" 2>"$TMP/err" \
+		</dev/null
+	rc=$?
+	"$PYTHON" -c '
+import json, sys
+c = [c for c in json.load(open(sys.argv[1]))["checks"] if c["name"] == "reach"][0]
+print("%s|%s|%s" % (c["status"], c["verdict"], c["fix"]))
+' "$TMP/out" >"$TMP/reach" 2>&1
+}
+doctor_reach "198.18.0.2 dev lo src 10.0.2.15 uid 0" \
+	"198.18.0.2 dev lo FAILED" 110
+expect_rc 1 "doctor ADDR, on the link, neighbour FAILED"
+expect_in reach '^fail|198\.18\.0\.2:18515: Connection timed out; no host answers at 198\.18\.0\.2 on the link of lo (neighbour FAILED)|is the peer up, and is 198\.18\.0\.2 its address? (ping 198\.18\.0\.2' \
+	"doctor ADDR, on the link, neighbour FAILED"
+doctor_reach "198.18.0.2 dev lo src 10.0.2.15 uid 0" "" 113
+expect_in reach '^fail|198\.18\.0\.2:18515: No route to host; no host answers at 198\.18\.0\.2 on the link of lo (neighbour entry missing)|' \
+	"doctor ADDR, on the link, no neighbour entry"
+doctor_reach "198.18.0.2 dev lo src 10.0.2.15 uid 0" \
+	"198.18.0.2 dev lo lladdr 52:54:00:12:34:56 REACHABLE" 110
+expect_in reach '; a host answers at 198\.18\.0\.2 on the link of lo (neighbour REACHABLE), but not over RDMA|on the peer: krdma loaded' \
+	"doctor ADDR, on the link, a host answers"
+doctor_reach "198.18.0.2 via 10.0.2.2 dev lo src 10.0.2.15 uid 0" "" 110
+expect_in reach '; it is not on the link of lo but routed through the gateway 10\.0\.2\.2|check that 10\.0\.2\.2 forwards to 198\.18\.0\.2' \
+	"doctor ADDR, through a gateway"
+expect_not_in reach 'no host answers' "doctor ADDR, through a gateway"
+doctor_reach "198.18.0.2 via 10.0.2.2 dev eth7 src 10.0.2.15 uid 0" "" 110
+expect_in reach '; the route to it goes out of eth7 (through the gateway 10\.0\.2\.2), and eth7 has no RDMA device|create an RDMA device on eth7: sudo krdmactl up eth7' \
+	"doctor ADDR, out of a netdev without an RDMA device"
+doctor_reach "" "" 110
+expect_in reach '^fail|198\.18\.0\.2:18515: Connection timed out|is the peer running' \
+	"doctor ADDR, no route known"
+for f in reach out; do
+	expect_not_in $f 'krdmactl doctor 198\|doctor ADDR' \
+		"doctor ADDR: the fix is not doctor ADDR again"
+done
+schema_check DOCTOR "doctor -j ADDR, unreachable"
+
+# up and down against the shim's RDMA netlink (nl=NAME:TYPE:NETDEV+...)
+# and made-up modprobe, insmod and rmmod that only edit $TMP/modules (the
+# shim's /proc/modules) and log their calls in $TMP/progs: nothing here
+# touches the host's devices or modules
+mkdir -p "$TMP/bin"
+cat >"$TMP/bin/modprobe" <<'EOP'
+#!/bin/sh
+echo "modprobe $*" >>"$FAKE_PROGS_LOG"
+for m in "$@"; do
+	case $m in
+	-*) continue ;;
+	ib_core|rdma_cm) ;;
+	*)	case " $FAKE_MODPROBE " in *" $m "*) ;; *) exit 1 ;; esac
+		echo "$m 16384 0 - Live 0x0" >>"$FAKE_PROC_MODULES" ;;
+	esac
+done
+EOP
+cat >"$TMP/bin/insmod" <<'EOP'
+#!/bin/sh
+echo "insmod $*" >>"$FAKE_PROGS_LOG"
+exit 1
+EOP
+cat >"$TMP/bin/rmmod" <<'EOP'
+#!/bin/sh
+echo "rmmod $*" >>"$FAKE_PROGS_LOG"
+grep -v "^$1 " "$FAKE_PROC_MODULES" >"$FAKE_PROC_MODULES.new"
+mv "$FAKE_PROC_MODULES.new" "$FAKE_PROC_MODULES"
+EOP
+chmod +x "$TMP/bin/modprobe" "$TMP/bin/insmod" "$TMP/bin/rmmod"
+OLDPATH=$PATH
+PATH=$TMP/bin:$PATH
+FAKE_PROC_MODULES=$TMP/modules
+FAKE_PROGS_LOG=$TMP/progs
+KRDMA_STATE_DIR=$TMP/state
+KRDMA_SIW_KO=$TMP/no/siw.ko
+FAKE_MODPROBE=siw
+export PATH FAKE_PROC_MODULES FAKE_PROGS_LOG KRDMA_STATE_DIR KRDMA_SIW_KO \
+	FAKE_MODPROBE
+# up_run MODULES SCENARIO ARGS...: run with only MODULES loaded, no record
+up_run() {
+	printf '%s 16384 0 - Live 0x0\n' $1 >"$FAKE_PROC_MODULES"
+	rm -rf "$TMP/state" "$FAKE_PROGS_LOG"
+	: >"$FAKE_PROGS_LOG"
+	shift
+	run "$@"
+	cp "$FAKE_PROGS_LOG" "$TMP/log"
+	cat "$TMP/state/up.state" >"$TMP/state_file" 2>/dev/null ||
+		: >"$TMP/state_file"
+}
+
+# siw where rxe is: created, not "rxe0 already exists"
+for args in "--siw lo" "--siw -n siw0 lo" "-n siw0 --siw lo"; do
+	# shellcheck disable=SC2086 # the command's words
+	up_run "krdma rdma_rxe" "nl=rxe0:rxe:lo" up $args
+	expect_rc 0 "up $args, rxe0 on lo"
+	expect_in out '^loaded module siw (modprobe)$' "up $args, rxe0 on lo"
+	expect_in out '^siw0 created on lo (soft iw, port 1 ACTIVE)$' \
+		"up $args, rxe0 on lo"
+	expect_not_in out 'already exists' "up $args, rxe0 on lo"
+	expect_in state_file '^device siw0 lo$' "up $args, rxe0 on lo: recorded"
+	expect_in state_file '^module siw$' "up $args, rxe0 on lo: recorded"
+done
+FAKE_MODPROBE=rdma_rxe up_run "krdma siw" "nl=siw0:siw:lo" up lo
+expect_rc 0 "up lo (rxe), siw0 on lo"
+expect_in out '^rxe0 created on lo (soft roce, port 1 ACTIVE)$' \
+	"up lo (rxe), siw0 on lo"
+expect_in log '^modprobe -q rdma_rxe$' "up lo (rxe), siw0 on lo"
+export FAKE_MODPROBE=siw
+FAKE_MODPROBE='' up_run "krdma siw" "nl=siw0:siw:lo" up --rxe lo
+expect_rc 1 "up --rxe lo, no rdma_rxe module"
+expect_in err "^krdmactl: kernel $(uname -r) has no rdma_rxe module: .*krdmactl up --siw$" \
+	"up --rxe lo, no rdma_rxe module"
+export FAKE_MODPROBE=siw
+up_run "krdma siw" "nl=siw0:siw:lo" up --siw -n mysiw lo
+expect_rc 0 "up --siw -n mysiw lo, siw0 on lo"
+expect_in out '^mysiw created on lo (soft iw' "up --siw -n mysiw lo, siw0 on lo"
+
+# already there: only a device of the type (and the name) asked for
+for c in "--siw lo" "--siw -n siw0 lo" "lo" "--rxe lo" "-n rxe0 lo"; do
+	# shellcheck disable=SC2086
+	up_run "krdma rdma_rxe siw" "nl=rxe0:rxe:lo+siw0:siw:lo" up $c
+	expect_rc 0 "up $c, rxe0 and siw0 on lo"
+	expect_in out 'already exists on lo' "up $c, rxe0 and siw0 on lo"
+	expect_not_in out 'created' "up $c, rxe0 and siw0 on lo"
+	n=$((n + 1))
+	[ ! -s "$TMP/state_file" ] || fail "up $c: recorded nothing"
+done
+expect_in out '^rxe0 already exists on lo (soft roce' "up -n rxe0 lo"
+# -n NAME without a type: NAME's type
+up_run "krdma siw" "nl=siw0:siw:lo" up -n siw0 lo
+expect_rc 0 "up -n siw0 lo, siw0 on lo"
+expect_in out '^siw0 already exists on lo (soft iw' "up -n siw0 lo, siw0 on lo"
+up_run "krdma siw" "nl=siw0:siw:veth9" up -n siw0 lo
+expect_rc 2 "up -n siw0 lo, siw0 on veth9"
+expect_in err 'taken by a soft iw device on veth9, not a siw device on lo' \
+	"up -n siw0 lo, siw0 on veth9"
+
+# a name taken by another type or netdev: refused, exit 2
+up_run "krdma rdma_rxe" "nl=rxe0:rxe:lo" up --siw -n rxe0 lo
+expect_rc 2 "up --siw -n rxe0 lo, rxe0 on lo"
+expect_in err '^krdmactl: up: the name rxe0 is taken by a soft roce device on lo, not a siw device on lo$' \
+	"up --siw -n rxe0 lo"
+expect_in err 'choose another --name' "up --siw -n rxe0 lo"
+expect_not_in log 'siw' "up --siw -n rxe0 lo: no siw loaded"
+up_run "krdma rdma_rxe" "nl=rxe0:rxe:veth9" up -n rxe0 lo
+expect_rc 2 "up -n rxe0 lo, rxe0 on veth9"
+expect_in err 'taken by a soft roce device on veth9, not a rxe device on lo' \
+	"up -n rxe0 lo, rxe0 on veth9"
+
+# both types: refused before anything is done
+up_run "krdma" "nl=" up --rxe --siw lo
+expect_rc 2 "up --rxe --siw"
+expect_in err '^krdmactl: up: give one of --rxe and --siw$' "up --rxe --siw"
+expect_in err 'run up once for each' "up --rxe --siw"
+n=$((n + 1))
+[ ! -s "$TMP/log" ] || fail "up --rxe --siw ran $(cat "$TMP/log")"
+
+# not root: said once, up front; nothing run
+up_run "" "euid=1000" up --siw -n s1 lo
+expect_rc 1 "up as uid 1000"
+expect_in err '^krdmactl: up needs root: it loads kernel modules and creates RDMA devices (this is uid 1000)$' \
+	"up as uid 1000"
+expect_in err '^krdmactl: run it as root: sudo krdmactl up --siw -n s1 lo$' \
+	"up as uid 1000"
+n=$((n + 1))
+[ ! -s "$TMP/log" ] || fail "up as uid 1000 ran $(cat "$TMP/log")"
+
+# no siw module: how to get one
+FAKE_MODPROBE='' up_run "krdma rdma_rxe" "nl=rxe0:rxe:lo" up --siw lo
+expect_rc 1 "up --siw, no siw module"
+expect_in err "^krdmactl: cannot load siw: modprobe siw failed and there is no $TMP/no/siw.ko$" \
+	"up --siw, no siw module"
+expect_in err "^krdmactl: kernel $(uname -r) has no siw module (Debian's kernels do not ship it): build it .*build-siw\.sh .*KRDMA_SIW_KO=.*krdmactl up --rxe$" \
+	"up --siw, no siw module: how to get it"
+export FAKE_MODPROBE=siw
+
+# down: what up recorded, as root only
+up_run "krdma rdma_rxe" "nl=rxe0:rxe:lo" up --siw lo
+printf 'siw 16384 0 - Live 0x0\n' >>"$FAKE_PROC_MODULES"
+FAKE_KRDMA=nl=rxe0:rxe:lo+siw0:siw:lo LD_PRELOAD=$SHIM ./krdmactl down \
+	>"$TMP/out" 2>"$TMP/err" </dev/null
+rc=$?
+expect_rc 0 "down"
+expect_in out '^deleted siw0 (was on lo)$' "down"
+expect_in out '^unloaded module siw$' "down"
+expect_not_in out 'rxe0' "down: leaves rxe0 alone"
+n=$((n + 1))
+[ ! -e "$TMP/state/up.state" ] || fail "down kept the record"
+mkdir -p "$TMP/state"
+echo "device siw0 lo" >"$TMP/state/up.state"
+FAKE_KRDMA=euid=1000 LD_PRELOAD=$SHIM ./krdmactl down >"$TMP/out" \
+	2>"$TMP/err" </dev/null
+rc=$?
+expect_rc 1 "down as uid 1000"
+expect_in err '^krdmactl: down needs root: it loads kernel modules and deletes RDMA devices (this is uid 1000)$' \
+	"down as uid 1000"
+expect_in err '^krdmactl: run it as root: sudo krdmactl down$' \
+	"down as uid 1000"
+expect_in "state/up.state" '^device siw0 lo$' "down as uid 1000: the record kept"
+rm -f "$TMP/state/up.state"
+run euid=1000 down
+expect_rc 0 "down as uid 1000, no record"
+expect_in out '^nothing to undo' "down as uid 1000, no record"
+
+PATH=$OLDPATH
+unset FAKE_PROC_MODULES FAKE_PROGS_LOG KRDMA_STATE_DIR KRDMA_SIW_KO \
+	FAKE_MODPROBE
 
 # status and set, against made-up debugfs files and module parameters
 # (KRDMA_DEBUGFS, KRDMA_SYSFS_MODULE) and the fake /dev/krdma
@@ -691,6 +1110,147 @@ expect_in err 'cannot read the connections and buffers' \
 	"status without debugfs"
 # (a variable set for a function call may stay set: sh leaves it open)
 export KRDMA_DEBUGFS="$TMP/dbg" KRDMA_SYSFS_MODULE="$TMP/mod"
+
+# stat: the counters of debugfs, in counts; with -i, rates between
+# samples that change (the shim opens connections.1 and stats.1 at the
+# second read: no sleep needed to make them change)
+run "" stat
+expect_rc 0 "stat"
+expect_in out '^total  *write 3 196608 B read 3 196608 B send 2 128 B recv 4 256 B atomic 3 24 B failed 2$' \
+	"stat: the module's totals"
+expect_in out '^dev rxe0 (1 conn)  *write 3 196608 B read 3 196608 B send 2 128 B recv 0 0 B atomic 3 24 B failed 1$' \
+	"stat: rxe0, of its connection"
+expect_in out '^conn 3 rxe0 CONNECTED  *write 3 196608 B .* failed 1$' \
+	"stat: conn 3"
+expect_in out '^conn 9 - ERROR  *write 0 0 B read 0 0 B send 0 0 B recv 4 256 B atomic 0 0 B failed 1$' \
+	"stat: conn 9, no device"
+run "" stat -j
+expect_rc 0 "stat -j"
+schema_check STAT "stat -j"
+json_check 'd["interval"] is None and d["totals"]["rates"] is None and
+	d["totals"]["ops"]["send"] == {"posted": 3, "done": 2, "failed": 1,
+	"bytes": 128} and
+	[(x["ifname"], x["connections"], x["ops"]["write"]["bytes"])
+	 for x in d["devices"]] == [("rxe0", 1, 196608)] and
+	[(c["id"], c["ifname"], c["state"], c["ops"]["recv"]["done"])
+	 for c in d["connections"]] == [(3, "rxe0", "CONNECTED", 0),
+	 (9, None, "ERROR", 4)]' "stat -j: counts"
+# the second sample: conn 3 wrote 1000000 bytes more, conn 9 is gone,
+# conn 11 is new
+sed 's/write_posted=3 write_done=3 write_failed=0 write_bytes=196608/write_posted=5 write_done=5 write_failed=0 write_bytes=1196608/' \
+	"$TMP/dbg/connections" | grep '^id=3 ' >"$TMP/dbg/connections.1"
+sed 's/^id=3 /id=11 /' "$TMP/dbg/connections" | grep '^id=11 ' \
+	>>"$TMP/dbg/connections.1"
+sed 's/write_posted=3 write_done=3 write_failed=0 write_bytes=196608/write_posted=5 write_done=5 write_failed=0 write_bytes=1196608/' \
+	"$TMP/dbg/stats" >"$TMP/dbg/stats.1"
+run "" stat -j -i 0.05 -c 2
+expect_rc 0 "stat -j -i 0.05 -c 2"
+n=$((n + 1))
+[ "$(wc -l <"$TMP/out")" -eq 2 ] || fail "stat -j -i 0.05 -c 2: two lines"
+cp "$TMP/out" "$TMP/stat_lines"
+sed -n 2p "$TMP/stat_lines" >"$TMP/out"
+schema_check STAT "stat -j -i: the second sample"
+json_check 'd["interval"] >= 0.04 and
+	abs(d["totals"]["rates"]["write"]["bytes"] * d["interval"] - 1e6) < 1e6 * 0.01 and
+	abs(d["totals"]["rates"]["write"]["done"] * d["interval"] - 2) < 0.05 and
+	d["totals"]["rates"]["read"]["bytes"] == 0 and
+	[(c["id"], c["rates"] is None) for c in d["connections"]] ==
+	[(3, False), (11, True)] and
+	abs(d["connections"][0]["rates"]["write"]["bytes"] * d["interval"] - 1e6) < 1e4 and
+	d["devices"][0]["connections"] == 2 and
+	abs(d["devices"][0]["rates"]["write"]["bytes"] * d["interval"] - 1e6) < 1e4' \
+	"stat -j -i: rates of what changed, none for a new connection"
+run "" stat -i 0.05 -c 2
+expect_rc 0 "stat -i 0.05 -c 2"
+expect_in out '^per second, over 0\.[0-9][0-9] s:$' "stat -i: the rates"
+expect_in out '^total  *write [0-9.]*/s [0-9.]* MB/s read 0\.0/s 0\.00 MB/s ' \
+	"stat -i: the totals' rates"
+expect_in out '^conn 11 rxe0 CONNECTED (new)  *write 3 196608 B ' \
+	"stat -i: a new connection in counts"
+rm -f "$TMP/dbg/connections.1" "$TMP/dbg/stats.1"
+for bad in "-c 2" "-i 0" "-i x" "-i 5000" "-i 1 -c x" "extra"; do
+	# shellcheck disable=SC2086 # the words
+	run "" stat $bad
+	expect_rc 2 "stat $bad"
+done
+expect_in err "unexpected argument 'extra'" "stat extra"
+KRDMA_DEBUGFS=$TMP/nodebugfs run "" stat
+expect_rc 1 "stat without debugfs"
+expect_in err '^krdmactl: stat: cannot read the counters from .*nodebugfs: No such file' \
+	"stat without debugfs"
+KRDMA_DEBUGFS=$TMP/nodebugfs run "" -j stat
+expect_rc 1 "-j stat without debugfs"
+schema_check FAILURE "-j stat without debugfs"
+# (a variable set for a function call may stay set: sh leaves it open)
+export KRDMA_DEBUGFS="$TMP/dbg" KRDMA_SYSFS_MODULE="$TMP/mod"
+
+# monitor: the events between readings that change (connections.1, .2 by
+# the shim, siw1 at the third count of the devices), bounded by -c or -t
+grep '^id=9 ' "$TMP/dbg/connections" >"$TMP/dbg/connections.2"
+sed 's/^id=3 state=CONNECTED error=0 /id=3 state=ERROR error=104 /' \
+	"$TMP/dbg/connections" >"$TMP/dbg/connections.1"
+grep '^id=3 ' "$TMP/dbg/connections" | sed 's/^id=3 /id=12 /' \
+	>>"$TMP/dbg/connections.2"
+run "appear=3" monitor -j -c 4
+expect_rc 0 "monitor -j -c 4"
+n=$((n + 1))
+[ "$(wc -l <"$TMP/out")" -eq 4 ] || fail "monitor -j -c 4: four lines"
+cp "$TMP/out" "$TMP/mon_lines"
+"$PYTHON" -c '
+import json, sys
+for i, line in enumerate(open(sys.argv[1])):
+    open("%s.%d" % (sys.argv[1], i), "w").write(line)
+' "$TMP/mon_lines"
+for i in 0 1 2 3; do
+	cp "$TMP/mon_lines.$i" "$TMP/out"
+	schema_check MONITOR_EVENT "monitor -j: event $i"
+done
+n=$((n + 1))
+"$PYTHON" - "$TMP/mon_lines" <<'EOP' || fail "monitor -j -c 4: the events"
+import json, re, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+got = [(e["event"], e["ifname"], e["id"], e["state"], e["old_state"],
+        e["error"] and e["error"]["name"]) for e in ev]
+want = [("conn_state", "rxe0", 3, "ERROR", "CONNECTED", "ECONNRESET"),
+        ("dev_add", "siw1", None, None, None, None),
+        ("conn_up", "rxe0", 12, "CONNECTED", None, None),
+        ("conn_down", "rxe0", 3, None, "ERROR", "ECONNRESET")]
+assert got == want, got
+assert all(re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4}$",
+                    e["time"]) for e in ev), ev
+assert ev[0]["peer"] == "198.18.0.1:40000", ev[0]
+EOP
+run "appear=3" monitor -c 4
+expect_rc 0 "monitor -c 4"
+expect_in out '^[0-9-]*T[0-9:.]*[+-][0-9]\{4\} conn_state rxe0 conn 3 peer 198\.18\.0\.1:40000 CONNECTED -> ERROR (ECONNRESET: Connection reset by peer)$' \
+	"monitor: a connection's state"
+expect_in out ' dev_add siw1 (iWARP)$' "monitor: a device added"
+expect_in out ' conn_up rxe0 conn 12 peer 198\.18\.0\.1:40000 CONNECTED$' \
+	"monitor: a connection up"
+expect_in out ' conn_down rxe0 conn 3 peer 198\.18\.0\.1:40000 (was ERROR) (ECONNRESET' \
+	"monitor: a connection gone"
+rm -f "$TMP/dbg/connections.1" "$TMP/dbg/connections.2"
+# nothing changes: -t ends it, with nothing printed
+run "" monitor -t 0.3
+expect_rc 0 "monitor -t 0.3, no change"
+n=$((n + 1))
+[ ! -s "$TMP/out" ] || fail "monitor -t 0.3, no change: printed something"
+KRDMA_DEBUGFS=$TMP/nodebugfs run "appear=2" monitor -t 0.5
+expect_rc 0 "monitor without debugfs"
+expect_in err '^krdmactl: monitor: warning: cannot read the connections from .*: watching the devices only' \
+	"monitor without debugfs"
+expect_in out ' dev_add siw1 (iWARP)$' "monitor without debugfs: devices"
+KRDMA_DEBUGFS=$TMP/nodebugfs run "eacces,euid=1000" monitor -t 0.3
+expect_rc 1 "monitor, nothing readable"
+expect_in err 'monitor: nor the devices through /dev/krdma: nothing to watch' \
+	"monitor, nothing readable"
+# (a variable set for a function call may stay set: sh leaves it open)
+export KRDMA_DEBUGFS="$TMP/dbg" KRDMA_SYSFS_MODULE="$TMP/mod"
+for bad in "-c 0" "-c x" "-t 0" "-t x" "extra"; do
+	# shellcheck disable=SC2086 # the words
+	run "" monitor $bad
+	expect_rc 2 "monitor $bad"
+done
 
 run "eacces,euid=1000,node_gid=54321,node_mode=0660" status
 expect_rc 0 "status, EACCES"
@@ -823,6 +1383,16 @@ if command -v valgrind >/dev/null 2>&1; then
 			break
 		fi
 		expect_rc 0 "valgrind dev ($scenario)"
+	done
+	for args in "dev show" "stat -i 0.05 -c 2" "monitor -t 0.3"; do
+		# shellcheck disable=SC2086 # the command's words
+		KRDMA_DEBUGFS=$TMP/dbg FAKE_KRDMA=appear=2 LD_PRELOAD=$SHIM \
+			valgrind -q --leak-check=full --errors-for-leak-kinds=all \
+			--error-exitcode=3 ./krdmactl $args >"$TMP/out" \
+			2>"$TMP/err"
+		rc=$?
+		grep -q "I can't recover" "$TMP/err" && break
+		expect_rc 0 "valgrind $args"
 	done
 fi
 
