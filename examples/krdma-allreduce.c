@@ -62,7 +62,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libkrdma.h"
+#include "common.h"
 
 #define PROG			"krdma-allreduce"
 #define AR_MAX_RANKS		256	/* float sums stay exact below 2^24 */
@@ -73,44 +73,12 @@
 #define AR_DEF_SLOT_SIZE	(256U << 10)
 #define AR_MAX_SLOT_SIZE	(64U << 20)
 #define AR_CTRL			64	/* bytes of a control slot */
-#define AR_GRACE_MS		5000	/* to learn who died, after a failure */
 #define AR_DEF_TIMEOUT_S	30
 
-#define RV_MAGIC		0x52414b52U	/* "RKAR" */
-#define RV_VERSION		1
+_Static_assert(AR_MAX_RANKS <= RV_MAX_RANKS, "the rendezvous takes them");
+
 #define NOTE_MAGIC		0x4e414b52U	/* "RKAN" */
 
-#define __printf(a, b) __attribute__((format(printf, a, b)))
-#define __noreturn __attribute__((noreturn))
-#define ARRAY_SIZE(x) (sizeof(x) / sizeof((x)[0]))
-
-enum rv_type {
-	RV_HELLO = 1,	/* rank, the options it runs with */
-	RV_ADDR,	/* where it listens */
-	RV_TOKEN,	/* the token of its slots window, its device */
-	RV_BARRIER,
-	RV_RESULT,	/* time and errors of one size and type */
-	RV_DONE,
-	RV_ABORT,	/* rank -> root: I fail, for this reason */
-	RV_VERDICT,	/* root -> ranks: the run failed, for this reason */
-};
-
-/* One rendezvous message, host byte order (as krdmactl's protocols) */
-struct rv_msg {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t type;
-	uint32_t rank;
-	uint32_t nranks;
-	uint32_t xseq;		/* number of the exchange */
-	int32_t blame;		/* ABORT, VERDICT: the rank at fault, or -1 */
-	uint64_t v[6];
-	struct krdma_addr addr;
-	struct krdma_token token;
-	char text[192];
-};
-
-_Static_assert(sizeof(struct rv_msg) == 328, "328 bytes on the wire");
 
 /* A notification (iWARP) or a credit, in a control slot */
 struct note {
@@ -137,9 +105,6 @@ enum dtype { T_FLOAT, T_INT32 };
 static const char *const type_names[] = { "float", "int32" };
 
 struct opts {
-	int rank, nranks;
-	char root_host[256];
-	unsigned int root_port;
 	char addr[INET6_ADDRSTRLEN];	/* local address to listen on */
 	bool tcp;
 	int notify;			/* 0 auto, 1 imm, 2 send */
@@ -177,18 +142,14 @@ struct run {
 	uint64_t last_progress;
 };
 
+#define ar_abort(a, blame, ...) rv_abort(&(a)->rv, blame, __VA_ARGS__)
+
+const char *const ex_prog = PROG;
+
 struct ar {
 	struct opts o;
 	int rank, n, left, right;
-	char phase[128];		/* what runs now, for messages */
-	/* rendezvous */
-	int root_sock;			/* rank > 0 */
-	int *socks;			/* rank 0: per rank (-1 for itself) */
-	bool *gone;			/* rank 0: rank's socket closed */
-	struct rv_msg *early;		/* rank 0: a rank's next message */
-	bool *has_early;
-	uint32_t xseq;
-	struct krdma_addr local;	/* local address, port 0 */
+	struct rv rv;			/* the rendezvous (common.h) */
 	/* krdma */
 	int kfd;
 	uint32_t listener, lconn, rconn;
@@ -202,466 +163,9 @@ struct ar {
 	/* TCP */
 	int lsock, rsock, tlisten;
 	/* results */
-	struct rv_msg *all;		/* allgather of N messages */
 	char infos[AR_MAX_RANKS][128];
 	char first_wrong[120];
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static void __printf(2, 3) say(const struct ar *a, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, PROG ": rank %d: ", a->rank);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-/*
- * Rendezvous
- */
-
-static int rv_send(int sock, struct rv_msg *m)
-{
-	const uint8_t *p = (const uint8_t *)m;
-	size_t done = 0;
-
-	m->magic = RV_MAGIC;
-	m->version = RV_VERSION;
-	while (done < sizeof(*m)) {
-		ssize_t w = send(sock, p + done, sizeof(*m) - done, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -errno;
-		done += w;
-	}
-	return 0;
-}
-
-/* One message from @sock by @deadline (ns): 0, -EPIPE (EOF), -ETIMEDOUT, -EPROTO */
-static int rv_read(int sock, struct rv_msg *m, uint64_t deadline)
-{
-	uint8_t *p = (uint8_t *)m;
-	size_t done = 0;
-
-	while (done < sizeof(*m)) {
-		struct pollfd pfd = { .fd = sock, .events = POLLIN };
-		uint64_t t = now_ns();
-		int ms = t >= deadline ? 0 : (int)((deadline - t) / 1000000) + 1;
-		ssize_t r;
-
-		if (poll(&pfd, 1, ms) == 0)
-			return -ETIMEDOUT;
-		r = recv(sock, p + done, sizeof(*m) - done, MSG_DONTWAIT);
-		if (r == 0)
-			return -EPIPE;
-		if (r < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return errno == ECONNRESET ? -EPIPE : -errno;
-		}
-		done += r;
-	}
-	if (m->magic != RV_MAGIC || m->version != RV_VERSION)
-		return -EPROTO;
-	m->text[sizeof(m->text) - 1] = '\0';
-	return 0;
-}
-
-static void __noreturn ar_abort(struct ar *a, int blame,
-					       const char *fmt, ...)
-	__printf(3, 4);
-
-/* Rank 0: the verdict to everyone still there, then exit */
-static void __noreturn root_verdict(struct ar *a, int blame,
-						   const char *text)
-{
-	struct rv_msg m;
-	int i;
-
-	memset(&m, 0, sizeof(m));
-	m.type = RV_VERDICT;
-	m.blame = blame;
-	snprintf(m.text, sizeof(m.text), "%s", text);
-	for (i = 1; i < a->n; i++)
-		if (a->socks[i] >= 0 && !a->gone[i])
-			rv_send(a->socks[i], &m);
-	say(a, "aborted: %s", text);
-	exit(1);
-}
-
-static void dead_text(const struct ar *a, int q, char *buf, size_t len)
-{
-	snprintf(buf, len, "rank %d is gone: its process exited or was killed (its rendezvous connection closed) during %.70s",
-		 q, a->phase);
-}
-
-/*
- * Rank 0 decides why the run failed: a rank whose socket closed without
- * a word died; else the first reason given (its own, or a rank's ABORT).
- * It waits up to AR_GRACE_MS for a dying rank's socket to close.
- */
-static void __noreturn root_abort(struct ar *a, int who, int blame,
-				  const char *why)
-{
-	uint64_t deadline = now_ns() + AR_GRACE_MS * 1000000ULL;
-	struct pollfd pfd[AR_MAX_RANKS];
-	bool aborted[AR_MAX_RANKS] = { false };
-	char text[sizeof(((struct rv_msg *)0)->text)];
-	int i, np, waiting;
-
-	if (who > 0)
-		aborted[who] = true;
-
-	for (i = 1; i < a->n; i++) {
-		if (a->gone[i]) {
-			dead_text(a, i, text, sizeof(text));
-			root_verdict(a, i, text);
-		}
-	}
-	snprintf(text, sizeof(text), "rank %d: %.160s", who, why);
-	for (;;) {
-		uint64_t t = now_ns();
-		int idx[AR_MAX_RANKS];
-
-		np = 0;
-		waiting = 0;
-		for (i = 1; i < a->n; i++) {
-			if (a->gone[i])
-				continue;
-			if (!aborted[i])
-				waiting++;
-			pfd[np].fd = a->socks[i];
-			pfd[np].events = POLLIN;
-			idx[np++] = i;
-		}
-		if (!waiting || t >= deadline)
-			break;
-		if (poll(pfd, np, (int)((deadline - t) / 1000000) + 1) <= 0)
-			continue;
-		for (i = 0; i < np; i++) {
-			struct rv_msg m;
-			int q = idx[i], ret;
-
-			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			ret = rv_read(a->socks[q], &m, now_ns() + 1000000000ULL);
-			/* gone after its ABORT: it gave up waiting, not died */
-			if (ret == -EPIPE && (aborted[q] || q == who)) {
-				a->gone[q] = true;
-				continue;
-			}
-			if (ret == -EPIPE || ret == -ECONNRESET) {
-				a->gone[q] = true;
-				dead_text(a, q, text, sizeof(text));
-				root_verdict(a, q, text);
-			}
-			if (ret) {
-				a->gone[q] = true;
-				continue;
-			}
-			if (m.type == RV_ABORT) {
-				aborted[q] = true;
-				/* the first reason, unless ours names nobody */
-				if (blame < 0 && m.blame >= 0) {
-					blame = m.blame;
-					snprintf(text, sizeof(text),
-						 "rank %u: %.100s", q, m.text);
-				}
-			}
-		}
-	}
-	root_verdict(a, blame, text);
-}
-
-/*
- * Fail the run: say so to rank 0 (or, on rank 0, find out who is at
- * fault and tell everyone), print the verdict, exit 1. Closing the
- * files at exit ends the connections and unpins the buffers.
- */
-static void ar_abort(struct ar *a, int blame, const char *fmt, ...)
-{
-	/* longer than rank 0 may take to decide (AR_GRACE_MS) */
-	uint64_t deadline = now_ns() + 2 * AR_GRACE_MS * 1000000ULL;
-	char why[sizeof(((struct rv_msg *)0)->text)];
-	struct rv_msg m;
-	va_list ap;
-	int ret;
-
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	fflush(stdout);
-	if (a->rank == 0 && a->socks)
-		root_abort(a, 0, blame, why);
-	if (a->rank == 0 || a->root_sock < 0) {
-		say(a, "%s", why);
-		exit(1);
-	}
-	say(a, "%s", why);
-	memset(&m, 0, sizeof(m));
-	m.type = RV_ABORT;
-	m.rank = a->rank;
-	m.blame = blame;
-	snprintf(m.text, sizeof(m.text), "%s", why);
-	rv_send(a->root_sock, &m);
-	for (;;) {
-		ret = rv_read(a->root_sock, &m, deadline);
-		if (ret == -ETIMEDOUT)
-			break;
-		if (ret) {
-			say(a, "aborted: rank 0 is gone: its process exited or was killed (its rendezvous connection closed) during %s",
-			    a->phase);
-			exit(1);
-		}
-		if (m.type == RV_VERDICT) {
-			say(a, "aborted: %s", m.text);
-			exit(1);
-		}
-	}
-	say(a, "aborted: no word from rank 0 within %d ms", 2 * AR_GRACE_MS);
-	exit(1);
-}
-
-/*
- * A rendezvous socket is readable outside an exchange: on rank 0 a
- * rank's ABORT, or its socket closed (it died); on the others rank 0's
- * VERDICT, or its death.
- */
-static void rv_event(struct ar *a, int q)
-{
-	struct rv_msg m;
-	int sock = a->rank ? a->root_sock : a->socks[q];
-	int ret = rv_read(sock, &m, now_ns() + 1000000000ULL);
-
-	if (a->rank == 0) {
-		char text[sizeof(m.text)];
-
-		if (ret == -EPIPE) {
-			a->gone[q] = true;
-			dead_text(a, q, text, sizeof(text));
-			root_verdict(a, q, text);
-		}
-		if (ret)
-			ar_abort(a, q, "rendezvous with rank %d: %s", q,
-				 strerror(-ret));
-		if (m.type == RV_ABORT)
-			root_abort(a, q, m.blame, m.text);
-		/* a rank done before us is in the next exchange already */
-		if (a->has_early[q])
-			ar_abort(a, q, "rendezvous: rank %d is two exchanges ahead",
-				 q);
-		a->early[q] = m;
-		a->has_early[q] = true;
-		return;
-	}
-	if (ret == -EPIPE) {
-		say(a, "aborted: rank 0 is gone: its process exited or was killed (its rendezvous connection closed) during %s",
-		    a->phase);
-		exit(1);
-	}
-	if (ret)
-		ar_abort(a, 0, "rendezvous with rank 0: %s", strerror(-ret));
-	if (m.type == RV_VERDICT) {
-		say(a, "aborted: %s", m.text);
-		exit(1);
-	}
-	ar_abort(a, 0, "rendezvous: unexpected message %u from rank 0", m.type);
-}
-
-/*
- * The one collective of the rendezvous: every rank gives @mine; rank 0
- * collects them and sends back all N (into a->all) when @gather, else
- * only its own (a barrier). The same exchange on every rank, in order.
- */
-static void rv_exchange(struct ar *a, struct rv_msg *mine, bool gather)
-{
-	uint64_t deadline = now_ns() + a->o.timeout_s * 1000000000ULL;
-	uint32_t xseq = ++a->xseq;
-	int i, ret;
-
-	mine->rank = a->rank;
-	mine->nranks = a->n;
-	mine->xseq = xseq;
-	if (a->rank) {
-		int want = gather ? a->n : 1;
-
-		ret = rv_send(a->root_sock, mine);
-		for (i = 0; !ret && i < want; i++) {
-			struct rv_msg *m = &a->all[gather ? i : 0];
-
-			ret = rv_read(a->root_sock, m, deadline);
-			if (ret == -EPIPE)
-				rv_event(a, 0);		/* rank 0's death */
-			if (ret == -ETIMEDOUT)
-				ar_abort(a, 0, "no answer from rank 0 within %u s during %s",
-					 a->o.timeout_s, a->phase);
-			if (!ret && m->type == RV_VERDICT) {
-				say(a, "aborted: %s", m->text);
-				exit(1);
-			}
-			if (!ret && (m->xseq != xseq || m->type != mine->type))
-				ar_abort(a, 0, "rendezvous out of step: message %u (exchange %u) from rank 0, expected %u (%u)",
-					 m->type, m->xseq, mine->type, xseq);
-		}
-		if (ret)
-			ar_abort(a, 0, "rendezvous with rank 0: %s",
-				 strerror(-ret));
-		return;
-	}
-
-	/* rank 0 */
-	a->all[0] = *mine;
-	{
-		bool have[AR_MAX_RANKS] = { true };
-		int missing = a->n - 1;
-
-		while (missing) {
-			struct pollfd pfd[AR_MAX_RANKS];
-			int idx[AR_MAX_RANKS], np = 0;
-			uint64_t t = now_ns();
-
-			for (i = 1; i < a->n; i++) {
-				if (!have[i] && a->has_early[i]) {
-					a->has_early[i] = false;
-					if (a->early[i].xseq != xseq ||
-					    a->early[i].type != mine->type)
-						ar_abort(a, i, "rendezvous out of step: message %u (exchange %u) from rank %d, expected %u (%u)",
-							 a->early[i].type, a->early[i].xseq,
-							 i, mine->type, xseq);
-					a->all[i] = a->early[i];
-					have[i] = true;
-					missing--;
-				}
-				if (have[i])
-					continue;
-				pfd[np].fd = a->socks[i];
-				pfd[np].events = POLLIN;
-				idx[np++] = i;
-			}
-			if (!np)
-				break;
-			if (t >= deadline) {
-				ar_abort(a, idx[0], "rank %d did not reach %s within %u s",
-					 idx[0], a->phase, a->o.timeout_s);
-			}
-			if (poll(pfd, np, (int)((deadline - t) / 1000000) + 1) <= 0)
-				continue;
-			for (i = 0; i < np; i++) {
-				struct rv_msg m;
-				int q = idx[i];
-
-				if (!pfd[i].revents)
-					continue;
-				ret = rv_read(a->socks[q], &m, deadline);
-				if (ret == -EPIPE) {
-					char text[sizeof(m.text)];
-
-					a->gone[q] = true;
-					dead_text(a, q, text, sizeof(text));
-					root_verdict(a, q, text);
-				}
-				if (ret)
-					ar_abort(a, q, "rendezvous with rank %d: %s",
-						 q, strerror(-ret));
-				if (m.type == RV_ABORT)
-					root_abort(a, q, m.blame, m.text);
-				if (m.xseq != xseq || m.type != mine->type ||
-				    m.rank != (uint32_t)q)
-					ar_abort(a, q, "rendezvous out of step: message %u (exchange %u) from rank %d, expected %u (%u)",
-						 m.type, m.xseq, q, mine->type, xseq);
-				a->all[q] = m;
-				have[q] = true;
-				missing--;
-			}
-		}
-	}
-	for (i = 1; i < a->n; i++) {
-		int j;
-
-		ret = 0;
-		if (gather) {
-			for (j = 0; !ret && j < a->n; j++)
-				ret = rv_send(a->socks[i], &a->all[j]);
-		} else {
-			ret = rv_send(a->socks[i], mine);
-		}
-		if (ret)
-			ar_abort(a, i, "rendezvous with rank %d: %s", i,
-				 strerror(-ret));
-	}
-}
-
-static int resolve(const char *host, unsigned int port, struct sockaddr_storage *ss,
-		   socklen_t *len)
-{
-	struct addrinfo hints, *res;
-	char ps[16];
-	int ret;
-
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	snprintf(ps, sizeof(ps), "%u", port);
-	ret = getaddrinfo(host, ps, &hints, &res);
-	if (ret)
-		return -EHOSTUNREACH;
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
-}
-
-/* sockaddr <-> krdma_addr (the rendezvous carries addresses so) */
-static void sa_to_addr(const struct sockaddr_storage *ss, struct krdma_addr *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->family = ss->ss_family;
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const void *)ss;
-
-		out->port = ntohs(s4->sin_port);
-		memcpy(out->addr, &s4->sin_addr, 4);
-	} else {
-		const struct sockaddr_in6 *s6 = (const void *)ss;
-
-		out->port = ntohs(s6->sin6_port);
-		memcpy(out->addr, &s6->sin6_addr, 16);
-		out->scope_id = s6->sin6_scope_id;
-	}
-}
-
-static socklen_t addr_to_sa(const struct krdma_addr *a, struct sockaddr_storage *ss)
-{
-	memset(ss, 0, sizeof(*ss));
-	ss->ss_family = a->family;
-	if (a->family == AF_INET) {
-		struct sockaddr_in *s4 = (void *)ss;
-
-		s4->sin_port = htons(a->port);
-		memcpy(&s4->sin_addr, a->addr, 4);
-		return sizeof(*s4);
-	}
-	{
-		struct sockaddr_in6 *s6 = (void *)ss;
-
-		s6->sin6_port = htons(a->port);
-		memcpy(&s6->sin6_addr, a->addr, 16);
-		s6->sin6_scope_id = a->scope_id;
-		return sizeof(*s6);
-	}
-}
 
 /* The options every rank must share, in a HELLO */
 static void hello_fill(const struct ar *a, struct rv_msg *m)
@@ -674,133 +178,6 @@ static void hello_fill(const struct ar *a, struct rv_msg *m)
 	m->v[3] = a->o.factor;
 	m->v[4] = a->o.iters | (uint64_t)a->o.warmup << 32;
 	m->v[5] = a->o.slots | a->o.slot_size << 16;
-}
-
-/* Rank 0: say why to a rank it turns away (its VERDICT), and close */
-static void __printf(3, 4) refuse(struct ar *a, int sock, const char *fmt, ...)
-{
-	struct rv_msg m;
-	va_list ap;
-
-	memset(&m, 0, sizeof(m));
-	m.type = RV_VERDICT;
-	m.blame = -1;
-	va_start(ap, fmt);
-	vsnprintf(m.text, sizeof(m.text), fmt, ap);
-	va_end(ap);
-	say(a, "%s", m.text);
-	rv_send(sock, &m);
-	close(sock);
-}
-
-/* Rank 0: take the N - 1 ranks' connections and HELLOs */
-static void rv_root(struct ar *a)
-{
-	uint64_t deadline = now_ns() + a->o.timeout_s * 1000000000ULL;
-	struct sockaddr_storage ss;
-	struct rv_msg mine, m;
-	socklen_t len;
-	int ls, one = 1, joined = 0;
-
-	a->socks = calloc(a->n, sizeof(*a->socks));
-	a->gone = calloc(a->n, sizeof(*a->gone));
-	a->early = calloc(a->n, sizeof(*a->early));
-	a->has_early = calloc(a->n, sizeof(*a->has_early));
-	if (!a->socks || !a->gone || !a->early || !a->has_early)
-		ar_abort(a, -1, "out of memory");
-	for (joined = 0; joined < a->n; joined++)
-		a->socks[joined] = -1;
-	joined = 0;
-	if (resolve(a->o.root_host, a->o.root_port, &ss, &len))
-		ar_abort(a, -1, "cannot resolve %s", a->o.root_host);
-	ls = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (ls < 0)
-		ar_abort(a, -1, "socket: %s", strerror(errno));
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(ls, (struct sockaddr *)&ss, len) || listen(ls, AR_MAX_RANKS))
-		ar_abort(a, -1, "cannot listen on %s:%u for the rendezvous: %s",
-			 a->o.root_host, a->o.root_port, strerror(errno));
-	sa_to_addr(&ss, &a->local);
-	a->local.port = 0;
-	hello_fill(a, &mine);
-	while (joined < a->n - 1) {
-		struct pollfd pfd = { .fd = ls, .events = POLLIN };
-		uint64_t t = now_ns();
-		int s, q;
-
-		if (t >= deadline)
-			ar_abort(a, -1, "only %d of %d ranks joined within %u s",
-				 joined + 1, a->n, a->o.timeout_s);
-		if (poll(&pfd, 1, (int)((deadline - t) / 1000000) + 1) <= 0)
-			continue;
-		s = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
-		if (s < 0)
-			continue;
-		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (rv_read(s, &m, deadline) || m.type != RV_HELLO) {
-			close(s);
-			continue;
-		}
-		q = m.rank;
-		if (q <= 0 || q >= a->n || a->socks[q] >= 0 ||
-		    m.nranks != (uint32_t)a->n) {
-			refuse(a, s, "rank %d of %u refused: the world size is %d%s",
-			       q, m.nranks, a->n,
-			       q > 0 && q < a->n && a->socks[q] >= 0 ?
-			       ", and that rank has joined" : "");
-			continue;
-		}
-		if (memcmp(m.v, mine.v, sizeof(m.v))) {
-			refuse(a, s, "rank %d refused: it runs with other options than rank 0 (mode, sizes, types, iterations or slots)",
-			       q);
-			continue;
-		}
-		a->socks[q] = s;
-		joined++;
-	}
-	close(ls);
-}
-
-/* Other ranks: connect to rank 0 (retrying until it listens) and HELLO */
-static void rv_join(struct ar *a)
-{
-	uint64_t deadline = now_ns() + a->o.timeout_s * 1000000000ULL;
-	struct sockaddr_storage ss, me;
-	struct rv_msg m;
-	socklen_t len, mlen = sizeof(me);
-	int s, one = 1;
-
-	if (resolve(a->o.root_host, a->o.root_port, &ss, &len))
-		ar_abort(a, -1, "cannot resolve %s", a->o.root_host);
-	for (;;) {
-		struct timespec ts = { 0, 100 * 1000000L };
-
-		s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (s < 0)
-			ar_abort(a, -1, "socket: %s", strerror(errno));
-		if (!connect(s, (struct sockaddr *)&ss, len))
-			break;
-		close(s);
-		if (errno != ECONNREFUSED && errno != ETIMEDOUT &&
-		    errno != EHOSTUNREACH && errno != ENETUNREACH)
-			ar_abort(a, 0, "cannot reach rank 0 at %s:%u: %s",
-				 a->o.root_host, a->o.root_port, strerror(errno));
-		if (now_ns() >= deadline)
-			ar_abort(a, 0, "rank 0 does not listen at %s:%u (waited %u s)",
-				 a->o.root_host, a->o.root_port, a->o.timeout_s);
-		nanosleep(&ts, NULL);	/* rank 0 not up yet: as torchrun */
-	}
-	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	a->root_sock = s;
-	if (getsockname(s, (struct sockaddr *)&me, &mlen))
-		ar_abort(a, 0, "getsockname: %s", strerror(errno));
-	sa_to_addr(&me, &a->local);
-	a->local.port = 0;
-	hello_fill(a, &m);
-	m.rank = a->rank;
-	m.nranks = a->n;
-	if (rv_send(s, &m))
-		ar_abort(a, 0, "cannot send to rank 0: %s", strerror(errno));
 }
 
 /*
@@ -1040,7 +417,7 @@ static void krdma_setup(struct ar *a)
 	char as[64];
 	int ret;
 
-	snprintf(a->phase, sizeof(a->phase), "the krdma setup");
+	snprintf(a->rv.phase, sizeof(a->rv.phase), "the krdma setup");
 	a->kfd = krdma_open();
 	if (a->kfd < 0)
 		ar_abort(a, -1, "cannot open " KRDMA_DEV_PATH ": %s; %s",
@@ -1050,18 +427,18 @@ static void krdma_setup(struct ar *a)
 		ar_abort(a, -1, "krdma.ko cannot serve this program: %s; %s",
 			 strerror(-ret), krdma_strerror_hint(ret) ?: "");
 
-	ret = krdma_listen_on(a->kfd, &a->local, 4, &a->listener, &bound);
+	ret = krdma_listen_on(a->kfd, &a->rv.local, 4, &a->listener, &bound);
 	if (ret)
 		ar_abort(a, -1, "cannot listen on %s with krdma: %s; %s",
-			 krdma_addr_str(&a->local, as, sizeof(as)), strerror(-ret),
+			 krdma_addr_str(&a->rv.local, as, sizeof(as)), strerror(-ret),
 			 krdma_cmd_strerror_hint(KRDMA_IOC_LISTEN, ret) ?: "");
 	memset(&m, 0, sizeof(m));
 	m.type = RV_ADDR;
 	m.addr = bound;
-	rv_exchange(a, &m, true);
+	rv_exchange(&a->rv, &m, true);
 
 	/* connect right first: the listeners accept in the kernel meanwhile */
-	dst = a->all[a->right].addr;
+	dst = a->rv.all[a->right].addr;
 	ret = krdma_connect_to(a->kfd, &dst, 0, &a->rconn);
 	if (ret)
 		ar_abort(a, a->right, "cannot connect to rank %d at %s: %s; %s",
@@ -1109,10 +486,10 @@ static void krdma_setup(struct ar *a)
 			 a->left, strerror(-ret),
 			 krdma_cmd_strerror_hint(KRDMA_IOC_GRANT, ret) ?: "");
 	snprintf(m.text, sizeof(m.text), "%s", a->info);
-	rv_exchange(a, &m, true);
-	a->rtok = a->all[a->right].token;
+	rv_exchange(&a->rv, &m, true);
+	a->rtok = a->rv.all[a->right].token;
 	for (i = 0; i < (uint32_t)a->n; i++)
-		snprintf(a->infos[i], sizeof(a->infos[i]), "%.100s", a->all[i].text);
+		snprintf(a->infos[i], sizeof(a->infos[i]), "%.100s", a->rv.all[i].text);
 }
 
 /* A failed completion: which neighbour, what */
@@ -1181,7 +558,7 @@ static void wait_events(struct ar *a, int fd1, short ev1, int fd2, short ev2,
 			const struct run *r)
 {
 	struct pollfd pfd[AR_MAX_RANKS + 2];
-	int idx[AR_MAX_RANKS + 2], np = 0, i;
+	int idx[AR_MAX_RANKS + 2], np = 0;
 	uint64_t t = now_ns(), limit = a->o.timeout_s * 1000000000ULL;
 
 	if (t - r->last_progress > limit) {
@@ -1190,7 +567,7 @@ static void wait_events(struct ar *a, int fd1, short ev1, int fd2, short ev2,
 			a->left : a->right;
 
 		ar_abort(a, q, "no progress for %u s during %s: rank %d (%s neighbour) does not answer",
-			 a->o.timeout_s, a->phase, q, q == a->left ? "left" : "right");
+			 a->o.timeout_s, a->rv.phase, q, q == a->left ? "left" : "right");
 	}
 	if (fd1 >= 0) {
 		pfd[np].fd = fd1;
@@ -1202,22 +579,10 @@ static void wait_events(struct ar *a, int fd1, short ev1, int fd2, short ev2,
 		pfd[np].events = ev2;
 		idx[np++] = -1;
 	}
-	if (a->rank) {
-		pfd[np].fd = a->root_sock;
-		pfd[np].events = POLLIN;
-		idx[np++] = 0;
-	} else {
-		for (i = 1; i < a->n; i++) {
-			pfd[np].fd = a->socks[i];
-			pfd[np].events = POLLIN;
-			idx[np++] = i;
-		}
-	}
+	np = rv_poll_add(&a->rv, pfd, idx, np);
 	if (poll(pfd, np, 1000) <= 0)
 		return;
-	for (i = 0; i < np; i++)
-		if (idx[i] >= 0 && pfd[i].revents)
-			rv_event(a, idx[i]);
+	rv_poll_check(&a->rv, pfd, idx, np);
 }
 
 static void run_krdma(struct ar *a, const struct plan *p, struct run *r)
@@ -1306,20 +671,6 @@ static void run_krdma(struct ar *a, const struct plan *p, struct run *r)
  * socket's own flow control stands in for the credits
  */
 
-static int tcp_listen_local(struct ar *a, struct krdma_addr *bound)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = addr_to_sa(&a->local, &ss);
-	int s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (s < 0 || bind(s, (struct sockaddr *)&ss, len) || listen(s, 4))
-		ar_abort(a, -1, "cannot listen for TCP: %s", strerror(errno));
-	len = sizeof(ss);
-	getsockname(s, (struct sockaddr *)&ss, &len);
-	sa_to_addr(&ss, bound);
-	return s;
-}
-
 static void tcp_setup(struct ar *a)
 {
 	struct sockaddr_storage ss;
@@ -1329,17 +680,19 @@ static void tcp_setup(struct ar *a)
 	int one = 1;
 	char as[64];
 
-	snprintf(a->phase, sizeof(a->phase), "the TCP setup");
-	a->tlisten = tcp_listen_local(a, &bound);
+	snprintf(a->rv.phase, sizeof(a->rv.phase), "the TCP setup");
+	a->tlisten = tcp_listen_any(&a->rv.local, &bound);
+	if (a->tlisten < 0)
+		ar_abort(a, -1, "cannot listen for TCP: %s", strerror(errno));
 	memset(&m, 0, sizeof(m));
 	m.type = RV_ADDR;
 	m.addr = bound;
-	rv_exchange(a, &m, true);
-	len = addr_to_sa(&a->all[a->right].addr, &ss);
+	rv_exchange(&a->rv, &m, true);
+	len = addr_to_sa(&a->rv.all[a->right].addr, &ss);
 	a->rsock = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (a->rsock < 0 || connect(a->rsock, (struct sockaddr *)&ss, len))
 		ar_abort(a, a->right, "cannot connect to rank %d at %s: %s",
-			 a->right, krdma_addr_str(&a->all[a->right].addr, as, sizeof(as)),
+			 a->right, krdma_addr_str(&a->rv.all[a->right].addr, as, sizeof(as)),
 			 strerror(errno));
 	{
 		struct pollfd pfd = { .fd = a->tlisten, .events = POLLIN };
@@ -1365,9 +718,9 @@ static void tcp_setup(struct ar *a)
 	memset(&m, 0, sizeof(m));
 	m.type = RV_TOKEN;
 	snprintf(m.text, sizeof(m.text), "%s", a->info);
-	rv_exchange(a, &m, true);
+	rv_exchange(&a->rv, &m, true);
 	for (int i = 0; i < a->n; i++)
-		snprintf(a->infos[i], sizeof(a->infos[i]), "%.100s", a->all[i].text);
+		snprintf(a->infos[i], sizeof(a->infos[i]), "%.100s", a->rv.all[i].text);
 }
 
 static void run_tcp(struct ar *a, const struct plan *p, struct run *r)
@@ -1474,20 +827,6 @@ struct row {
 	uint64_t wrong;
 };
 
-static void json_str(const char *key, const char *s, bool comma)
-{
-	printf("\"%s\": \"", key);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	printf("\"%s", comma ? ", " : "");
-}
-
 static void print_json(struct ar *a, const struct row *rows, int nrows, bool ok)
 {
 	int i;
@@ -1559,73 +898,8 @@ static void usage(FILE *f)
 		AR_MAX_RANKS, AR_DEF_SLOTS, AR_DEF_TIMEOUT_S);
 }
 
-static int parse_size(const char *s, uint64_t *out)
+static int parse_opts(int argc, char *argv[], struct opts *o, struct rv *rv)
 {
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	if (*s == '-')
-		return -1;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'G': case 'g':
-		v <<= 10;
-		/* fall through */
-	case 'M': case 'm':
-		v <<= 10;
-		/* fall through */
-	case 'K': case 'k':
-		v <<= 10;
-		end++;
-	}
-	if (*end)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static int parse_int(const char *s, long min, long max, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static const char *first_env(const char *const *names)
-{
-	for (; *names; names++)
-		if (getenv(*names) && *getenv(*names))
-			return getenv(*names);
-	return NULL;
-}
-
-static int __printf(1, 2) bad(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, PROG ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry '" PROG " --help'.\n");
-	return 2;
-}
-
-static int parse_opts(int argc, char *argv[], struct opts *o)
-{
-	static const char *const rank_env[] = { "RANK", "OMPI_COMM_WORLD_RANK",
-						"PMI_RANK", "SLURM_PROCID", NULL };
-	static const char *const size_env[] = { "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE",
-						"PMI_SIZE", "SLURM_NTASKS", NULL };
 	static const struct option lo[] = {
 		{ "root", required_argument, NULL, 'R' },
 		{ "rank", required_argument, NULL, 'r' },
@@ -1647,7 +921,7 @@ static int parse_opts(int argc, char *argv[], struct opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *rank_s = NULL, *size_s = NULL, *root_s = NULL, *v;
+	const char *rank_s = NULL, *size_s = NULL, *root_s = NULL;
 	bool have_max = false;
 	long l;
 	int c;
@@ -1766,59 +1040,7 @@ static int parse_opts(int argc, char *argv[], struct opts *o)
 	if (o->max_bytes < o->min_bytes)
 		return bad("-e is smaller than -b");
 
-	if (!rank_s)
-		rank_s = first_env(rank_env);
-	if (!size_s)
-		size_s = first_env(size_env);
-	if (!rank_s || !size_s)
-		return bad("which rank of how many? give --rank and --size (or RANK and WORLD_SIZE)");
-	if (parse_int(size_s, 2, AR_MAX_RANKS, &l))
-		return bad("the size (number of ranks) is 2 to %d, not '%s'", AR_MAX_RANKS, size_s);
-	o->nranks = l;
-	if (parse_int(rank_s, 0, o->nranks - 1, &l))
-		return bad("the rank is 0 to %d, not '%s'", o->nranks - 1, rank_s);
-	o->rank = l;
-
-	o->root_port = AR_DEF_PORT;
-	if (root_s) {
-		const char *colon = strrchr(root_s, ':');
-		const char *h = root_s;
-		size_t hl;
-
-		if (!colon || parse_int(colon + 1, 1, 65535, &l))
-			return bad("--root: ADDR:PORT, not '%s'", root_s);
-		o->root_port = l;
-		hl = colon - root_s;
-		if (*h == '[' && hl >= 2 && h[hl - 1] == ']') {
-			h++;
-			hl -= 2;
-		}
-		if (!hl || hl >= sizeof(o->root_host))
-			return bad("--root: ADDR:PORT, not '%s'", root_s);
-		memcpy(o->root_host, h, hl);
-		o->root_host[hl] = '\0';
-	} else {
-		v = getenv("MASTER_ADDR");
-		if (!v || !*v)
-			return bad("where is rank 0? give --root ADDR:PORT (or MASTER_ADDR and MASTER_PORT)");
-		snprintf(o->root_host, sizeof(o->root_host), "%s", v);
-		v = getenv("MASTER_PORT");
-		if (v && parse_int(v, 1, 65535, &l))
-			return bad("MASTER_PORT is not a port: '%s'", v);
-		if (v)
-			o->root_port = l;
-	}
-	return 0;
-}
-
-static void raise_memlock(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
-		return;
-	rl.rlim_cur = rl.rlim_max;
-	setrlimit(RLIMIT_MEMLOCK, &rl);
+	return parse_world(rank_s, size_s, root_s, 2, AR_MAX_RANKS, AR_DEF_PORT, rv);
 }
 
 /* One size and type: warmup + iters, each verified; the row on rank 0 */
@@ -1845,13 +1067,13 @@ static bool one_size(struct ar *a, uint64_t size, enum dtype type, struct row *r
 		uint64_t t0, t1;
 		uint64_t w;
 
-		snprintf(a->phase, sizeof(a->phase),
+		snprintf(a->rv.phase, sizeof(a->rv.phase),
 			 "the AllReduce of %" PRIu64 " bytes (%s), iteration %u",
 			 size, type_names[type], it + 1);
 		fill_input(a, p, it);
 		memset(&m, 0, sizeof(m));
 		m.type = RV_BARRIER;
-		rv_exchange(a, &m, false);
+		rv_exchange(&a->rv, &m, false);
 		r.next_send = r.sent_ok = r.credits = r.notes = 0;
 		r.processed = r.csend_ok = 0;
 		r.soff = r.roff = 0;
@@ -1875,7 +1097,7 @@ static bool one_size(struct ar *a, uint64_t size, enum dtype type, struct row *r
 	m.v[1] = wrong;
 	if (wrong)
 		snprintf(m.text, sizeof(m.text), "%s", a->first_wrong);
-	rv_exchange(a, &m, true);
+	rv_exchange(&a->rv, &m, true);
 	free(r.sdone);
 	free(r.cdone);
 	free(p);
@@ -1884,12 +1106,12 @@ static bool one_size(struct ar *a, uint64_t size, enum dtype type, struct row *r
 
 	wrong = 0;
 	for (i = 0; i < a->n; i++) {
-		if (a->all[i].v[0] > maxsum)
-			maxsum = a->all[i].v[0];
-		wrong += a->all[i].v[1];
-		if (a->all[i].v[1])
-			say(a, "rank %d: %" PRIu64 " wrong elements; the first: %s", i,
-			    (uint64_t)a->all[i].v[1], a->all[i].text);
+		if (a->rv.all[i].v[0] > maxsum)
+			maxsum = a->rv.all[i].v[0];
+		wrong += a->rv.all[i].v[1];
+		if (a->rv.all[i].v[1])
+			say(&a->rv, "rank %d: %" PRIu64 " wrong elements; the first: %s", i,
+			    (uint64_t)a->rv.all[i].v[1], a->rv.all[i].text);
 	}
 	row->size = size / 4 * 4;
 	row->count = size / 4;
@@ -1918,28 +1140,30 @@ int main(int argc, char *argv[])
 
 	if (!a)
 		return 1;
-	ret = parse_opts(argc, argv, &a->o);
+	ret = parse_opts(argc, argv, &a->o, &a->rv);
 	if (ret)
 		return ret;
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
-	a->rank = a->o.rank;
-	a->n = a->o.nranks;
+	if (rv_init(&a->rv, a->rv.rank, a->rv.n))
+		return 1;
+	a->rv.timeout_s = a->o.timeout_s;
+	a->rv.options_text = "mode, sizes, types, iterations or slots";
+	a->rank = a->rv.rank;
+	a->n = a->rv.n;
 	a->left = (a->rank + a->n - 1) % a->n;
 	a->right = (a->rank + 1) % a->n;
-	a->root_sock = a->lsock = a->rsock = a->tlisten = a->kfd = -1;
+	a->lsock = a->rsock = a->tlisten = a->kfd = -1;
 	a->data_len = a->o.max_bytes < 4096 ? 4096 : a->o.max_bytes;
-	a->all = calloc(a->n, sizeof(*a->all));
-	if (!a->all)
-		return 1;
-	snprintf(a->phase, sizeof(a->phase), "the rendezvous");
+	snprintf(a->rv.phase, sizeof(a->rv.phase), "the rendezvous");
 	raise_memlock();
 
+	hello_fill(a, &m);
 	if (a->rank == 0)
-		rv_root(a);
+		rv_root(&a->rv, &m);
 	else
-		rv_join(a);
-	if (a->o.addr[0] && krdma_parse_addr(a->o.addr, 0, &a->local))
+		rv_join(&a->rv, &m);
+	if (a->o.addr[0] && krdma_parse_addr(a->o.addr, 0, &a->rv.local))
 		ar_abort(a, -1, "--addr: not an IP address: %s", a->o.addr);
 
 	if (a->o.tcp)
@@ -1959,10 +1183,10 @@ int main(int argc, char *argv[])
 			nrows++;
 		}
 	}
-	snprintf(a->phase, sizeof(a->phase), "the end");
+	snprintf(a->rv.phase, sizeof(a->rv.phase), "the end");
 	memset(&m, 0, sizeof(m));
 	m.type = RV_DONE;
-	rv_exchange(a, &m, false);
+	rv_exchange(&a->rv, &m, false);
 	if (a->rank == 0) {
 		int i;
 
