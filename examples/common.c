@@ -16,8 +16,10 @@
 #include <netdb.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -788,4 +790,109 @@ void json_str(const char *key, const char *s, bool comma)
 			putchar(*s);
 	}
 	printf("\"%s", comma ? ", " : "");
+}
+
+/*
+ * krdma
+ */
+
+int krdma_start(struct rv *v)
+{
+	int kfd = krdma_open(), ret;
+
+	if (kfd < 0)
+		rv_abort(v, -1, "cannot open " KRDMA_DEV_PATH ": %s; %s",
+			 strerror(-kfd), krdma_strerror_hint(kfd) ?: "");
+	ret = krdma_check_module(kfd, KRDMA_FEATURE_CONN, NULL);
+	if (ret)
+		rv_abort(v, -1, "krdma.ko cannot serve this program: %s; %s",
+			 strerror(-ret), krdma_strerror_hint(ret) ?: "");
+	return kfd;
+}
+
+const char *conn_why(int kfd, uint32_t conn, char *buf, size_t len)
+{
+	struct krdma_conn_query q;
+
+	if (krdma_conn_info(kfd, conn, &q) || q.state != KRDMA_CONN_ERROR ||
+	    !q.error)
+		return "";
+	snprintf(buf, len, "; the connection is down: %s", strerror(q.error));
+	return buf;
+}
+
+uint8_t *map_buf(struct rv *v, int kfd, uint64_t len, uint32_t access,
+		 uint32_t *h)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t mlen = (len + page - 1) & ~(uint64_t)(page - 1);
+	uint8_t *p;
+	int ret;
+
+	p = mmap(NULL, mlen, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (p == MAP_FAILED)
+		rv_abort(v, -1, "cannot allocate %" PRIu64 " bytes", len);
+	ret = krdma_buf_register(kfd, p, len, access, h);
+	if (ret)
+		rv_abort(v, -1, "cannot register %" PRIu64 " bytes: %s%s%s", len,
+			 strerror(-ret), krdma_conn_strerror_hint(ret) ? ": " : "",
+			 krdma_conn_strerror_hint(ret) ?: "");
+	return p;
+}
+
+int conn_device(int kfd, uint32_t conn, struct krdma_dev_query *dq)
+{
+	struct krdma_conn_query q;
+	int ret = krdma_conn_info(kfd, conn, &q);
+
+	return ret ? ret : krdma_dev_query(kfd, q.dev_index, dq);
+}
+
+void fill_note_send(struct krdma_op *op, uint32_t conn, uint64_t cookie,
+		    uint32_t buf, uint8_t *base, uint64_t off, uint32_t kind,
+		    uint32_t seq)
+{
+	struct note *nt = (struct note *)(base + off);
+
+	nt->magic = NOTE_MAGIC;
+	nt->kind = kind;
+	nt->seq = seq;
+	nt->pad = 0;
+	memset(op, 0, sizeof(*op));
+	op->opcode = KRDMA_OP_SEND;
+	op->cookie = cookie;
+	op->conn = conn;
+	op->num_sge = 1;
+	op->sge.buf = buf;
+	op->sge.offset = off;
+	op->sge.length = sizeof(*nt);
+}
+
+void fill_recv(struct krdma_op *op, uint32_t conn, uint64_t cookie,
+	       uint32_t buf, uint64_t off, uint64_t len)
+{
+	memset(op, 0, sizeof(*op));
+	op->opcode = KRDMA_OP_RECV;
+	op->cookie = cookie;
+	op->conn = conn;
+	op->num_sge = 1;
+	op->sge.buf = buf;
+	op->sge.offset = off;
+	op->sge.length = len;
+}
+
+int submit_wait(int kfd, struct krdma_op **ops, uint32_t *n)
+{
+	uint32_t sub;
+	int ret;
+
+	/* KRDMA_SUBMIT_WAIT: only a signal or an error stops it early */
+	do {
+		sub = 0;
+		ret = krdma_submit_ops(kfd, *ops, *n, KRDMA_SUBMIT_WAIT, &sub);
+		*ops += sub;
+		*n -= sub;
+	} while (*n && (!ret || ret == -EINTR));
+	return *n ? ret : 0;
 }

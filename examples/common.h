@@ -138,6 +138,46 @@ int parse_world(const char *rank_s, const char *size_s, const char *root_s,
 		struct rv *v);
 void raise_memlock(void);
 
+/*
+ * krdma
+ */
+
+#define NOTE_MAGIC		0x4e414b52U	/* "RKAN" */
+
+/* A notification (iWARP) or a credit, in a control slot */
+struct note {
+	uint32_t magic;
+	uint32_t kind;
+	uint32_t seq;
+	uint32_t pad;
+};
+
+/* Completion cookies: kind in the top byte, an index below */
+#define COOKIE(k, i)	(((k) << 56) | (uint64_t)(i))
+#define CKIND(c)	((c) >> 56)
+#define CINDEX(c)	((c) & ((1ULL << 56) - 1))
+
+/* Open /dev/krdma and check the module serves connections; aborts */
+int krdma_start(struct rv *v);
+/* "; the connection is down: <why>" when @conn failed, else "" */
+const char *conn_why(int kfd, uint32_t conn, char *buf, size_t len);
+/* Anonymous memory of @len bytes, registered with @access; aborts */
+uint8_t *map_buf(struct rv *v, int kfd, uint64_t len, uint32_t access,
+		 uint32_t *h);
+/* The device of @conn: 0 or -errno */
+int conn_device(int kfd, uint32_t conn, struct krdma_dev_query *dq);
+/* A SEND of a note written at @base + @off (buffer @buf) */
+void fill_note_send(struct krdma_op *op, uint32_t conn, uint64_t cookie,
+		    uint32_t buf, uint8_t *base, uint64_t off, uint32_t kind,
+		    uint32_t seq);
+void fill_recv(struct krdma_op *op, uint32_t conn, uint64_t cookie,
+	       uint32_t buf, uint64_t off, uint64_t len);
+/*
+ * Submit *n ops, waiting for room (KRDMA_SUBMIT_WAIT); 0, or the error
+ * with *ops at the op refused and *n the ops left
+ */
+int submit_wait(int kfd, struct krdma_op **ops, uint32_t *n);
+
 /* "key": "escaped string", */
 void json_str(const char *key, const char *s, bool comma);
 

@@ -77,29 +77,16 @@
 
 _Static_assert(AR_MAX_RANKS <= RV_MAX_RANKS, "the rendezvous takes them");
 
-#define NOTE_MAGIC		0x4e414b52U	/* "RKAN" */
-
-
-/* A notification (iWARP) or a credit, in a control slot */
-struct note {
-	uint32_t magic;
-	uint32_t kind;
-	uint32_t seq;
-	uint32_t pad;
-};
-
+/* struct note kinds */
 #define NOTE_DATA	1
 #define NOTE_CREDIT	2
 
-/* Completion cookies: kind in the top byte, an index below */
+/* Completion cookies (COOKIE()): the kinds */
 #define K_NRECV		1ULL	/* RECV for a notification (left) */
 #define K_CRECV		2ULL	/* RECV for a credit (right) */
 #define K_WRITE		3ULL	/* WRITE(_IMM) of piece J (right) */
 #define K_NSEND		4ULL	/* SEND notification of piece J (right) */
 #define K_CSEND		5ULL	/* SEND credit for piece I (left) */
-#define COOKIE(k, i)	(((k) << 56) | (uint64_t)(i))
-#define CKIND(c)	((c) >> 56)
-#define CINDEX(c)	((c) & ((1ULL << 56) - 1))
 
 enum dtype { T_FLOAT, T_INT32 };
 static const char *const type_names[] = { "float", "int32" };
@@ -308,17 +295,6 @@ static void piece(const struct ar *a, const struct plan *p, const uint32_t *base
  * krdma
  */
 
-static const char *conn_why(struct ar *a, uint32_t conn, char *buf, size_t len)
-{
-	struct krdma_conn_query q;
-
-	if (krdma_conn_info(a->kfd, conn, &q) || q.state != KRDMA_CONN_ERROR ||
-	    !q.error)
-		return "";
-	snprintf(buf, len, "; the connection is down: %s", strerror(q.error));
-	return buf;
-}
-
 static int neighbour_of(const struct ar *a, uint32_t conn)
 {
 	return conn == a->rconn ? a->right : a->left;
@@ -331,101 +307,48 @@ static const char *side_of(const struct ar *a, uint32_t conn)
 
 static void submit(struct ar *a, struct krdma_op *ops, uint32_t n)
 {
-	uint32_t sub;
 	char buf[96];
 	int ret, q;
 
-	/* KRDMA_SUBMIT_WAIT: only a signal or an error stops it early */
-	do {
-		sub = 0;
-		ret = krdma_submit_ops(a->kfd, ops, n, KRDMA_SUBMIT_WAIT, &sub);
-		ops += sub;
-		n -= sub;
-	} while (n && (!ret || ret == -EINTR));
-	if (!n)
+	ret = submit_wait(a->kfd, &ops, &n);
+	if (!ret)
 		return;
 	q = neighbour_of(a, ops->conn);
 	/* a connection that went down is the neighbour's doing; else ours */
 	ar_abort(a, ret == -ENOTCONN || ret == -ECONNRESET ? q : -1,
 		 "%s to rank %d (%s neighbour) refused: %s%s",
 		 krdma_opcode_str(ops->opcode), q, side_of(a, ops->conn),
-		 strerror(-ret), conn_why(a, ops->conn, buf, sizeof(buf)));
+		 strerror(-ret), conn_why(a->kfd, ops->conn, buf, sizeof(buf)));
 }
 
 static void post_recv(struct ar *a, uint32_t conn, uint64_t kind, uint32_t slot)
 {
 	struct krdma_op op;
 
-	memset(&op, 0, sizeof(op));
-	op.opcode = KRDMA_OP_RECV;
-	op.cookie = COOKIE(kind, slot);
-	op.conn = conn;
-	op.num_sge = 1;
-	op.sge.buf = a->ctrl_h;
-	op.sge.offset = (uint64_t)slot * AR_CTRL;
-	op.sge.length = AR_CTRL;
+	fill_recv(&op, conn, COOKIE(kind, slot), a->ctrl_h,
+		  (uint64_t)slot * AR_CTRL, AR_CTRL);
 	submit(a, &op, 1);
 }
 
 /* A SEND of a note from control slot @slot */
-static void fill_note_send(struct ar *a, struct krdma_op *op, uint32_t conn,
-			   uint64_t cookie, uint32_t slot, uint32_t kind,
-			   uint32_t seq)
+static void note_send(struct ar *a, struct krdma_op *op, uint32_t conn,
+		      uint64_t cookie, uint32_t slot, uint32_t kind, uint32_t seq)
 {
-	struct note *nt = (struct note *)(a->ctrl + (uint64_t)slot * AR_CTRL);
-
-	nt->magic = NOTE_MAGIC;
-	nt->kind = kind;
-	nt->seq = seq;
-	nt->pad = 0;
-	memset(op, 0, sizeof(*op));
-	op->opcode = KRDMA_OP_SEND;
-	op->cookie = cookie;
-	op->conn = conn;
-	op->num_sge = 1;
-	op->sge.buf = a->ctrl_h;
-	op->sge.offset = (uint64_t)slot * AR_CTRL;
-	op->sge.length = sizeof(*nt);
-}
-
-static uint8_t *map_buf(struct ar *a, uint64_t len, uint32_t access, uint32_t *h)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	uint64_t mlen = (len + page - 1) & ~(uint64_t)(page - 1);
-	uint8_t *p;
-	int ret;
-
-	p = mmap(NULL, mlen, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (p == MAP_FAILED)
-		ar_abort(a, -1, "cannot allocate %" PRIu64 " bytes", len);
-	ret = krdma_buf_register(a->kfd, p, len, access, h);
-	if (ret)
-		ar_abort(a, -1, "cannot register %" PRIu64 " bytes: %s%s%s", len,
-			 strerror(-ret), krdma_conn_strerror_hint(ret) ? ": " : "",
-			 krdma_conn_strerror_hint(ret) ?: "");
-	return p;
+	fill_note_send(op, conn, cookie, a->ctrl_h, a->ctrl,
+		       (uint64_t)slot * AR_CTRL, kind, seq);
 }
 
 static void krdma_setup(struct ar *a)
 {
 	uint32_t ns = a->o.slots, i;
 	struct krdma_addr bound, dst;
-	struct krdma_conn_query q;
 	struct krdma_dev_query dq;
 	struct rv_msg m;
 	char as[64];
 	int ret;
 
 	snprintf(a->rv.phase, sizeof(a->rv.phase), "the krdma setup");
-	a->kfd = krdma_open();
-	if (a->kfd < 0)
-		ar_abort(a, -1, "cannot open " KRDMA_DEV_PATH ": %s; %s",
-			 strerror(-a->kfd), krdma_strerror_hint(a->kfd) ?: "");
-	ret = krdma_check_module(a->kfd, KRDMA_FEATURE_CONN, NULL);
-	if (ret)
-		ar_abort(a, -1, "krdma.ko cannot serve this program: %s; %s",
-			 strerror(-ret), krdma_strerror_hint(ret) ?: "");
+	a->kfd = krdma_start(&a->rv);
 
 	ret = krdma_listen_on(a->kfd, &a->rv.local, 4, &a->listener, &bound);
 	if (ret)
@@ -453,9 +376,7 @@ static void krdma_setup(struct ar *a)
 
 	/* WRITE_IMM unless the right connection's device is iWARP */
 	snprintf(a->info, sizeof(a->info), "?");
-	ret = krdma_conn_info(a->kfd, a->rconn, &q);
-	if (!ret)
-		ret = krdma_dev_query(a->kfd, q.dev_index, &dq);
+	ret = conn_device(a->kfd, a->rconn, &dq);
 	if (ret)
 		ar_abort(a, -1, "cannot query the connection's device: %s",
 			 strerror(-ret));
@@ -464,13 +385,14 @@ static void krdma_setup(struct ar *a)
 	snprintf(a->info, sizeof(a->info), "%s %s %s", (const char *)dq.name,
 		 krdma_transport_str(dq.transport), a->imm ? "WRITE_IMM" : "WRITE+SEND");
 
-	a->data = map_buf(a, a->data_len, 0, &a->data_h);
+	a->data = map_buf(&a->rv, a->kfd, a->data_len, 0, &a->data_h);
 	a->slots_len = (uint64_t)ns * a->o.slot_size;
-	a->slots = map_buf(a, a->slots_len,
+	a->slots = map_buf(&a->rv, a->kfd, a->slots_len,
 			   KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_REMOTE_WRITE,
 			   &a->slots_h);
 	a->ctrl_len = 4ULL * ns * AR_CTRL;
-	a->ctrl = map_buf(a, a->ctrl_len, KRDMA_ACCESS_LOCAL_WRITE, &a->ctrl_h);
+	a->ctrl = map_buf(&a->rv, a->kfd, a->ctrl_len, KRDMA_ACCESS_LOCAL_WRITE,
+			  &a->ctrl_h);
 
 	/* RECVs before anyone can send: before the tokens go out */
 	for (i = 0; i < ns; i++) {
@@ -501,7 +423,7 @@ static void __noreturn wc_failed(struct ar *a,
 
 	ar_abort(a, q, "%s with rank %d (%s neighbour) failed: %s%s", krdma_opcode_str(wc->opcode),
 		 q, side_of(a, wc->conn), krdma_wc_status_str(wc->status),
-		 conn_why(a, wc->conn, buf, sizeof(buf)));
+		 conn_why(a->kfd, wc->conn, buf, sizeof(buf)));
 }
 
 static void handle_wc(struct ar *a, struct run *r, const struct krdma_completion *wc)
@@ -619,8 +541,8 @@ static void run_krdma(struct ar *a, const struct plan *p, struct run *r)
 			ops[0].remote_offset = (uint64_t)(j % ns) * a->o.slot_size;
 			ops[0].imm_data = a->tx_seq;
 			if (!a->imm) {
-				fill_note_send(a, &ops[1], a->rconn, COOKIE(K_NSEND, j),
-					       2 * ns + j % ns, NOTE_DATA, a->tx_seq);
+				note_send(a, &ops[1], a->rconn, COOKIE(K_NSEND, j),
+					  2 * ns + j % ns, NOTE_DATA, a->tx_seq);
 				nops = 2;
 			}
 			submit(a, ops, nops);
@@ -645,8 +567,8 @@ static void run_krdma(struct ar *a, const struct plan *p, struct run *r)
 			reduce(p->type, a->data + first * 4,
 			       a->slots + (uint64_t)(i2 % ns) * a->o.slot_size,
 			       cnt, s + 1 < (uint32_t)a->n);
-			fill_note_send(a, &op, a->lconn, COOKIE(K_CSEND, i2),
-				       3 * ns + i2 % ns, NOTE_CREDIT, a->ctx_seq);
+			note_send(a, &op, a->lconn, COOKIE(K_CSEND, i2),
+				  3 * ns + i2 % ns, NOTE_CREDIT, a->ctx_seq);
 			submit(a, &op, 1);
 			a->ctx_seq++;
 			r->processed++;
