@@ -13,8 +13,10 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <getopt.h>
 #include <netdb.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -217,8 +219,12 @@ static void __noreturn root_abort(struct rv *v, int who, int blame,
 
 static void __noreturn root_gone(const struct rv *v)
 {
-	say(v, "aborted: rank 0 is gone: its process exited or was killed (its rendezvous connection closed) during %s",
-	    v->phase);
+	char role[48] = "";
+
+	if (v->role)
+		v->role(0, role, sizeof(role));
+	say(v, "aborted: rank 0%s is gone: its process exited or was killed (its rendezvous connection closed) during %s",
+	    role, v->phase);
 	exit(1);
 }
 
@@ -768,6 +774,113 @@ int parse_world(const char *rank_s, const char *size_s, const char *root_s,
 	return 0;
 }
 
+void ex_opts_init(struct ex_opts *o, unsigned int timeout_s)
+{
+	memset(o, 0, sizeof(*o));
+	o->min_bytes = 64 << 10;
+	o->factor = 2;
+	o->iters = 20;
+	o->warmup = 5;
+	o->timeout_s = timeout_s;
+}
+
+/* -b, -e: a size within the program's bounds */
+static int ex_size(const char *name, const char *arg, const struct ex_opts *o,
+		   uint64_t *out)
+{
+	if (parse_size(arg, out) || *out < o->size_lo || *out > o->size_hi ||
+	    *out % o->size_align)
+		return bad("%s: %s, not '%s'", name, o->size_text, arg);
+	return 0;
+}
+
+int ex_opt(int c, char *argv[], struct ex_opts *o)
+{
+	long l;
+
+	switch (c) {
+	case 'O':
+		o->root_s = optarg;
+		break;
+	case 'r':
+		o->rank_s = optarg;
+		break;
+	case 'N':
+		o->size_s = optarg;
+		break;
+	case 'a':
+		snprintf(o->addr, sizeof(o->addr), "%s", optarg);
+		break;
+	case 'm':
+		if (!strcmp(optarg, "tcp"))
+			o->tcp = true;
+		else if (strcmp(optarg, "krdma"))
+			return bad("--mode: krdma or tcp, not '%s'", optarg);
+		break;
+	case 'b':
+		return ex_size("-b", optarg, o, &o->min_bytes);
+	case 'e':
+		o->have_max = true;
+		return ex_size("-e", optarg, o, &o->max_bytes);
+	case 'f':
+		if (parse_int(optarg, 2, 1024, &l))
+			return bad("-f: a factor from 2 to 1024, not '%s'", optarg);
+		o->factor = l;
+		break;
+	case 'n':
+		if (parse_int(optarg, 1, 1000000, &l))
+			return bad("-n: 1 to 1000000 iterations, not '%s'", optarg);
+		o->iters = l;
+		break;
+	case 'w':
+		if (parse_int(optarg, 0, 1000000, &l))
+			return bad("-w: 0 to 1000000 iterations, not '%s'", optarg);
+		o->warmup = l;
+		break;
+	case 'I':
+		if (!strcmp(optarg, "auto"))
+			o->notify = 0;
+		else if (!strcmp(optarg, "imm"))
+			o->notify = 1;
+		else if (!strcmp(optarg, "send"))
+			o->notify = 2;
+		else
+			return bad("--notify: auto, imm or send, not '%s'", optarg);
+		break;
+	case 't':
+		if (parse_int(optarg, 1, 86400, &l))
+			return bad("-t: 1 to 86400 seconds, not '%s'", optarg);
+		o->timeout_s = l;
+		break;
+	case 'j':
+		o->json = true;
+		break;
+	case 'X':
+		o->inject = true;
+		break;
+	case ':':
+		return bad("option '%s' needs a value", argv[optind - 1]);
+	case '?':
+		return bad("unknown option '%s'", argv[optind - 1]);
+	default:
+		return 1;
+	}
+	return 0;
+}
+
+int ex_opts_end(int argc, char *argv[], struct ex_opts *o, int max_size,
+		unsigned int def_port, struct rv *rv)
+{
+	if (optind < argc)
+		return bad("unexpected argument '%s'", argv[optind]);
+	if (!o->have_max)
+		o->max_bytes = o->min_bytes;
+	if (o->max_bytes < o->min_bytes)
+		return bad("-e is smaller than -b");
+	return parse_world(o->rank_s, o->size_s, o->root_s, 2, max_size,
+			   def_port, rv);
+}
+
 void raise_memlock(void)
 {
 	struct rlimit rl;
@@ -776,6 +889,66 @@ void raise_memlock(void)
 		return;
 	rl.rlim_cur = rl.rlim_max;
 	setrlimit(RLIMIT_MEMLOCK, &rl);
+}
+
+int ex_start(struct rv *v, const struct ex_opts *o, const char *options_text,
+	     struct rv_msg *hello)
+{
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+	if (rv_init(v, v->rank, v->n))
+		return 1;
+	v->timeout_s = o->timeout_s;
+	v->options_text = options_text;
+	snprintf(v->phase, sizeof(v->phase), "the rendezvous");
+	raise_memlock();
+
+	if (v->rank == 0)
+		rv_root(v, hello);
+	else
+		rv_join(v, hello);
+	if (o->addr[0] && krdma_parse_addr(o->addr, 0, &v->local))
+		rv_abort(v, -1, "--addr: not an IP address: %s", o->addr);
+	return 0;
+}
+
+void ex_hello(const struct ex_opts *o, uint64_t w0, uint64_t w5,
+	      struct rv_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = RV_HELLO;
+	m->v[0] = o->tcp | w0 << 8;
+	m->v[1] = o->min_bytes;
+	m->v[2] = o->max_bytes;
+	m->v[3] = o->factor;
+	m->v[4] = o->iters | (uint64_t)o->warmup << 32;
+	m->v[5] = w5;
+}
+
+void ex_results(struct rv *v, const char *what, uint64_t *maxtime,
+		uint64_t *wrong)
+{
+	int i;
+
+	*maxtime = *wrong = 0;
+	for (i = 0; i < v->n; i++) {
+		if (v->all[i].v[0] > *maxtime)
+			*maxtime = v->all[i].v[0];
+		*wrong += v->all[i].v[1];
+		if (v->all[i].v[1])
+			say(v, "rank %d: %" PRIu64 " wrong %s; the first: %s", i,
+			    (uint64_t)v->all[i].v[1], what, v->all[i].text);
+	}
+}
+
+void ex_end(struct rv *v)
+{
+	struct rv_msg m;
+
+	snprintf(v->phase, sizeof(v->phase), "the end");
+	memset(&m, 0, sizeof(m));
+	m.type = RV_DONE;
+	rv_exchange(v, &m, false);
 }
 
 void json_str(const char *key, const char *s, bool comma)

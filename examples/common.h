@@ -123,6 +123,51 @@ socklen_t addr_to_sa(const struct krdma_addr *a, struct sockaddr_storage *ss);
 int tcp_listen_any(const struct krdma_addr *local, struct krdma_addr *bound);
 
 /* Options */
+
+/* The options of the ranks' programs (krdma-allreduce, krdma-shuffle) */
+struct ex_opts {
+	char addr[INET6_ADDRSTRLEN];	/* local address to listen on */
+	bool tcp;
+	int notify;			/* 0 auto, 1 imm, 2 send */
+	uint64_t min_bytes, max_bytes, factor;
+	unsigned int iters, warmup;
+	unsigned int timeout_s;
+	bool json;
+	bool inject;			/* a wrong input, for the tests */
+	/* while parsing */
+	const char *rank_s, *size_s, *root_s;
+	bool have_max;
+	uint64_t size_lo, size_hi, size_align;	/* of -b and -e */
+	const char *size_text;		/* "a size from 4 to 4G" */
+};
+
+/* getopt_long's entries of those options (--root is 'O') */
+#define EX_LONG_OPTIONS \
+	{ "root", required_argument, NULL, 'O' }, \
+	{ "rank", required_argument, NULL, 'r' }, \
+	{ "size", required_argument, NULL, 'N' }, \
+	{ "addr", required_argument, NULL, 'a' }, \
+	{ "mode", required_argument, NULL, 'm' }, \
+	{ "minbytes", required_argument, NULL, 'b' }, \
+	{ "maxbytes", required_argument, NULL, 'e' }, \
+	{ "stepfactor", required_argument, NULL, 'f' }, \
+	{ "iters", required_argument, NULL, 'n' }, \
+	{ "warmup_iters", required_argument, NULL, 'w' }, \
+	{ "notify", required_argument, NULL, 'I' }, \
+	{ "timeout", required_argument, NULL, 't' }, \
+	{ "json", no_argument, NULL, 'j' }, \
+	{ "inject-error", no_argument, NULL, 'X' }, \
+	{ "help", no_argument, NULL, 'h' }
+#define EX_SHORT_OPTIONS	"a:m:b:e:f:n:w:t:jh"
+
+/* Defaults: 64K, factor 2, 20 iterations after 5, @timeout_s */
+void ex_opts_init(struct ex_opts *o, unsigned int timeout_s);
+/* getopt_long's @c: 0 taken, 1 not one of them, 2 bad usage (said) */
+int ex_opt(int c, char *argv[], struct ex_opts *o);
+/* After getopt_long: the sizes and the world (parse_world()); 0 or 2 */
+int ex_opts_end(int argc, char *argv[], struct ex_opts *o, int max_size,
+		unsigned int def_port, struct rv *rv);
+
 int parse_size(const char *s, uint64_t *out);
 int parse_int(const char *s, long min, long max, long *out);
 const char *first_env(const char *const *names);
@@ -137,6 +182,26 @@ int parse_world(const char *rank_s, const char *size_s, const char *root_s,
 		int min_size, int max_size, unsigned int def_port,
 		struct rv *v);
 void raise_memlock(void);
+
+/*
+ * After the options: set @v up, raise the memlock limit, join the
+ * rendezvous with @hello (rank 0 opens it), take --addr. Aborts on
+ * failure. 0, or 1 out of memory.
+ */
+int ex_start(struct rv *v, const struct ex_opts *o, const char *options_text,
+	     struct rv_msg *hello);
+/* The options every rank must share into @m, a HELLO: @w0 and @w5 the program's */
+void ex_hello(const struct ex_opts *o, uint64_t w0, uint64_t w5,
+	      struct rv_msg *m);
+/*
+ * Rank 0, after an RV_RESULT exchange of (time, wrong, first wrong):
+ * the largest time, the sum of the wrongs; says each rank's first
+ * wrong @what
+ */
+void ex_results(struct rv *v, const char *what, uint64_t *maxtime,
+		uint64_t *wrong);
+/* The last exchange */
+void ex_end(struct rv *v);
 
 /*
  * krdma

@@ -92,17 +92,10 @@ enum dtype { T_FLOAT, T_INT32 };
 static const char *const type_names[] = { "float", "int32" };
 
 struct opts {
-	char addr[INET6_ADDRSTRLEN];	/* local address to listen on */
-	bool tcp;
-	int notify;			/* 0 auto, 1 imm, 2 send */
-	uint64_t min_bytes, max_bytes, factor;
+	struct ex_opts e;		/* the options of common.h */
 	int types;			/* bit per enum dtype */
-	unsigned int iters, warmup;
 	unsigned int slots;
 	uint64_t slot_size;
-	unsigned int timeout_s;
-	bool json;
-	bool inject;			/* a wrong input, for the tests */
 };
 
 struct plan {
@@ -157,14 +150,7 @@ struct ar {
 /* The options every rank must share, in a HELLO */
 static void hello_fill(const struct ar *a, struct rv_msg *m)
 {
-	memset(m, 0, sizeof(*m));
-	m->type = RV_HELLO;
-	m->v[0] = a->o.tcp | (uint64_t)a->o.types << 8;
-	m->v[1] = a->o.min_bytes;
-	m->v[2] = a->o.max_bytes;
-	m->v[3] = a->o.factor;
-	m->v[4] = a->o.iters | (uint64_t)a->o.warmup << 32;
-	m->v[5] = a->o.slots | a->o.slot_size << 16;
+	ex_hello(&a->o.e, a->o.types, a->o.slots | a->o.slot_size << 16, m);
 }
 
 /*
@@ -190,7 +176,7 @@ static void fill_input(struct ar *a, const struct plan *p, unsigned int it)
 			((int32_t *)a->data)[i] = v;
 	}
 	/* one element off by 1: every rank must see it wrong */
-	if (a->o.inject && a->rank == 1 && it == 0 && p->count) {
+	if (a->o.e.inject && a->rank == 1 && it == 0 && p->count) {
 		if (p->type == T_FLOAT)
 			((float *)a->data)[p->count / 2] += 1;
 		else
@@ -367,7 +353,7 @@ static void krdma_setup(struct ar *a)
 		ar_abort(a, a->right, "cannot connect to rank %d at %s: %s; %s",
 			 a->right, krdma_addr_str(&dst, as, sizeof(as)),
 			 strerror(-ret), krdma_conn_strerror_hint(ret) ?: "");
-	ret = krdma_accept_conn(a->kfd, a->listener, 0, a->o.timeout_s * 1000,
+	ret = krdma_accept_conn(a->kfd, a->listener, 0, a->o.e.timeout_s * 1000,
 				&a->lconn);
 	if (ret)
 		ar_abort(a, a->left, "no connection from rank %d: %s", a->left,
@@ -380,8 +366,8 @@ static void krdma_setup(struct ar *a)
 	if (ret)
 		ar_abort(a, -1, "cannot query the connection's device: %s",
 			 strerror(-ret));
-	a->imm = a->o.notify == 1 ||
-		 (a->o.notify == 0 && dq.transport != KRDMA_TRANSPORT_IWARP);
+	a->imm = a->o.e.notify == 1 ||
+		 (a->o.e.notify == 0 && dq.transport != KRDMA_TRANSPORT_IWARP);
 	snprintf(a->info, sizeof(a->info), "%s %s %s", (const char *)dq.name,
 		 krdma_transport_str(dq.transport), a->imm ? "WRITE_IMM" : "WRITE+SEND");
 
@@ -481,7 +467,7 @@ static void wait_events(struct ar *a, int fd1, short ev1, int fd2, short ev2,
 {
 	struct pollfd pfd[AR_MAX_RANKS + 2];
 	int idx[AR_MAX_RANKS + 2], np = 0;
-	uint64_t t = now_ns(), limit = a->o.timeout_s * 1000000000ULL;
+	uint64_t t = now_ns(), limit = a->o.e.timeout_s * 1000000000ULL;
 
 	if (t - r->last_progress > limit) {
 		/* waiting for data: the left; for credits or room: the right */
@@ -489,7 +475,7 @@ static void wait_events(struct ar *a, int fd1, short ev1, int fd2, short ev2,
 			a->left : a->right;
 
 		ar_abort(a, q, "no progress for %u s during %s: rank %d (%s neighbour) does not answer",
-			 a->o.timeout_s, a->rv.phase, q, q == a->left ? "left" : "right");
+			 a->o.e.timeout_s, a->rv.phase, q, q == a->left ? "left" : "right");
 	}
 	if (fd1 >= 0) {
 		pfd[np].fd = fd1;
@@ -619,7 +605,7 @@ static void tcp_setup(struct ar *a)
 	{
 		struct pollfd pfd = { .fd = a->tlisten, .events = POLLIN };
 
-		if (poll(&pfd, 1, a->o.timeout_s * 1000) <= 0)
+		if (poll(&pfd, 1, a->o.e.timeout_s * 1000) <= 0)
 			ar_abort(a, a->left, "no connection from rank %d", a->left);
 	}
 	a->lsock = accept4(a->tlisten, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -721,20 +707,20 @@ static void print_header(struct ar *a)
 {
 	int i;
 
-	if (a->o.json)
+	if (a->o.e.json)
 		return;
 	printf("# %s: ring AllReduce (reduce-scatter + all-gather) of %d ranks over %s\n",
-	       PROG, a->n, a->o.tcp ? "TCP" : "krdma");
+	       PROG, a->n, a->o.e.tcp ? "TCP" : "krdma");
 	for (i = 0; i < a->n; i++)
 		printf("#   rank %3d: %s\n", i, a->infos[i]);
-	if (a->o.tcp)
+	if (a->o.e.tcp)
 		printf("# pieces of %" PRIu64 " bytes; the sockets' flow control\n",
 		       a->o.slot_size);
 	else
 		printf("# pieces of %" PRIu64 " bytes into %u slots per receiver, one credit per slot\n",
 		       a->o.slot_size, a->o.slots);
 	printf("# iterations %u, warmup %u; time: the slowest rank's mean; busbw = algbw * 2(N-1)/N\n#\n",
-	       a->o.iters, a->o.warmup);
+	       a->o.e.iters, a->o.e.warmup);
 	printf("# %12s %12s %6s %6s %12s %11s %11s %8s %8s\n", "size", "count",
 	       "type", "redop", "time", "algbw", "busbw", "#wrong", "verified");
 	printf("# %12s %12s %6s %6s %12s %11s %11s %8s %8s\n", "(B)", "(elements)",
@@ -755,11 +741,11 @@ static void print_json(struct ar *a, const struct row *rows, int nrows, bool ok)
 
 	printf("{");
 	json_str("program", PROG, true);
-	json_str("mode", a->o.tcp ? "tcp" : "krdma", true);
-	printf("\"ranks\": %d, \"iters\": %u, \"warmup\": %u, ", a->n, a->o.iters,
-	       a->o.warmup);
+	json_str("mode", a->o.e.tcp ? "tcp" : "krdma", true);
+	printf("\"ranks\": %d, \"iters\": %u, \"warmup\": %u, ", a->n, a->o.e.iters,
+	       a->o.e.warmup);
 	printf("\"piece_bytes\": %" PRIu64 ", ", a->o.slot_size);
-	if (!a->o.tcp)
+	if (!a->o.e.tcp)
 		printf("\"slots\": %u, \"flow_control\": \"credits\", ", a->o.slots);
 	printf("\"peers\": [");
 	for (i = 0; i < a->n; i++) {
@@ -823,77 +809,32 @@ static void usage(FILE *f)
 static int parse_opts(int argc, char *argv[], struct opts *o, struct rv *rv)
 {
 	static const struct option lo[] = {
-		{ "root", required_argument, NULL, 'R' },
-		{ "rank", required_argument, NULL, 'r' },
-		{ "size", required_argument, NULL, 'N' },
-		{ "addr", required_argument, NULL, 'a' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "minbytes", required_argument, NULL, 'b' },
-		{ "maxbytes", required_argument, NULL, 'e' },
-		{ "stepfactor", required_argument, NULL, 'f' },
+		EX_LONG_OPTIONS,
 		{ "datatype", required_argument, NULL, 'd' },
-		{ "iters", required_argument, NULL, 'n' },
-		{ "warmup_iters", required_argument, NULL, 'w' },
 		{ "slots", required_argument, NULL, 'S' },
 		{ "slot-size", required_argument, NULL, 'Z' },
-		{ "notify", required_argument, NULL, 'I' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "inject-error", no_argument, NULL, 'X' },
-		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *rank_s = NULL, *size_s = NULL, *root_s = NULL;
-	bool have_max = false;
 	long l;
-	int c;
+	int c, ret;
 
 	memset(o, 0, sizeof(*o));
-	o->min_bytes = 64 << 10;
-	o->factor = 2;
+	ex_opts_init(&o->e, AR_DEF_TIMEOUT_S);
+	o->e.size_lo = 4;
+	o->e.size_hi = 4ULL << 30;
+	o->e.size_align = 1;
+	o->e.size_text = "a size from 4 to 4G";
 	o->types = 1 << T_FLOAT;
-	o->iters = 20;
-	o->warmup = 5;
 	o->slots = AR_DEF_SLOTS;
 	o->slot_size = AR_DEF_SLOT_SIZE;
-	o->timeout_s = AR_DEF_TIMEOUT_S;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":a:m:b:e:f:d:n:w:t:jh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":d:" EX_SHORT_OPTIONS, lo, NULL)) != -1) {
+		ret = ex_opt(c, argv, &o->e);
+		if (ret == 0)
+			continue;
+		if (ret == 2)
+			return 2;
 		switch (c) {
-		case 'R':
-			root_s = optarg;
-			break;
-		case 'r':
-			rank_s = optarg;
-			break;
-		case 'N':
-			size_s = optarg;
-			break;
-		case 'a':
-			snprintf(o->addr, sizeof(o->addr), "%s", optarg);
-			break;
-		case 'm':
-			if (!strcmp(optarg, "tcp"))
-				o->tcp = true;
-			else if (strcmp(optarg, "krdma"))
-				return bad("--mode: krdma or tcp, not '%s'", optarg);
-			break;
-		case 'b':
-			if (parse_size(optarg, &o->min_bytes) || o->min_bytes < 4 ||
-			    o->min_bytes > (4ULL << 30))
-				return bad("-b: a size from 4 to 4G, not '%s'", optarg);
-			break;
-		case 'e':
-			if (parse_size(optarg, &o->max_bytes) || o->max_bytes < 4 ||
-			    o->max_bytes > (4ULL << 30))
-				return bad("-e: a size from 4 to 4G, not '%s'", optarg);
-			have_max = true;
-			break;
-		case 'f':
-			if (parse_int(optarg, 2, 1024, &l))
-				return bad("-f: a factor from 2 to 1024, not '%s'", optarg);
-			o->factor = l;
-			break;
 		case 'd':
 			if (!strcmp(optarg, "float"))
 				o->types = 1 << T_FLOAT;
@@ -903,16 +844,6 @@ static int parse_opts(int argc, char *argv[], struct opts *o, struct rv *rv)
 				o->types = 1 << T_FLOAT | 1 << T_INT32;
 			else
 				return bad("-d: float, int32 or all, not '%s'", optarg);
-			break;
-		case 'n':
-			if (parse_int(optarg, 1, 1000000, &l))
-				return bad("-n: 1 to 1000000 iterations, not '%s'", optarg);
-			o->iters = l;
-			break;
-		case 'w':
-			if (parse_int(optarg, 0, 1000000, &l))
-				return bad("-w: 0 to 1000000 iterations, not '%s'", optarg);
-			o->warmup = l;
 			break;
 		case 'S':
 			if (parse_int(optarg, 1, AR_MAX_SLOTS, &l))
@@ -925,44 +856,12 @@ static int parse_opts(int argc, char *argv[], struct opts *o, struct rv *rv)
 				return bad("--slot-size: a multiple of 4 from 4 to 64M, not '%s'",
 					   optarg);
 			break;
-		case 'I':
-			if (!strcmp(optarg, "auto"))
-				o->notify = 0;
-			else if (!strcmp(optarg, "imm"))
-				o->notify = 1;
-			else if (!strcmp(optarg, "send"))
-				o->notify = 2;
-			else
-				return bad("--notify: auto, imm or send, not '%s'", optarg);
-			break;
-		case 't':
-			if (parse_int(optarg, 1, 86400, &l))
-				return bad("-t: 1 to 86400 seconds, not '%s'", optarg);
-			o->timeout_s = l;
-			break;
-		case 'j':
-			o->json = true;
-			break;
-		case 'X':
-			o->inject = true;
-			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
-		case ':':
-			return bad("option '%s' needs a value", argv[optind - 1]);
-		default:
-			return bad("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind < argc)
-		return bad("unexpected argument '%s'", argv[optind]);
-	if (!have_max)
-		o->max_bytes = o->min_bytes;
-	if (o->max_bytes < o->min_bytes)
-		return bad("-e is smaller than -b");
-
-	return parse_world(rank_s, size_s, root_s, 2, AR_MAX_RANKS, AR_DEF_PORT, rv);
+	return ex_opts_end(argc, argv, &o->e, AR_MAX_RANKS, AR_DEF_PORT, rv);
 }
 
 /* One size and type: warmup + iters, each verified; the row on rank 0 */
@@ -973,7 +872,6 @@ static bool one_size(struct ar *a, uint64_t size, enum dtype type, struct row *r
 	uint64_t sum = 0, wrong = 0, maxsum = 0;
 	unsigned int it;
 	struct rv_msg m;
-	int i;
 
 	if (!p)
 		ar_abort(a, -1, "out of memory");
@@ -985,7 +883,7 @@ static bool one_size(struct ar *a, uint64_t size, enum dtype type, struct row *r
 	r.cdone = calloc(r.nrecv + 1, 1);
 	if (!r.sdone || !r.cdone)
 		ar_abort(a, -1, "out of memory");
-	for (it = 0; it < a->o.warmup + a->o.iters; it++) {
+	for (it = 0; it < a->o.e.warmup + a->o.e.iters; it++) {
 		uint64_t t0, t1;
 		uint64_t w;
 
@@ -1003,14 +901,14 @@ static bool one_size(struct ar *a, uint64_t size, enum dtype type, struct row *r
 		memset(r.cdone, 0, r.nrecv + 1);
 		t0 = now_ns();
 		r.last_progress = t0;
-		if (a->o.tcp)
+		if (a->o.e.tcp)
 			run_tcp(a, p, &r);
 		else
 			run_krdma(a, p, &r);
 		t1 = now_ns();
 		w = verify(a, p, it);
 		wrong += w;
-		if (it >= a->o.warmup)
+		if (it >= a->o.e.warmup)
 			sum += t1 - t0;
 	}
 	memset(&m, 0, sizeof(m));
@@ -1026,23 +924,15 @@ static bool one_size(struct ar *a, uint64_t size, enum dtype type, struct row *r
 	if (a->rank)
 		return !wrong;
 
-	wrong = 0;
-	for (i = 0; i < a->n; i++) {
-		if (a->rv.all[i].v[0] > maxsum)
-			maxsum = a->rv.all[i].v[0];
-		wrong += a->rv.all[i].v[1];
-		if (a->rv.all[i].v[1])
-			say(&a->rv, "rank %d: %" PRIu64 " wrong elements; the first: %s", i,
-			    (uint64_t)a->rv.all[i].v[1], a->rv.all[i].text);
-	}
+	ex_results(&a->rv, "elements", &maxsum, &wrong);
 	row->size = size / 4 * 4;
 	row->count = size / 4;
 	row->type = type;
-	row->time_us = maxsum / 1e3 / a->o.iters;
+	row->time_us = maxsum / 1e3 / a->o.e.iters;
 	row->algbw = row->size / (row->time_us * 1e3);
 	row->busbw = row->algbw * 2 * (a->n - 1) / a->n;
 	row->wrong = wrong;
-	if (!a->o.json) {
+	if (!a->o.e.json) {
 		printf("  %12" PRIu64 " %12" PRIu64 " %6s %6s %12.1f %11.4f %11.4f %8" PRIu64 " %8s\n",
 		       row->size, row->count, type_names[type], "sum", row->time_us,
 		       row->algbw, row->busbw, wrong, wrong ? "NO" : "yes");
@@ -1065,37 +955,24 @@ int main(int argc, char *argv[])
 	ret = parse_opts(argc, argv, &a->o, &a->rv);
 	if (ret)
 		return ret;
-	signal(SIGPIPE, SIG_IGN);
-	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
-	if (rv_init(&a->rv, a->rv.rank, a->rv.n))
-		return 1;
-	a->rv.timeout_s = a->o.timeout_s;
-	a->rv.options_text = "mode, sizes, types, iterations or slots";
 	a->rank = a->rv.rank;
 	a->n = a->rv.n;
 	a->left = (a->rank + a->n - 1) % a->n;
 	a->right = (a->rank + 1) % a->n;
 	a->lsock = a->rsock = a->tlisten = a->kfd = -1;
-	a->data_len = a->o.max_bytes < 4096 ? 4096 : a->o.max_bytes;
-	snprintf(a->rv.phase, sizeof(a->rv.phase), "the rendezvous");
-	raise_memlock();
-
+	a->data_len = a->o.e.max_bytes < 4096 ? 4096 : a->o.e.max_bytes;
 	hello_fill(a, &m);
-	if (a->rank == 0)
-		rv_root(&a->rv, &m);
-	else
-		rv_join(&a->rv, &m);
-	if (a->o.addr[0] && krdma_parse_addr(a->o.addr, 0, &a->rv.local))
-		ar_abort(a, -1, "--addr: not an IP address: %s", a->o.addr);
+	if (ex_start(&a->rv, &a->o.e, "mode, sizes, types, iterations or slots", &m))
+		return 1;
 
-	if (a->o.tcp)
+	if (a->o.e.tcp)
 		tcp_setup(a);
 	else
 		krdma_setup(a);
 	if (a->rank == 0)
 		print_header(a);
 
-	for (size = a->o.min_bytes; size <= a->o.max_bytes; size *= a->o.factor) {
+	for (size = a->o.e.min_bytes; size <= a->o.e.max_bytes; size *= a->o.e.factor) {
 		for (t = 0; t <= T_INT32; t++) {
 			if (!(a->o.types & 1 << t))
 				continue;
@@ -1105,16 +982,13 @@ int main(int argc, char *argv[])
 			nrows++;
 		}
 	}
-	snprintf(a->rv.phase, sizeof(a->rv.phase), "the end");
-	memset(&m, 0, sizeof(m));
-	m.type = RV_DONE;
-	rv_exchange(&a->rv, &m, false);
+	ex_end(&a->rv);
 	if (a->rank == 0) {
 		int i;
 
 		for (i = 0; i < nrows; i++)
 			ok &= !rows[i].wrong;
-		if (a->o.json)
+		if (a->o.e.json)
 			print_json(a, rows, nrows, ok);
 		else
 			printf("# %s: %s\n", PROG, ok ? "every element of every rank verified" :
