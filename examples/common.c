@@ -40,7 +40,9 @@ void say(const struct rv *v, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: rank %d: ", ex_prog, v->rank);
+	fprintf(stderr, "%s: ", ex_prog);
+	if (v->n)		/* not a rank: krdma-load */
+		fprintf(stderr, "rank %d: ", v->rank);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -60,15 +62,13 @@ int rv_init(struct rv *v, int rank, int n)
  * Rendezvous
  */
 
-int rv_send(int sock, struct rv_msg *m)
+int send_all(int sock, const void *buf, size_t len)
 {
-	const uint8_t *p = (const uint8_t *)m;
+	const uint8_t *p = buf;
 	size_t done = 0;
 
-	m->magic = RV_MAGIC;
-	m->version = RV_VERSION;
-	while (done < sizeof(*m)) {
-		ssize_t w = send(sock, p + done, sizeof(*m) - done, MSG_NOSIGNAL);
+	while (done < len) {
+		ssize_t w = send(sock, p + done, len - done, MSG_NOSIGNAL);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -79,20 +79,30 @@ int rv_send(int sock, struct rv_msg *m)
 	return 0;
 }
 
-int rv_read(int sock, struct rv_msg *m, uint64_t deadline)
+int rv_send(int sock, struct rv_msg *m)
 {
-	uint8_t *p = (uint8_t *)m;
+	m->magic = RV_MAGIC;
+	m->version = RV_VERSION;
+	return send_all(sock, m, sizeof(*m));
+}
+int recv_all(int sock, void *buf, size_t len, uint64_t deadline)
+{
+	uint8_t *p = buf;
 	size_t done = 0;
 
-	while (done < sizeof(*m)) {
+	while (done < len) {
 		struct pollfd pfd = { .fd = sock, .events = POLLIN };
-		uint64_t t = now_ns();
-		int ms = t >= deadline ? 0 : (int)((deadline - t) / 1000000) + 1;
+		uint64_t t = now_ns(), left = t >= deadline ? 0 : deadline - t;
+		/* a second at a time: a far deadline (UINT64_MAX) fits an int */
+		int ms = left > 1000000000ULL ? 1000 : (int)(left / 1000000) + !!left;
 		ssize_t r;
 
-		if (poll(&pfd, 1, ms) == 0)
-			return -ETIMEDOUT;
-		r = recv(sock, p + done, sizeof(*m) - done, MSG_DONTWAIT);
+		if (poll(&pfd, 1, ms) == 0) {
+			if (now_ns() >= deadline)
+				return -ETIMEDOUT;
+			continue;
+		}
+		r = recv(sock, p + done, len - done, MSG_DONTWAIT);
 		if (r == 0)
 			return -EPIPE;
 		if (r < 0) {
@@ -102,12 +112,20 @@ int rv_read(int sock, struct rv_msg *m, uint64_t deadline)
 		}
 		done += r;
 	}
+	return 0;
+}
+
+int rv_read(int sock, struct rv_msg *m, uint64_t deadline)
+{
+	int ret = recv_all(sock, m, sizeof(*m), deadline);
+
+	if (ret)
+		return ret;
 	if (m->magic != RV_MAGIC || m->version != RV_VERSION)
 		return -EPROTO;
 	m->text[sizeof(m->text) - 1] = '\0';
 	return 0;
 }
-
 /* Rank 0: the verdict to everyone still there, then exit */
 static void __noreturn root_verdict(struct rv *v, int blame, const char *text)
 {
@@ -612,46 +630,62 @@ void rv_root(struct rv *v, const struct rv_msg *hello)
 	close(ls);
 }
 
-void rv_join(struct rv *v, struct rv_msg *hello)
+int tcp_connect(const char *host, unsigned int port, unsigned int timeout_s,
+		int *sock)
 {
-	uint64_t deadline = now_ns() + v->timeout_s * 1000000000ULL;
-	struct sockaddr_storage ss, me;
-	socklen_t len, mlen = sizeof(me);
+	uint64_t deadline = now_ns() + timeout_s * 1000000000ULL;
+	struct sockaddr_storage ss;
+	socklen_t len;
 	int s, one = 1;
 
-	if (resolve(v->root_host, v->root_port, &ss, &len))
-		rv_abort(v, -1, "cannot resolve %s", v->root_host);
+	if (resolve(host, port, &ss, &len))
+		return -EADDRNOTAVAIL;
 	for (;;) {
 		struct timespec ts = { 0, 100 * 1000000L };
 
 		s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (s < 0)
-			rv_abort(v, -1, "socket: %s", strerror(errno));
+			return -errno;
 		if (!connect(s, (struct sockaddr *)&ss, len))
 			break;
 		close(s);
 		if (errno != ECONNREFUSED && errno != ETIMEDOUT &&
 		    errno != EHOSTUNREACH && errno != ENETUNREACH)
-			rv_abort(v, 0, "cannot reach rank 0 at %s:%u: %s",
-				 v->root_host, v->root_port, strerror(errno));
+			return -errno;
 		if (now_ns() >= deadline)
-			rv_abort(v, 0, "rank 0 does not listen at %s:%u (waited %u s)",
-				 v->root_host, v->root_port, v->timeout_s);
-		nanosleep(&ts, NULL);	/* rank 0 not up yet: as torchrun */
+			return -ETIMEDOUT;
+		nanosleep(&ts, NULL);	/* not up yet: as torchrun */
 	}
 	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	v->root_sock = s;
-	if (getsockname(s, (struct sockaddr *)&me, &mlen))
+	*sock = s;
+	return 0;
+}
+
+void rv_join(struct rv *v, struct rv_msg *hello)
+{
+	struct sockaddr_storage me;
+	socklen_t mlen = sizeof(me);
+	int ret;
+
+	ret = tcp_connect(v->root_host, v->root_port, v->timeout_s, &v->root_sock);
+	if (ret == -EADDRNOTAVAIL)
+		rv_abort(v, -1, "cannot resolve %s", v->root_host);
+	if (ret == -ETIMEDOUT)
+		rv_abort(v, 0, "rank 0 does not listen at %s:%u (waited %u s)",
+			 v->root_host, v->root_port, v->timeout_s);
+	if (ret)
+		rv_abort(v, 0, "cannot reach rank 0 at %s:%u: %s",
+			 v->root_host, v->root_port, strerror(-ret));
+	if (getsockname(v->root_sock, (struct sockaddr *)&me, &mlen))
 		rv_abort(v, 0, "getsockname: %s", strerror(errno));
 	sa_to_addr(&me, &v->local);
 	v->local.port = 0;
 	hello->type = RV_HELLO;
 	hello->rank = v->rank;
 	hello->nranks = v->n;
-	if (rv_send(s, hello))
+	if (rv_send(v->root_sock, hello))
 		rv_abort(v, 0, "cannot send to rank 0: %s", strerror(errno));
 }
-
 /*
  * Options
  */

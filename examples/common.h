@@ -88,6 +88,16 @@ void say(const struct rv *v, const char *fmt, ...) __printf(2, 3);
 
 /* Set up @v for @rank of @n; 0 or -ENOMEM */
 int rv_init(struct rv *v, int rank, int n);
+/* All of @len bytes: 0 or -errno */
+int send_all(int sock, const void *buf, size_t len);
+/* All of @len bytes by @deadline (ns): 0, -EPIPE (EOF), -ETIMEDOUT, -errno */
+int recv_all(int sock, void *buf, size_t len, uint64_t deadline);
+/*
+ * Connect to @host:@port, retrying for @timeout_s while nothing listens
+ * there: 0, -EADDRNOTAVAIL (@host does not resolve), -ETIMEDOUT, -errno
+ */
+int tcp_connect(const char *host, unsigned int port, unsigned int timeout_s,
+		int *sock);
 int rv_send(int sock, struct rv_msg *m);
 /* One message from @sock by @deadline (ns): 0, -EPIPE (EOF), -ETIMEDOUT, -EPROTO */
 int rv_read(int sock, struct rv_msg *m, uint64_t deadline);

@@ -711,8 +711,12 @@ static bool one_size(struct sh *s, uint64_t size, struct row *row)
 	if (wrong)
 		snprintf(m.text, sizeof(m.text), "%.180s", s->first_wrong);
 	rv_exchange(&s->rv, &m, true);
-	if (s->rank)
+	if (s->rank) {
+		/* the reducers' verdict is every rank's */
+		for (i = 0; i < s->n; i++)
+			wrong += s->rv.all[i].v[1];
 		return !wrong;
+	}
 
 	ex_results(&s->rv, "bytes", &maxsum, &wrong);
 	row->size = size;

@@ -26,7 +26,6 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 
 AR=$PWD/examples/krdma-allreduce
-PYTHON=${PYTHON:-python3}
 RXE_ADDR=${KRDMA_RXE_ADDR:-198.18.0.1}
 RXE_DEV=${KRDMA_RXE_DEV:-rxe0}
 SIW_ADDR=${KRDMA_SIW_ADDR:-198.18.1.1}
@@ -41,34 +40,9 @@ KILL_BOUND=30
 # per transport: run 3 + kill 4; TCP 2, a wrong element 1
 NTESTS=$((2 * (3 + 4) + 3))
 
-TMP=$(mktemp -d /tmp/krdma_examples_test.XXXXXX) || exit 1
-pids=()
-cleanup() {
-	local p
-
-	for p in "${pids[@]}"; do
-		kill -9 "$p" 2>/dev/null
-	done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-n=0
-failed=0
-# check DESCRIPTION COMMAND...: ok when COMMAND succeeds, else not ok
-# with the outputs of the last run as diagnostics
-check() {
-	local desc=$1 f
-
-	shift
-	n=$((n + 1))
-	"$@" && { echo "ok $n $desc"; return; }
-	failed=$((failed + 1))
-	echo "not ok $n $desc"
-	for f in "$TMP"/last.*; do
-		[[ -s $f ]] && tail -n 12 "$f" | sed "s|^|# ${f##*/}: |"
-	done
-}
+# shellcheck source=examples/test_lib.sh
+. examples/test_lib.sh
+ex_test_init krdma_examples_test
 
 # Pages pinned with FOLL_PIN and not released yet
 pins() {
@@ -100,25 +74,6 @@ allreduce() {
 	done
 }
 
-all_zero() {
-	local rc
-
-	for rc in "${rcs[@]}"; do
-		((rc == 0)) || return 1
-	done
-}
-
-# json FILE EXPRESSION: true when the Python expression holds for d, the
-# parsed FILE
-json() {
-	"$PYTHON" -c '
-import json, sys
-d = json.load(open(sys.argv[1]))
-rows = d["results"]
-sys.exit(0 if eval("(" + sys.argv[2] + ")") else 1)
-' "$1" "$2" 2>>"$TMP/last.json.err"
-}
-
 ROWS_OK='d["verified"] is True and d["ranks"] == 3 and len(rows) == 4 and
 	sorted((r["size"], r["count"], r["type"]) for r in rows) ==
 	[(65536, 16384, "float"), (65536, 16384, "int32"),
@@ -126,10 +81,6 @@ ROWS_OK='d["verified"] is True and d["ranks"] == 3 and len(rows) == 4 and
 	all(r["verified"] is True and r["wrong"] == 0 and r["time_us"] > 0 and
 	    abs(r["busbw_gbs"] - r["algbw_gbs"] * 4 / 3) <= 2e-6 + 1e-4 * r["busbw_gbs"]
 	    for r in rows)'
-
-diag() {
-	sed 's/^/# /'
-}
 
 # algbw NAME: the algbw of the 4 MiB float row, as a diagnostic; rank
 # 0's rows as "#" lines into $TMP/NAME.rows
