@@ -62,7 +62,7 @@
 #define LD_MAX_DEPTH		64
 #define LD_MAX_CLIENTS		1000
 #define LD_POOL			64	/* accepted connections not claimed yet */
-#define LD_GRACE_MS		2000	/* to see the server's end, after a failure */
+#define LD_GRACE_MS		5000	/* to see the server's end, after a failure */
 #define LD_TAG			0x4c44	/* "LD" */
 #define LD_HASH_XXH64		1
 
