@@ -315,6 +315,23 @@ print("%.0f samples/s %.1f MB/s" % (d["samples_per_s"], d["bytes_per_s"] / 1e6))
 ' "$TMP/$1.c1.out" 2>/dev/null || echo "?"
 }
 
+# kill_checks WHAT WHO NAMED V S1 S2 COMM ERR1 ERR2: the checks of a kill
+# case: WHO (rcs[V]) was killed mid-run; the survivors (rcs[S1], rcs[S2])
+# exit 1 within the bound, both saying "aborted: NAMED" (in ERR1, ERR2);
+# nothing of COMM left pinned
+kill_checks() {
+	local what=$1 who=$2 named=$3 v=$4 s1=$5 s2=$6 comm=$7 err1=$8 err2=$9
+
+	check "$what: $who killed mid-run" test "$killed" -eq 1 -a "${rcs[v]}" -eq 137
+	check "$what: the others exit 1 within $KILL_BOUND s of the kill (took ${dt} s)" \
+		eval "((dt <= KILL_BOUND && rcs[$s1] == 1 && rcs[$s2] == 1))"
+	check "$what: the others name $who as gone" \
+		eval 'grep -q "aborted: $named" "$err1" && grep -q "aborted: $named" "$err2"'
+	check "$what: nothing left pinned: pins back, no $comm buffer in debugfs" \
+		nothing_pinned "$comm"
+	cat "$err1" "$err2" | diag
+}
+
 echo "TAP version 13"
 echo "1..$NTESTS"
 
@@ -354,16 +371,9 @@ for t in rxe siw; do
 	port=$((port + 1))
 	# (2>/dev/null: bash's own "Killed" notice)
 	kill_run "$AR" "$t-kill" "$addr" $port -b 4K -e 4M -f 4 -n 200 -w 0 -t 60 2>/dev/null
-	check "$t: rank 1 killed mid-run (after rank 0's first row, before its end)" \
-		test "$killed" -eq 1 -a "${rcs[1]}" -eq 137
-	check "$t: ranks 0 and 2 exit 1 within $KILL_BOUND s of the kill (took ${dt} s)" \
-		eval '((dt <= KILL_BOUND && rcs[0] == 1 && rcs[2] == 1))'
-	check "$t: ranks 0 and 2 name rank 1 as gone" \
-		eval 'grep -q "aborted: rank 1 is gone" "$TMP/$t-kill.0.err" &&
-		      grep -q "aborted: rank 1 is gone" "$TMP/$t-kill.2.err"'
-	check "$t: nothing left pinned: pins back, no krdma-allreduce buffer in debugfs" \
-		nothing_pinned krdma-allreduce
-	cat "$TMP/$t-kill.0.err" "$TMP/$t-kill.2.err" | diag
+	# (rank 1 killed after rank 0's first row, before its end)
+	kill_checks "$t" "rank 1" "rank 1 is gone" 1 0 2 krdma-allreduce \
+		"$TMP/$t-kill.0.err" "$TMP/$t-kill.2.err"
 
 	# krdma-shuffle: mappers 0 and 1 (ranks 1 and 2) into reducer 0
 	port=$((port + 1))
@@ -376,16 +386,8 @@ for t in rxe siw; do
 
 	port=$((port + 1))
 	kill_run "$SH" "sh-$t-kill" "$addr" $port -R 1 -b 4K -e 4M -f 4 -n 300 -w 0 -t 60 2>/dev/null
-	check "$t: shuffle: mapper 0 (rank 1) killed mid-run" \
-		test "$killed" -eq 1 -a "${rcs[1]}" -eq 137
-	check "$t: shuffle: ranks 0 and 2 exit 1 within $KILL_BOUND s of the kill (took ${dt} s)" \
-		eval '((dt <= KILL_BOUND && rcs[0] == 1 && rcs[2] == 1))'
-	check "$t: shuffle: ranks 0 and 2 name rank 1 (mapper 0) as gone" \
-		eval 'grep -q "aborted: rank 1 (mapper 0) is gone" "$TMP/sh-$t-kill.0.err" &&
-		      grep -q "aborted: rank 1 (mapper 0) is gone" "$TMP/sh-$t-kill.2.err"'
-	check "$t: shuffle: nothing left pinned: pins back, no krdma-shuffle buffer in debugfs" \
-		nothing_pinned krdma-shuffle
-	cat "$TMP/sh-$t-kill.0.err" "$TMP/sh-$t-kill.2.err" | diag
+	kill_checks "$t: shuffle" "mapper 0 (rank 1)" "rank 1 (mapper 0) is gone" 1 0 2 \
+		krdma-shuffle "$TMP/sh-$t-kill.0.err" "$TMP/sh-$t-kill.2.err"
 
 	# krdma-load: a server and 2 clients
 	port=$((port + 1))
@@ -403,16 +405,9 @@ for t in rxe siw; do
 
 	port=$((port + 1))
 	kill_load "ld-$t-kill" "$addr" $port 2>/dev/null
-	check "$t: load: the server killed while it served 2 clients" \
-		test "$killed" -eq 1 -a "${rcs[0]}" -eq 137
-	check "$t: load: both clients exit 1 within $KILL_BOUND s of the kill (took ${dt} s)" \
-		eval '((dt <= KILL_BOUND && rcs[1] == 1 && rcs[2] == 1))'
-	check "$t: load: both clients name the server as gone" \
-		eval 'grep -q "aborted: the server at $addr:$port is gone" "$TMP/ld-$t-kill.c1.err" &&
-		      grep -q "aborted: the server at $addr:$port is gone" "$TMP/ld-$t-kill.c2.err"'
-	check "$t: load: nothing left pinned: pins back, no krdma-load buffer in debugfs" \
-		nothing_pinned krdma-load
-	cat "$TMP/ld-$t-kill.c1.err" "$TMP/ld-$t-kill.c2.err" | diag
+	# (the server killed while it served both clients)
+	kill_checks "$t: load" "the server" "the server at $addr:$port is gone" 0 1 2 \
+		krdma-load "$TMP/ld-$t-kill.c1.err" "$TMP/ld-$t-kill.c2.err"
 done
 
 port=$((port + 1))
