@@ -929,6 +929,23 @@ static void run_tcp(uint64_t *elapsed)
 	*elapsed = now_ns() - t0;
 }
 
+/* The entries of a file's completion queue: the module's ucq_entries */
+static unsigned int ring_entries(void)
+{
+	FILE *f = fopen("/sys/module/krdma/parameters/ucq_entries", "re");
+	unsigned int n = 4096, p = 64;
+
+	if (f) {
+		if (fscanf(f, "%u", &n) != 1)
+			n = 4096;
+		fclose(f);
+	}
+	/* rounded down to a power of two, from 64 (userspace-api.rst) */
+	while (p * 2 <= n && p < (1U << 20))
+		p *= 2;
+	return p;
+}
+
 static void krdma_client_setup(const struct rv_msg *info)
 {
 	struct sockaddr_storage ss;
@@ -943,6 +960,14 @@ static void krdma_client_setup(const struct rv_msg *info)
 	int ret;
 
 	snprintf(C.phase, sizeof(C.phase), "the krdma setup");
+	/*
+	 * Every READ in flight holds an entry of the file's completion
+	 * ring until it is polled: more than the ring holds, and a SUBMIT
+	 * that waits for room would wait for this very thread's POLL
+	 */
+	if ((uint64_t)o.depth * o.batch > ring_entries())
+		die("--depth x -b: %u READs in flight, more than the %u entries of a file's completion queue (krdma's ucq_entries)",
+		    o.depth * o.batch, ring_entries());
 	/* the krdma listener: the server's address, the port it gave */
 	if (getpeername(C.sock, (struct sockaddr *)&ss, &sl))
 		die("getpeername: %s", strerror(errno));
@@ -1120,7 +1145,9 @@ static void usage(FILE *f)
 		"  -b, --batch N        samples per batch, 1 to %d (default 32)\n"
 		"  -n, --batches N      batches to fetch (default 100)\n"
 		"  -d, --duration SECS  fetch for SECS seconds instead\n"
-		"  --depth D            batches in flight, 1 to %d (default 2)\n"
+		"  --depth D            batches in flight, 1 to %d (default 2); over\n"
+		"                       krdma, D x N READs must fit the completion queue\n"
+		"                       (ucq_entries, 4096 by default)\n"
 		"  --seed S             of the random indices (default: time and pid)\n"
 		"  -s, --sample SIZE    check that the server's samples are SIZE bytes\n"
 		"  --inject-error       for tests: change one byte of the first sample\n"
