@@ -851,6 +851,9 @@ int ex_opt(int c, char *argv[], struct ex_opts *o)
 		else if (strcmp(optarg, "krdma"))
 			return bad("--mode: krdma or tcp, not '%s'", optarg);
 		break;
+	case 'T':
+		o->tcp = true;
+		break;
 	case 'b':
 		return ex_size("-b", optarg, o, &o->min_bytes);
 	case 'e':

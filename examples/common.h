@@ -158,6 +158,7 @@ struct ex_opts {
 	{ "size", required_argument, NULL, 'N' }, \
 	{ "addr", required_argument, NULL, 'a' }, \
 	{ "mode", required_argument, NULL, 'm' }, \
+	{ "tcp", no_argument, NULL, 'T' }, \
 	{ "minbytes", required_argument, NULL, 'b' }, \
 	{ "maxbytes", required_argument, NULL, 'e' }, \
 	{ "stepfactor", required_argument, NULL, 'f' }, \

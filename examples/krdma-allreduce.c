@@ -787,7 +787,7 @@ static void usage(FILE *f)
 		"                       OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS)\n"
 		"  -a, --addr IP        local address to listen on (default: the one\n"
 		"                       that reaches rank 0; its RDMA device is used)\n"
-		"  -m, --mode MODE      krdma (default) or tcp\n"
+		"  -m, --mode MODE      krdma (default) or tcp (--tcp: -m tcp)\n"
 		"  -b, --minbytes SIZE  smallest size (default 64K; K, M, G suffixes)\n"
 		"  -e, --maxbytes SIZE  largest size (default: the smallest)\n"
 		"  -f, --stepfactor F   multiply the size by F between rows (default 2)\n"

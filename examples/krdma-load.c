@@ -1153,7 +1153,7 @@ static void usage(FILE *f)
 		"  --inject-error       for tests: change one byte of the first sample\n"
 		"                       received; it must be reported wrong\n"
 		"Both:\n"
-		"  -m, --mode MODE      krdma (default) or tcp\n"
+		"  -m, --mode MODE      krdma (default) or tcp (--tcp: -m tcp)\n"
 		"  -t, --timeout SECS   give up after SECS without progress (default %d)\n"
 		"  -j, --json           print JSON\n"
 		"  -h, --help\n\n"
@@ -1178,6 +1178,7 @@ static int parse_opts(int argc, char *argv[])
 		{ "seed", required_argument, NULL, 'E' },
 		{ "inject-error", no_argument, NULL, 'X' },
 		{ "mode", required_argument, NULL, 'm' },
+		{ "tcp", no_argument, NULL, 'T' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1254,6 +1255,9 @@ static int parse_opts(int argc, char *argv[])
 				o.tcp = true;
 			else if (strcmp(optarg, "krdma"))
 				return bad("--mode: krdma or tcp, not '%s'", optarg);
+			break;
+		case 'T':
+			o.tcp = true;
 			break;
 		case 't':
 			if (parse_int(optarg, 1, 86400, &l))

@@ -754,7 +754,7 @@ static void usage(FILE *f)
 		"  -R, --reducers R     reducers, 1 to N-1 (default 1)\n"
 		"  -a, --addr IP        local address to listen on (default: the one\n"
 		"                       that reaches rank 0; its RDMA device is used)\n"
-		"  -m, --mode MODE      krdma (default) or tcp\n"
+		"  -m, --mode MODE      krdma (default) or tcp (--tcp: -m tcp)\n"
 		"  -b, --minbytes SIZE  smallest partition (default 64K; K, M, G; a\n"
 		"                       multiple of 8)\n"
 		"  -e, --maxbytes SIZE  largest partition (default: the smallest)\n"

@@ -132,7 +132,7 @@ load() {
 	port=$((port + 1))
 	rm -f "$TMP"/last.*
 	timeout -k 5 90 "$LD" --serve "$TMP/ds" -s "$sample" --listen "127.0.0.1:$port" \
-		-m tcp --clients 2 -j >"$TMP/$name.srv.out" 2>"$TMP/$name.srv.err" </dev/null &
+		--tcp --clients 2 -j >"$TMP/$name.srv.out" 2>"$TMP/$name.srv.err" </dev/null &
 	local sp=$!
 	for c in 1 2; do
 		timeout -k 5 60 "$LD" --server "127.0.0.1:$port" -m tcp -t 20 --seed $c -j "$@" \
