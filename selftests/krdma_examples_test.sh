@@ -45,7 +45,8 @@ RXE_ADDR=${KRDMA_RXE_ADDR:-198.18.0.1}
 RXE_DEV=${KRDMA_RXE_DEV:-rxe0}
 SIW_ADDR=${KRDMA_SIW_ADDR:-198.18.1.1}
 SIW_DEV=${KRDMA_SIW_DEV:-siw0}
-DBG=/sys/kernel/debug/krdma
+# (examples/Makefile's test-fake: a directory of its own)
+DBG=${KRDMA_DEBUGFS:-/sys/kernel/debug/krdma}
 N=3
 # 64 KiB and 4 MiB, both types
 ARGS=(-b 64K -e 4M -f 64 -d all -n 5 -w 1 -t 60)
@@ -342,7 +343,8 @@ if [[ ! -x $AR || ! -x $SH || ! -x $LD ]]; then
 	done
 	exit 1
 fi
-mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+[[ -n ${KRDMA_DEBUGFS:-} ]] || mountpoint -q /sys/kernel/debug ||
+	mount -t debugfs none /sys/kernel/debug
 # krdma-load's dataset: 32 MiB in tmpfs, served from its page cache
 DS=$TMP/dataset
 "$LD" --make-dataset "$DS" 32M >/dev/null
@@ -352,6 +354,8 @@ pins0=$(pins)
 port=29500
 declare -A bw
 for t in rxe siw; do
+	# (for examples/fake_krdma_peers.so: its processes' transport)
+	export KRDMA_FAKE_TRANSPORT=$t
 	if [[ $t == rxe ]]; then
 		addr=$RXE_ADDR dev=$RXE_DEV notify=WRITE_IMM
 	else
@@ -410,6 +414,7 @@ for t in rxe siw; do
 		krdma-load "$TMP/ld-$t-kill.c1.err" "$TMP/ld-$t-kill.c2.err"
 done
 
+unset KRDMA_FAKE_TRANSPORT
 port=$((port + 1))
 allreduce tcp "$RXE_ADDR" $port "${ARGS[@]}" -m tcp -j
 check "tcp: 3 ranks, 64 KiB and 4 MiB, float and int32: every rank exits 0" all_zero
