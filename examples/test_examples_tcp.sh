@@ -19,6 +19,7 @@
 # PYTHON (python3) checks the JSON; PORT_BASE picks the ports (default:
 # at random in 30000-49999).
 
+# shellcheck disable=SC2317,SC2016,SC2034 # run through check() and eval
 set -u
 cd "$(dirname "$0")" || exit 1
 
@@ -183,7 +184,7 @@ kill_server() {
 	rm -f "$TMP"/last.*
 	"$LD" --serve "$TMP/ds" -s 64K --listen "127.0.0.1:$port" -m tcp >"$TMP/ldk.srv.out" 2>&1 </dev/null &
 	sp=$!
-	pids=($sp)
+	pids=("$sp")
 	for c in 1 2; do
 		"$LD" --server "127.0.0.1:$port" -m tcp -t 20 -b 16 -d 60 >"$TMP/ldk.c$c.out" 2>"$TMP/ldk.c$c.err" </dev/null &
 		eval "cp$c=\$!"

@@ -57,6 +57,7 @@ sys.exit(0 if eval("(" + sys.argv[2] + ")") else 1)
 ' "$1" "$2" 2>>"$TMP/last.json.err"
 }
 
+# shellcheck disable=SC2154 # rcs[]: the caller's
 all_zero() {
 	local rc
 

@@ -320,6 +320,7 @@ print("%.0f samples/s %.1f MB/s" % (d["samples_per_s"], d["bytes_per_s"] / 1e6))
 # case: WHO (rcs[V]) was killed mid-run; the survivors (rcs[S1], rcs[S2])
 # exit 1 within the bound, both saying "aborted: NAMED" (in ERR1, ERR2);
 # nothing of COMM left pinned
+# shellcheck disable=SC2034 # named, err1, err2: in check()'s eval
 kill_checks() {
 	local what=$1 who=$2 named=$3 v=$4 s1=$5 s2=$6 comm=$7 err1=$8 err2=$9
 
