@@ -22,8 +22,8 @@
 #   make bench           krdmactl bench vs perftest vs TCP, in a QEMU guest;
 #                        writes Documentation/benchmarks-results.* and .png
 #   make lint            W=1, sparse and checkpatch --strict on the module
-#   make install         module, krdmactl, krdma-allreduce, man page,
-#                        completion, udev rule
+#   make install         module, krdmactl, krdma-allreduce, krdma-load,
+#                        krdma-shuffle, man page, completion, udev rule
 #   make uninstall       remove what make install installed
 #   make dkms-install    the module's source to /usr/src/krdma-VERSION, built
 #                        and installed by DKMS for every kernel with headers
@@ -187,6 +187,8 @@ MANDB = command -v mandb >/dev/null && mandb -q || true
 install-tools: tools examples
 	$(INSTALL) -D -m 0755 userspace-tools/krdmactl $(DESTDIR)$(SBINDIR)/krdmactl
 	$(INSTALL) -D -m 0755 examples/krdma-allreduce $(DESTDIR)$(SBINDIR)/krdma-allreduce
+	$(INSTALL) -D -m 0755 examples/krdma-load $(DESTDIR)$(SBINDIR)/krdma-load
+	$(INSTALL) -D -m 0755 examples/krdma-shuffle $(DESTDIR)$(SBINDIR)/krdma-shuffle
 	$(INSTALL) -d $(DESTDIR)$(MANDIR)/man8
 	sed 's|/usr/local/share/doc/krdma|$(DOCDIR)|' userspace-tools/krdmactl.8 \
 		>$(DESTDIR)$(MANDIR)/man8/krdmactl.8
@@ -206,6 +208,7 @@ uninstall:
 	-rmdir $(DESTDIR)/lib/modules/$(MOD_KVER)/updates 2>/dev/null
 	$(if $(DESTDIR),,$(DEPMOD) -a $(MOD_KVER))
 	rm -f $(DESTDIR)$(SBINDIR)/krdmactl $(DESTDIR)$(SBINDIR)/krdma-allreduce \
+		$(DESTDIR)$(SBINDIR)/krdma-load $(DESTDIR)$(SBINDIR)/krdma-shuffle \
 		$(DESTDIR)$(MANDIR)/man8/krdmactl.8 \
 		$(DESTDIR)$(DOCDIR)/debugfs-krdma $(DESTDIR)$(DOCDIR)/sysfs-module-krdma \
 		$(DESTDIR)$(DOCDIR)/cli.rst $(DESTDIR)$(COMPDIR)/krdmactl $(DESTDIR)$(UDEVDIR)/60-krdma.rules

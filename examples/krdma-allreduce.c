@@ -62,7 +62,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libkrdma.h"
+#include "common.h"
 
 #define PROG			"krdma-allreduce"
 #define AR_MAX_RANKS		256	/* float sums stay exact below 2^24 */
@@ -73,84 +73,29 @@
 #define AR_DEF_SLOT_SIZE	(256U << 10)
 #define AR_MAX_SLOT_SIZE	(64U << 20)
 #define AR_CTRL			64	/* bytes of a control slot */
-#define AR_GRACE_MS		5000	/* to learn who died, after a failure */
 #define AR_DEF_TIMEOUT_S	30
 
-#define RV_MAGIC		0x52414b52U	/* "RKAR" */
-#define RV_VERSION		1
-#define NOTE_MAGIC		0x4e414b52U	/* "RKAN" */
+_Static_assert(AR_MAX_RANKS <= RV_MAX_RANKS, "the rendezvous takes them");
 
-#define __printf(a, b) __attribute__((format(printf, a, b)))
-#define __noreturn __attribute__((noreturn))
-#define ARRAY_SIZE(x) (sizeof(x) / sizeof((x)[0]))
-
-enum rv_type {
-	RV_HELLO = 1,	/* rank, the options it runs with */
-	RV_ADDR,	/* where it listens */
-	RV_TOKEN,	/* the token of its slots window, its device */
-	RV_BARRIER,
-	RV_RESULT,	/* time and errors of one size and type */
-	RV_DONE,
-	RV_ABORT,	/* rank -> root: I fail, for this reason */
-	RV_VERDICT,	/* root -> ranks: the run failed, for this reason */
-};
-
-/* One rendezvous message, host byte order (as krdmactl's protocols) */
-struct rv_msg {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t type;
-	uint32_t rank;
-	uint32_t nranks;
-	uint32_t xseq;		/* number of the exchange */
-	int32_t blame;		/* ABORT, VERDICT: the rank at fault, or -1 */
-	uint64_t v[6];
-	struct krdma_addr addr;
-	struct krdma_token token;
-	char text[192];
-};
-
-_Static_assert(sizeof(struct rv_msg) == 328, "328 bytes on the wire");
-
-/* A notification (iWARP) or a credit, in a control slot */
-struct note {
-	uint32_t magic;
-	uint32_t kind;
-	uint32_t seq;
-	uint32_t pad;
-};
-
+/* struct note kinds */
 #define NOTE_DATA	1
 #define NOTE_CREDIT	2
 
-/* Completion cookies: kind in the top byte, an index below */
+/* Completion cookies (COOKIE()): the kinds */
 #define K_NRECV		1ULL	/* RECV for a notification (left) */
 #define K_CRECV		2ULL	/* RECV for a credit (right) */
 #define K_WRITE		3ULL	/* WRITE(_IMM) of piece J (right) */
 #define K_NSEND		4ULL	/* SEND notification of piece J (right) */
 #define K_CSEND		5ULL	/* SEND credit for piece I (left) */
-#define COOKIE(k, i)	(((k) << 56) | (uint64_t)(i))
-#define CKIND(c)	((c) >> 56)
-#define CINDEX(c)	((c) & ((1ULL << 56) - 1))
 
 enum dtype { T_FLOAT, T_INT32 };
 static const char *const type_names[] = { "float", "int32" };
 
 struct opts {
-	int rank, nranks;
-	char root_host[256];
-	unsigned int root_port;
-	char addr[INET6_ADDRSTRLEN];	/* local address to listen on */
-	bool tcp;
-	int notify;			/* 0 auto, 1 imm, 2 send */
-	uint64_t min_bytes, max_bytes, factor;
+	struct ex_opts e;		/* the options of common.h */
 	int types;			/* bit per enum dtype */
-	unsigned int iters, warmup;
 	unsigned int slots;
 	uint64_t slot_size;
-	unsigned int timeout_s;
-	bool json;
-	bool inject;			/* a wrong input, for the tests */
 };
 
 struct plan {
@@ -177,18 +122,14 @@ struct run {
 	uint64_t last_progress;
 };
 
+#define ar_abort(a, blame, ...) rv_abort(&(a)->rv, blame, __VA_ARGS__)
+
+const char *const ex_prog = PROG;
+
 struct ar {
 	struct opts o;
 	int rank, n, left, right;
-	char phase[128];		/* what runs now, for messages */
-	/* rendezvous */
-	int root_sock;			/* rank > 0 */
-	int *socks;			/* rank 0: per rank (-1 for itself) */
-	bool *gone;			/* rank 0: rank's socket closed */
-	struct rv_msg *early;		/* rank 0: a rank's next message */
-	bool *has_early;
-	uint32_t xseq;
-	struct krdma_addr local;	/* local address, port 0 */
+	struct rv rv;			/* the rendezvous (common.h) */
 	/* krdma */
 	int kfd;
 	uint32_t listener, lconn, rconn;
@@ -202,605 +143,14 @@ struct ar {
 	/* TCP */
 	int lsock, rsock, tlisten;
 	/* results */
-	struct rv_msg *all;		/* allgather of N messages */
 	char infos[AR_MAX_RANKS][128];
 	char first_wrong[120];
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static void __printf(2, 3) say(const struct ar *a, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, PROG ": rank %d: ", a->rank);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-/*
- * Rendezvous
- */
-
-static int rv_send(int sock, struct rv_msg *m)
-{
-	const uint8_t *p = (const uint8_t *)m;
-	size_t done = 0;
-
-	m->magic = RV_MAGIC;
-	m->version = RV_VERSION;
-	while (done < sizeof(*m)) {
-		ssize_t w = send(sock, p + done, sizeof(*m) - done, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -errno;
-		done += w;
-	}
-	return 0;
-}
-
-/* One message from @sock by @deadline (ns): 0, -EPIPE (EOF), -ETIMEDOUT, -EPROTO */
-static int rv_read(int sock, struct rv_msg *m, uint64_t deadline)
-{
-	uint8_t *p = (uint8_t *)m;
-	size_t done = 0;
-
-	while (done < sizeof(*m)) {
-		struct pollfd pfd = { .fd = sock, .events = POLLIN };
-		uint64_t t = now_ns();
-		int ms = t >= deadline ? 0 : (int)((deadline - t) / 1000000) + 1;
-		ssize_t r;
-
-		if (poll(&pfd, 1, ms) == 0)
-			return -ETIMEDOUT;
-		r = recv(sock, p + done, sizeof(*m) - done, MSG_DONTWAIT);
-		if (r == 0)
-			return -EPIPE;
-		if (r < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return errno == ECONNRESET ? -EPIPE : -errno;
-		}
-		done += r;
-	}
-	if (m->magic != RV_MAGIC || m->version != RV_VERSION)
-		return -EPROTO;
-	m->text[sizeof(m->text) - 1] = '\0';
-	return 0;
-}
-
-static void __noreturn ar_abort(struct ar *a, int blame,
-					       const char *fmt, ...)
-	__printf(3, 4);
-
-/* Rank 0: the verdict to everyone still there, then exit */
-static void __noreturn root_verdict(struct ar *a, int blame,
-						   const char *text)
-{
-	struct rv_msg m;
-	int i;
-
-	memset(&m, 0, sizeof(m));
-	m.type = RV_VERDICT;
-	m.blame = blame;
-	snprintf(m.text, sizeof(m.text), "%s", text);
-	for (i = 1; i < a->n; i++)
-		if (a->socks[i] >= 0 && !a->gone[i])
-			rv_send(a->socks[i], &m);
-	say(a, "aborted: %s", text);
-	exit(1);
-}
-
-static void dead_text(const struct ar *a, int q, char *buf, size_t len)
-{
-	snprintf(buf, len, "rank %d is gone: its process exited or was killed (its rendezvous connection closed) during %.70s",
-		 q, a->phase);
-}
-
-/*
- * Rank 0 decides why the run failed: a rank whose socket closed without
- * a word died; else the first reason given (its own, or a rank's ABORT).
- * It waits up to AR_GRACE_MS for a dying rank's socket to close.
- */
-static void __noreturn root_abort(struct ar *a, int who, int blame,
-				  const char *why)
-{
-	uint64_t deadline = now_ns() + AR_GRACE_MS * 1000000ULL;
-	struct pollfd pfd[AR_MAX_RANKS];
-	bool aborted[AR_MAX_RANKS] = { false };
-	char text[sizeof(((struct rv_msg *)0)->text)];
-	int i, np, waiting;
-
-	if (who > 0)
-		aborted[who] = true;
-
-	for (i = 1; i < a->n; i++) {
-		if (a->gone[i]) {
-			dead_text(a, i, text, sizeof(text));
-			root_verdict(a, i, text);
-		}
-	}
-	snprintf(text, sizeof(text), "rank %d: %.160s", who, why);
-	for (;;) {
-		uint64_t t = now_ns();
-		int idx[AR_MAX_RANKS];
-
-		np = 0;
-		waiting = 0;
-		for (i = 1; i < a->n; i++) {
-			if (a->gone[i])
-				continue;
-			if (!aborted[i])
-				waiting++;
-			pfd[np].fd = a->socks[i];
-			pfd[np].events = POLLIN;
-			idx[np++] = i;
-		}
-		if (!waiting || t >= deadline)
-			break;
-		if (poll(pfd, np, (int)((deadline - t) / 1000000) + 1) <= 0)
-			continue;
-		for (i = 0; i < np; i++) {
-			struct rv_msg m;
-			int q = idx[i], ret;
-
-			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			ret = rv_read(a->socks[q], &m, now_ns() + 1000000000ULL);
-			/* gone after its ABORT: it gave up waiting, not died */
-			if (ret == -EPIPE && (aborted[q] || q == who)) {
-				a->gone[q] = true;
-				continue;
-			}
-			if (ret == -EPIPE || ret == -ECONNRESET) {
-				a->gone[q] = true;
-				dead_text(a, q, text, sizeof(text));
-				root_verdict(a, q, text);
-			}
-			if (ret) {
-				a->gone[q] = true;
-				continue;
-			}
-			if (m.type == RV_ABORT) {
-				aborted[q] = true;
-				/* the first reason, unless ours names nobody */
-				if (blame < 0 && m.blame >= 0) {
-					blame = m.blame;
-					snprintf(text, sizeof(text),
-						 "rank %u: %.100s", q, m.text);
-				}
-			}
-		}
-	}
-	root_verdict(a, blame, text);
-}
-
-/*
- * Fail the run: say so to rank 0 (or, on rank 0, find out who is at
- * fault and tell everyone), print the verdict, exit 1. Closing the
- * files at exit ends the connections and unpins the buffers.
- */
-static void ar_abort(struct ar *a, int blame, const char *fmt, ...)
-{
-	/* longer than rank 0 may take to decide (AR_GRACE_MS) */
-	uint64_t deadline = now_ns() + 2 * AR_GRACE_MS * 1000000ULL;
-	char why[sizeof(((struct rv_msg *)0)->text)];
-	struct rv_msg m;
-	va_list ap;
-	int ret;
-
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	fflush(stdout);
-	if (a->rank == 0 && a->socks)
-		root_abort(a, 0, blame, why);
-	if (a->rank == 0 || a->root_sock < 0) {
-		say(a, "%s", why);
-		exit(1);
-	}
-	say(a, "%s", why);
-	memset(&m, 0, sizeof(m));
-	m.type = RV_ABORT;
-	m.rank = a->rank;
-	m.blame = blame;
-	snprintf(m.text, sizeof(m.text), "%s", why);
-	rv_send(a->root_sock, &m);
-	for (;;) {
-		ret = rv_read(a->root_sock, &m, deadline);
-		if (ret == -ETIMEDOUT)
-			break;
-		if (ret) {
-			say(a, "aborted: rank 0 is gone: its process exited or was killed (its rendezvous connection closed) during %s",
-			    a->phase);
-			exit(1);
-		}
-		if (m.type == RV_VERDICT) {
-			say(a, "aborted: %s", m.text);
-			exit(1);
-		}
-	}
-	say(a, "aborted: no word from rank 0 within %d ms", 2 * AR_GRACE_MS);
-	exit(1);
-}
-
-/*
- * A rendezvous socket is readable outside an exchange: on rank 0 a
- * rank's ABORT, or its socket closed (it died); on the others rank 0's
- * VERDICT, or its death.
- */
-static void rv_event(struct ar *a, int q)
-{
-	struct rv_msg m;
-	int sock = a->rank ? a->root_sock : a->socks[q];
-	int ret = rv_read(sock, &m, now_ns() + 1000000000ULL);
-
-	if (a->rank == 0) {
-		char text[sizeof(m.text)];
-
-		if (ret == -EPIPE) {
-			a->gone[q] = true;
-			dead_text(a, q, text, sizeof(text));
-			root_verdict(a, q, text);
-		}
-		if (ret)
-			ar_abort(a, q, "rendezvous with rank %d: %s", q,
-				 strerror(-ret));
-		if (m.type == RV_ABORT)
-			root_abort(a, q, m.blame, m.text);
-		/* a rank done before us is in the next exchange already */
-		if (a->has_early[q])
-			ar_abort(a, q, "rendezvous: rank %d is two exchanges ahead",
-				 q);
-		a->early[q] = m;
-		a->has_early[q] = true;
-		return;
-	}
-	if (ret == -EPIPE) {
-		say(a, "aborted: rank 0 is gone: its process exited or was killed (its rendezvous connection closed) during %s",
-		    a->phase);
-		exit(1);
-	}
-	if (ret)
-		ar_abort(a, 0, "rendezvous with rank 0: %s", strerror(-ret));
-	if (m.type == RV_VERDICT) {
-		say(a, "aborted: %s", m.text);
-		exit(1);
-	}
-	ar_abort(a, 0, "rendezvous: unexpected message %u from rank 0", m.type);
-}
-
-/*
- * The one collective of the rendezvous: every rank gives @mine; rank 0
- * collects them and sends back all N (into a->all) when @gather, else
- * only its own (a barrier). The same exchange on every rank, in order.
- */
-static void rv_exchange(struct ar *a, struct rv_msg *mine, bool gather)
-{
-	uint64_t deadline = now_ns() + a->o.timeout_s * 1000000000ULL;
-	uint32_t xseq = ++a->xseq;
-	int i, ret;
-
-	mine->rank = a->rank;
-	mine->nranks = a->n;
-	mine->xseq = xseq;
-	if (a->rank) {
-		int want = gather ? a->n : 1;
-
-		ret = rv_send(a->root_sock, mine);
-		for (i = 0; !ret && i < want; i++) {
-			struct rv_msg *m = &a->all[gather ? i : 0];
-
-			ret = rv_read(a->root_sock, m, deadline);
-			if (ret == -EPIPE)
-				rv_event(a, 0);		/* rank 0's death */
-			if (ret == -ETIMEDOUT)
-				ar_abort(a, 0, "no answer from rank 0 within %u s during %s",
-					 a->o.timeout_s, a->phase);
-			if (!ret && m->type == RV_VERDICT) {
-				say(a, "aborted: %s", m->text);
-				exit(1);
-			}
-			if (!ret && (m->xseq != xseq || m->type != mine->type))
-				ar_abort(a, 0, "rendezvous out of step: message %u (exchange %u) from rank 0, expected %u (%u)",
-					 m->type, m->xseq, mine->type, xseq);
-		}
-		if (ret)
-			ar_abort(a, 0, "rendezvous with rank 0: %s",
-				 strerror(-ret));
-		return;
-	}
-
-	/* rank 0 */
-	a->all[0] = *mine;
-	{
-		bool have[AR_MAX_RANKS] = { true };
-		int missing = a->n - 1;
-
-		while (missing) {
-			struct pollfd pfd[AR_MAX_RANKS];
-			int idx[AR_MAX_RANKS], np = 0;
-			uint64_t t = now_ns();
-
-			for (i = 1; i < a->n; i++) {
-				if (!have[i] && a->has_early[i]) {
-					a->has_early[i] = false;
-					if (a->early[i].xseq != xseq ||
-					    a->early[i].type != mine->type)
-						ar_abort(a, i, "rendezvous out of step: message %u (exchange %u) from rank %d, expected %u (%u)",
-							 a->early[i].type, a->early[i].xseq,
-							 i, mine->type, xseq);
-					a->all[i] = a->early[i];
-					have[i] = true;
-					missing--;
-				}
-				if (have[i])
-					continue;
-				pfd[np].fd = a->socks[i];
-				pfd[np].events = POLLIN;
-				idx[np++] = i;
-			}
-			if (!np)
-				break;
-			if (t >= deadline) {
-				ar_abort(a, idx[0], "rank %d did not reach %s within %u s",
-					 idx[0], a->phase, a->o.timeout_s);
-			}
-			if (poll(pfd, np, (int)((deadline - t) / 1000000) + 1) <= 0)
-				continue;
-			for (i = 0; i < np; i++) {
-				struct rv_msg m;
-				int q = idx[i];
-
-				if (!pfd[i].revents)
-					continue;
-				ret = rv_read(a->socks[q], &m, deadline);
-				if (ret == -EPIPE) {
-					char text[sizeof(m.text)];
-
-					a->gone[q] = true;
-					dead_text(a, q, text, sizeof(text));
-					root_verdict(a, q, text);
-				}
-				if (ret)
-					ar_abort(a, q, "rendezvous with rank %d: %s",
-						 q, strerror(-ret));
-				if (m.type == RV_ABORT)
-					root_abort(a, q, m.blame, m.text);
-				if (m.xseq != xseq || m.type != mine->type ||
-				    m.rank != (uint32_t)q)
-					ar_abort(a, q, "rendezvous out of step: message %u (exchange %u) from rank %d, expected %u (%u)",
-						 m.type, m.xseq, q, mine->type, xseq);
-				a->all[q] = m;
-				have[q] = true;
-				missing--;
-			}
-		}
-	}
-	for (i = 1; i < a->n; i++) {
-		int j;
-
-		ret = 0;
-		if (gather) {
-			for (j = 0; !ret && j < a->n; j++)
-				ret = rv_send(a->socks[i], &a->all[j]);
-		} else {
-			ret = rv_send(a->socks[i], mine);
-		}
-		if (ret)
-			ar_abort(a, i, "rendezvous with rank %d: %s", i,
-				 strerror(-ret));
-	}
-}
-
-static int resolve(const char *host, unsigned int port, struct sockaddr_storage *ss,
-		   socklen_t *len)
-{
-	struct addrinfo hints, *res;
-	char ps[16];
-	int ret;
-
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	snprintf(ps, sizeof(ps), "%u", port);
-	ret = getaddrinfo(host, ps, &hints, &res);
-	if (ret)
-		return -EHOSTUNREACH;
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
-}
-
-/* sockaddr <-> krdma_addr (the rendezvous carries addresses so) */
-static void sa_to_addr(const struct sockaddr_storage *ss, struct krdma_addr *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->family = ss->ss_family;
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const void *)ss;
-
-		out->port = ntohs(s4->sin_port);
-		memcpy(out->addr, &s4->sin_addr, 4);
-	} else {
-		const struct sockaddr_in6 *s6 = (const void *)ss;
-
-		out->port = ntohs(s6->sin6_port);
-		memcpy(out->addr, &s6->sin6_addr, 16);
-		out->scope_id = s6->sin6_scope_id;
-	}
-}
-
-static socklen_t addr_to_sa(const struct krdma_addr *a, struct sockaddr_storage *ss)
-{
-	memset(ss, 0, sizeof(*ss));
-	ss->ss_family = a->family;
-	if (a->family == AF_INET) {
-		struct sockaddr_in *s4 = (void *)ss;
-
-		s4->sin_port = htons(a->port);
-		memcpy(&s4->sin_addr, a->addr, 4);
-		return sizeof(*s4);
-	}
-	{
-		struct sockaddr_in6 *s6 = (void *)ss;
-
-		s6->sin6_port = htons(a->port);
-		memcpy(&s6->sin6_addr, a->addr, 16);
-		s6->sin6_scope_id = a->scope_id;
-		return sizeof(*s6);
-	}
-}
-
 /* The options every rank must share, in a HELLO */
 static void hello_fill(const struct ar *a, struct rv_msg *m)
 {
-	memset(m, 0, sizeof(*m));
-	m->type = RV_HELLO;
-	m->v[0] = a->o.tcp | (uint64_t)a->o.types << 8;
-	m->v[1] = a->o.min_bytes;
-	m->v[2] = a->o.max_bytes;
-	m->v[3] = a->o.factor;
-	m->v[4] = a->o.iters | (uint64_t)a->o.warmup << 32;
-	m->v[5] = a->o.slots | a->o.slot_size << 16;
-}
-
-/* Rank 0: say why to a rank it turns away (its VERDICT), and close */
-static void __printf(3, 4) refuse(struct ar *a, int sock, const char *fmt, ...)
-{
-	struct rv_msg m;
-	va_list ap;
-
-	memset(&m, 0, sizeof(m));
-	m.type = RV_VERDICT;
-	m.blame = -1;
-	va_start(ap, fmt);
-	vsnprintf(m.text, sizeof(m.text), fmt, ap);
-	va_end(ap);
-	say(a, "%s", m.text);
-	rv_send(sock, &m);
-	close(sock);
-}
-
-/* Rank 0: take the N - 1 ranks' connections and HELLOs */
-static void rv_root(struct ar *a)
-{
-	uint64_t deadline = now_ns() + a->o.timeout_s * 1000000000ULL;
-	struct sockaddr_storage ss;
-	struct rv_msg mine, m;
-	socklen_t len;
-	int ls, one = 1, joined = 0;
-
-	a->socks = calloc(a->n, sizeof(*a->socks));
-	a->gone = calloc(a->n, sizeof(*a->gone));
-	a->early = calloc(a->n, sizeof(*a->early));
-	a->has_early = calloc(a->n, sizeof(*a->has_early));
-	if (!a->socks || !a->gone || !a->early || !a->has_early)
-		ar_abort(a, -1, "out of memory");
-	for (joined = 0; joined < a->n; joined++)
-		a->socks[joined] = -1;
-	joined = 0;
-	if (resolve(a->o.root_host, a->o.root_port, &ss, &len))
-		ar_abort(a, -1, "cannot resolve %s", a->o.root_host);
-	ls = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (ls < 0)
-		ar_abort(a, -1, "socket: %s", strerror(errno));
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(ls, (struct sockaddr *)&ss, len) || listen(ls, AR_MAX_RANKS))
-		ar_abort(a, -1, "cannot listen on %s:%u for the rendezvous: %s",
-			 a->o.root_host, a->o.root_port, strerror(errno));
-	sa_to_addr(&ss, &a->local);
-	a->local.port = 0;
-	hello_fill(a, &mine);
-	while (joined < a->n - 1) {
-		struct pollfd pfd = { .fd = ls, .events = POLLIN };
-		uint64_t t = now_ns();
-		int s, q;
-
-		if (t >= deadline)
-			ar_abort(a, -1, "only %d of %d ranks joined within %u s",
-				 joined + 1, a->n, a->o.timeout_s);
-		if (poll(&pfd, 1, (int)((deadline - t) / 1000000) + 1) <= 0)
-			continue;
-		s = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
-		if (s < 0)
-			continue;
-		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (rv_read(s, &m, deadline) || m.type != RV_HELLO) {
-			close(s);
-			continue;
-		}
-		q = m.rank;
-		if (q <= 0 || q >= a->n || a->socks[q] >= 0 ||
-		    m.nranks != (uint32_t)a->n) {
-			refuse(a, s, "rank %d of %u refused: the world size is %d%s",
-			       q, m.nranks, a->n,
-			       q > 0 && q < a->n && a->socks[q] >= 0 ?
-			       ", and that rank has joined" : "");
-			continue;
-		}
-		if (memcmp(m.v, mine.v, sizeof(m.v))) {
-			refuse(a, s, "rank %d refused: it runs with other options than rank 0 (mode, sizes, types, iterations or slots)",
-			       q);
-			continue;
-		}
-		a->socks[q] = s;
-		joined++;
-	}
-	close(ls);
-}
-
-/* Other ranks: connect to rank 0 (retrying until it listens) and HELLO */
-static void rv_join(struct ar *a)
-{
-	uint64_t deadline = now_ns() + a->o.timeout_s * 1000000000ULL;
-	struct sockaddr_storage ss, me;
-	struct rv_msg m;
-	socklen_t len, mlen = sizeof(me);
-	int s, one = 1;
-
-	if (resolve(a->o.root_host, a->o.root_port, &ss, &len))
-		ar_abort(a, -1, "cannot resolve %s", a->o.root_host);
-	for (;;) {
-		struct timespec ts = { 0, 100 * 1000000L };
-
-		s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (s < 0)
-			ar_abort(a, -1, "socket: %s", strerror(errno));
-		if (!connect(s, (struct sockaddr *)&ss, len))
-			break;
-		close(s);
-		if (errno != ECONNREFUSED && errno != ETIMEDOUT &&
-		    errno != EHOSTUNREACH && errno != ENETUNREACH)
-			ar_abort(a, 0, "cannot reach rank 0 at %s:%u: %s",
-				 a->o.root_host, a->o.root_port, strerror(errno));
-		if (now_ns() >= deadline)
-			ar_abort(a, 0, "rank 0 does not listen at %s:%u (waited %u s)",
-				 a->o.root_host, a->o.root_port, a->o.timeout_s);
-		nanosleep(&ts, NULL);	/* rank 0 not up yet: as torchrun */
-	}
-	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	a->root_sock = s;
-	if (getsockname(s, (struct sockaddr *)&me, &mlen))
-		ar_abort(a, 0, "getsockname: %s", strerror(errno));
-	sa_to_addr(&me, &a->local);
-	a->local.port = 0;
-	hello_fill(a, &m);
-	m.rank = a->rank;
-	m.nranks = a->n;
-	if (rv_send(s, &m))
-		ar_abort(a, 0, "cannot send to rank 0: %s", strerror(errno));
+	ex_hello(&a->o.e, a->o.types, a->o.slots | a->o.slot_size << 16, m);
 }
 
 /*
@@ -826,7 +176,7 @@ static void fill_input(struct ar *a, const struct plan *p, unsigned int it)
 			((int32_t *)a->data)[i] = v;
 	}
 	/* one element off by 1: every rank must see it wrong */
-	if (a->o.inject && a->rank == 1 && it == 0 && p->count) {
+	if (a->o.e.inject && a->rank == 1 && it == 0 && p->count) {
 		if (p->type == T_FLOAT)
 			((float *)a->data)[p->count / 2] += 1;
 		else
@@ -931,17 +281,6 @@ static void piece(const struct ar *a, const struct plan *p, const uint32_t *base
  * krdma
  */
 
-static const char *conn_why(struct ar *a, uint32_t conn, char *buf, size_t len)
-{
-	struct krdma_conn_query q;
-
-	if (krdma_conn_info(a->kfd, conn, &q) || q.state != KRDMA_CONN_ERROR ||
-	    !q.error)
-		return "";
-	snprintf(buf, len, "; the connection is down: %s", strerror(q.error));
-	return buf;
-}
-
 static int neighbour_of(const struct ar *a, uint32_t conn)
 {
 	return conn == a->rconn ? a->right : a->left;
@@ -954,120 +293,67 @@ static const char *side_of(const struct ar *a, uint32_t conn)
 
 static void submit(struct ar *a, struct krdma_op *ops, uint32_t n)
 {
-	uint32_t sub;
 	char buf[96];
 	int ret, q;
 
-	/* KRDMA_SUBMIT_WAIT: only a signal or an error stops it early */
-	do {
-		sub = 0;
-		ret = krdma_submit_ops(a->kfd, ops, n, KRDMA_SUBMIT_WAIT, &sub);
-		ops += sub;
-		n -= sub;
-	} while (n && (!ret || ret == -EINTR));
-	if (!n)
+	ret = submit_wait(a->kfd, &ops, &n);
+	if (!ret)
 		return;
 	q = neighbour_of(a, ops->conn);
 	/* a connection that went down is the neighbour's doing; else ours */
 	ar_abort(a, ret == -ENOTCONN || ret == -ECONNRESET ? q : -1,
 		 "%s to rank %d (%s neighbour) refused: %s%s",
 		 krdma_opcode_str(ops->opcode), q, side_of(a, ops->conn),
-		 strerror(-ret), conn_why(a, ops->conn, buf, sizeof(buf)));
+		 strerror(-ret), conn_why(a->kfd, ops->conn, buf, sizeof(buf)));
 }
 
 static void post_recv(struct ar *a, uint32_t conn, uint64_t kind, uint32_t slot)
 {
 	struct krdma_op op;
 
-	memset(&op, 0, sizeof(op));
-	op.opcode = KRDMA_OP_RECV;
-	op.cookie = COOKIE(kind, slot);
-	op.conn = conn;
-	op.num_sge = 1;
-	op.sge.buf = a->ctrl_h;
-	op.sge.offset = (uint64_t)slot * AR_CTRL;
-	op.sge.length = AR_CTRL;
+	fill_recv(&op, conn, COOKIE(kind, slot), a->ctrl_h,
+		  (uint64_t)slot * AR_CTRL, AR_CTRL);
 	submit(a, &op, 1);
 }
 
 /* A SEND of a note from control slot @slot */
-static void fill_note_send(struct ar *a, struct krdma_op *op, uint32_t conn,
-			   uint64_t cookie, uint32_t slot, uint32_t kind,
-			   uint32_t seq)
+static void note_send(struct ar *a, struct krdma_op *op, uint32_t conn,
+		      uint64_t cookie, uint32_t slot, uint32_t kind, uint32_t seq)
 {
-	struct note *nt = (struct note *)(a->ctrl + (uint64_t)slot * AR_CTRL);
-
-	nt->magic = NOTE_MAGIC;
-	nt->kind = kind;
-	nt->seq = seq;
-	nt->pad = 0;
-	memset(op, 0, sizeof(*op));
-	op->opcode = KRDMA_OP_SEND;
-	op->cookie = cookie;
-	op->conn = conn;
-	op->num_sge = 1;
-	op->sge.buf = a->ctrl_h;
-	op->sge.offset = (uint64_t)slot * AR_CTRL;
-	op->sge.length = sizeof(*nt);
-}
-
-static uint8_t *map_buf(struct ar *a, uint64_t len, uint32_t access, uint32_t *h)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	uint64_t mlen = (len + page - 1) & ~(uint64_t)(page - 1);
-	uint8_t *p;
-	int ret;
-
-	p = mmap(NULL, mlen, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (p == MAP_FAILED)
-		ar_abort(a, -1, "cannot allocate %" PRIu64 " bytes", len);
-	ret = krdma_buf_register(a->kfd, p, len, access, h);
-	if (ret)
-		ar_abort(a, -1, "cannot register %" PRIu64 " bytes: %s%s%s", len,
-			 strerror(-ret), krdma_conn_strerror_hint(ret) ? ": " : "",
-			 krdma_conn_strerror_hint(ret) ?: "");
-	return p;
+	fill_note_send(op, conn, cookie, a->ctrl_h, a->ctrl,
+		       (uint64_t)slot * AR_CTRL, kind, seq);
 }
 
 static void krdma_setup(struct ar *a)
 {
 	uint32_t ns = a->o.slots, i;
 	struct krdma_addr bound, dst;
-	struct krdma_conn_query q;
 	struct krdma_dev_query dq;
 	struct rv_msg m;
 	char as[64];
 	int ret;
 
-	snprintf(a->phase, sizeof(a->phase), "the krdma setup");
-	a->kfd = krdma_open();
-	if (a->kfd < 0)
-		ar_abort(a, -1, "cannot open " KRDMA_DEV_PATH ": %s; %s",
-			 strerror(-a->kfd), krdma_strerror_hint(a->kfd) ?: "");
-	ret = krdma_check_module(a->kfd, KRDMA_FEATURE_CONN, NULL);
-	if (ret)
-		ar_abort(a, -1, "krdma.ko cannot serve this program: %s; %s",
-			 strerror(-ret), krdma_strerror_hint(ret) ?: "");
+	snprintf(a->rv.phase, sizeof(a->rv.phase), "the krdma setup");
+	a->kfd = krdma_start(&a->rv);
 
-	ret = krdma_listen_on(a->kfd, &a->local, 4, &a->listener, &bound);
+	ret = krdma_listen_on(a->kfd, &a->rv.local, 4, &a->listener, &bound);
 	if (ret)
 		ar_abort(a, -1, "cannot listen on %s with krdma: %s; %s",
-			 krdma_addr_str(&a->local, as, sizeof(as)), strerror(-ret),
+			 krdma_addr_str(&a->rv.local, as, sizeof(as)), strerror(-ret),
 			 krdma_cmd_strerror_hint(KRDMA_IOC_LISTEN, ret) ?: "");
 	memset(&m, 0, sizeof(m));
 	m.type = RV_ADDR;
 	m.addr = bound;
-	rv_exchange(a, &m, true);
+	rv_exchange(&a->rv, &m, true);
 
 	/* connect right first: the listeners accept in the kernel meanwhile */
-	dst = a->all[a->right].addr;
+	dst = a->rv.all[a->right].addr;
 	ret = krdma_connect_to(a->kfd, &dst, 0, &a->rconn);
 	if (ret)
 		ar_abort(a, a->right, "cannot connect to rank %d at %s: %s; %s",
 			 a->right, krdma_addr_str(&dst, as, sizeof(as)),
 			 strerror(-ret), krdma_conn_strerror_hint(ret) ?: "");
-	ret = krdma_accept_conn(a->kfd, a->listener, 0, a->o.timeout_s * 1000,
+	ret = krdma_accept_conn(a->kfd, a->listener, 0, a->o.e.timeout_s * 1000,
 				&a->lconn);
 	if (ret)
 		ar_abort(a, a->left, "no connection from rank %d: %s", a->left,
@@ -1076,24 +362,23 @@ static void krdma_setup(struct ar *a)
 
 	/* WRITE_IMM unless the right connection's device is iWARP */
 	snprintf(a->info, sizeof(a->info), "?");
-	ret = krdma_conn_info(a->kfd, a->rconn, &q);
-	if (!ret)
-		ret = krdma_dev_query(a->kfd, q.dev_index, &dq);
+	ret = conn_device(a->kfd, a->rconn, &dq);
 	if (ret)
 		ar_abort(a, -1, "cannot query the connection's device: %s",
 			 strerror(-ret));
-	a->imm = a->o.notify == 1 ||
-		 (a->o.notify == 0 && dq.transport != KRDMA_TRANSPORT_IWARP);
+	a->imm = a->o.e.notify == 1 ||
+		 (a->o.e.notify == 0 && dq.transport != KRDMA_TRANSPORT_IWARP);
 	snprintf(a->info, sizeof(a->info), "%s %s %s", (const char *)dq.name,
 		 krdma_transport_str(dq.transport), a->imm ? "WRITE_IMM" : "WRITE+SEND");
 
-	a->data = map_buf(a, a->data_len, 0, &a->data_h);
+	a->data = map_buf(&a->rv, a->kfd, a->data_len, 0, &a->data_h);
 	a->slots_len = (uint64_t)ns * a->o.slot_size;
-	a->slots = map_buf(a, a->slots_len,
+	a->slots = map_buf(&a->rv, a->kfd, a->slots_len,
 			   KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_REMOTE_WRITE,
 			   &a->slots_h);
 	a->ctrl_len = 4ULL * ns * AR_CTRL;
-	a->ctrl = map_buf(a, a->ctrl_len, KRDMA_ACCESS_LOCAL_WRITE, &a->ctrl_h);
+	a->ctrl = map_buf(&a->rv, a->kfd, a->ctrl_len, KRDMA_ACCESS_LOCAL_WRITE,
+			  &a->ctrl_h);
 
 	/* RECVs before anyone can send: before the tokens go out */
 	for (i = 0; i < ns; i++) {
@@ -1109,10 +394,10 @@ static void krdma_setup(struct ar *a)
 			 a->left, strerror(-ret),
 			 krdma_cmd_strerror_hint(KRDMA_IOC_GRANT, ret) ?: "");
 	snprintf(m.text, sizeof(m.text), "%s", a->info);
-	rv_exchange(a, &m, true);
-	a->rtok = a->all[a->right].token;
+	rv_exchange(&a->rv, &m, true);
+	a->rtok = a->rv.all[a->right].token;
 	for (i = 0; i < (uint32_t)a->n; i++)
-		snprintf(a->infos[i], sizeof(a->infos[i]), "%.100s", a->all[i].text);
+		snprintf(a->infos[i], sizeof(a->infos[i]), "%.100s", a->rv.all[i].text);
 }
 
 /* A failed completion: which neighbour, what */
@@ -1124,7 +409,7 @@ static void __noreturn wc_failed(struct ar *a,
 
 	ar_abort(a, q, "%s with rank %d (%s neighbour) failed: %s%s", krdma_opcode_str(wc->opcode),
 		 q, side_of(a, wc->conn), krdma_wc_status_str(wc->status),
-		 conn_why(a, wc->conn, buf, sizeof(buf)));
+		 conn_why(a->kfd, wc->conn, buf, sizeof(buf)));
 }
 
 static void handle_wc(struct ar *a, struct run *r, const struct krdma_completion *wc)
@@ -1181,8 +466,8 @@ static void wait_events(struct ar *a, int fd1, short ev1, int fd2, short ev2,
 			const struct run *r)
 {
 	struct pollfd pfd[AR_MAX_RANKS + 2];
-	int idx[AR_MAX_RANKS + 2], np = 0, i;
-	uint64_t t = now_ns(), limit = a->o.timeout_s * 1000000000ULL;
+	int idx[AR_MAX_RANKS + 2], np = 0;
+	uint64_t t = now_ns(), limit = a->o.e.timeout_s * 1000000000ULL;
 
 	if (t - r->last_progress > limit) {
 		/* waiting for data: the left; for credits or room: the right */
@@ -1190,7 +475,7 @@ static void wait_events(struct ar *a, int fd1, short ev1, int fd2, short ev2,
 			a->left : a->right;
 
 		ar_abort(a, q, "no progress for %u s during %s: rank %d (%s neighbour) does not answer",
-			 a->o.timeout_s, a->phase, q, q == a->left ? "left" : "right");
+			 a->o.e.timeout_s, a->rv.phase, q, q == a->left ? "left" : "right");
 	}
 	if (fd1 >= 0) {
 		pfd[np].fd = fd1;
@@ -1202,22 +487,10 @@ static void wait_events(struct ar *a, int fd1, short ev1, int fd2, short ev2,
 		pfd[np].events = ev2;
 		idx[np++] = -1;
 	}
-	if (a->rank) {
-		pfd[np].fd = a->root_sock;
-		pfd[np].events = POLLIN;
-		idx[np++] = 0;
-	} else {
-		for (i = 1; i < a->n; i++) {
-			pfd[np].fd = a->socks[i];
-			pfd[np].events = POLLIN;
-			idx[np++] = i;
-		}
-	}
+	np = rv_poll_add(&a->rv, pfd, idx, np);
 	if (poll(pfd, np, 1000) <= 0)
 		return;
-	for (i = 0; i < np; i++)
-		if (idx[i] >= 0 && pfd[i].revents)
-			rv_event(a, idx[i]);
+	rv_poll_check(&a->rv, pfd, idx, np);
 }
 
 static void run_krdma(struct ar *a, const struct plan *p, struct run *r)
@@ -1254,8 +527,8 @@ static void run_krdma(struct ar *a, const struct plan *p, struct run *r)
 			ops[0].remote_offset = (uint64_t)(j % ns) * a->o.slot_size;
 			ops[0].imm_data = a->tx_seq;
 			if (!a->imm) {
-				fill_note_send(a, &ops[1], a->rconn, COOKIE(K_NSEND, j),
-					       2 * ns + j % ns, NOTE_DATA, a->tx_seq);
+				note_send(a, &ops[1], a->rconn, COOKIE(K_NSEND, j),
+					  2 * ns + j % ns, NOTE_DATA, a->tx_seq);
 				nops = 2;
 			}
 			submit(a, ops, nops);
@@ -1280,8 +553,8 @@ static void run_krdma(struct ar *a, const struct plan *p, struct run *r)
 			reduce(p->type, a->data + first * 4,
 			       a->slots + (uint64_t)(i2 % ns) * a->o.slot_size,
 			       cnt, s + 1 < (uint32_t)a->n);
-			fill_note_send(a, &op, a->lconn, COOKIE(K_CSEND, i2),
-				       3 * ns + i2 % ns, NOTE_CREDIT, a->ctx_seq);
+			note_send(a, &op, a->lconn, COOKIE(K_CSEND, i2),
+				  3 * ns + i2 % ns, NOTE_CREDIT, a->ctx_seq);
 			submit(a, &op, 1);
 			a->ctx_seq++;
 			r->processed++;
@@ -1306,20 +579,6 @@ static void run_krdma(struct ar *a, const struct plan *p, struct run *r)
  * socket's own flow control stands in for the credits
  */
 
-static int tcp_listen_local(struct ar *a, struct krdma_addr *bound)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = addr_to_sa(&a->local, &ss);
-	int s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (s < 0 || bind(s, (struct sockaddr *)&ss, len) || listen(s, 4))
-		ar_abort(a, -1, "cannot listen for TCP: %s", strerror(errno));
-	len = sizeof(ss);
-	getsockname(s, (struct sockaddr *)&ss, &len);
-	sa_to_addr(&ss, bound);
-	return s;
-}
-
 static void tcp_setup(struct ar *a)
 {
 	struct sockaddr_storage ss;
@@ -1329,22 +588,24 @@ static void tcp_setup(struct ar *a)
 	int one = 1;
 	char as[64];
 
-	snprintf(a->phase, sizeof(a->phase), "the TCP setup");
-	a->tlisten = tcp_listen_local(a, &bound);
+	snprintf(a->rv.phase, sizeof(a->rv.phase), "the TCP setup");
+	a->tlisten = tcp_listen_any(&a->rv.local, &bound);
+	if (a->tlisten < 0)
+		ar_abort(a, -1, "cannot listen for TCP: %s", strerror(errno));
 	memset(&m, 0, sizeof(m));
 	m.type = RV_ADDR;
 	m.addr = bound;
-	rv_exchange(a, &m, true);
-	len = addr_to_sa(&a->all[a->right].addr, &ss);
+	rv_exchange(&a->rv, &m, true);
+	len = addr_to_sa(&a->rv.all[a->right].addr, &ss);
 	a->rsock = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (a->rsock < 0 || connect(a->rsock, (struct sockaddr *)&ss, len))
 		ar_abort(a, a->right, "cannot connect to rank %d at %s: %s",
-			 a->right, krdma_addr_str(&a->all[a->right].addr, as, sizeof(as)),
+			 a->right, krdma_addr_str(&a->rv.all[a->right].addr, as, sizeof(as)),
 			 strerror(errno));
 	{
 		struct pollfd pfd = { .fd = a->tlisten, .events = POLLIN };
 
-		if (poll(&pfd, 1, a->o.timeout_s * 1000) <= 0)
+		if (poll(&pfd, 1, a->o.e.timeout_s * 1000) <= 0)
 			ar_abort(a, a->left, "no connection from rank %d", a->left);
 	}
 	a->lsock = accept4(a->tlisten, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -1365,9 +626,9 @@ static void tcp_setup(struct ar *a)
 	memset(&m, 0, sizeof(m));
 	m.type = RV_TOKEN;
 	snprintf(m.text, sizeof(m.text), "%s", a->info);
-	rv_exchange(a, &m, true);
+	rv_exchange(&a->rv, &m, true);
 	for (int i = 0; i < a->n; i++)
-		snprintf(a->infos[i], sizeof(a->infos[i]), "%.100s", a->all[i].text);
+		snprintf(a->infos[i], sizeof(a->infos[i]), "%.100s", a->rv.all[i].text);
 }
 
 static void run_tcp(struct ar *a, const struct plan *p, struct run *r)
@@ -1446,20 +707,20 @@ static void print_header(struct ar *a)
 {
 	int i;
 
-	if (a->o.json)
+	if (a->o.e.json)
 		return;
 	printf("# %s: ring AllReduce (reduce-scatter + all-gather) of %d ranks over %s\n",
-	       PROG, a->n, a->o.tcp ? "TCP" : "krdma");
+	       PROG, a->n, a->o.e.tcp ? "TCP" : "krdma");
 	for (i = 0; i < a->n; i++)
 		printf("#   rank %3d: %s\n", i, a->infos[i]);
-	if (a->o.tcp)
+	if (a->o.e.tcp)
 		printf("# pieces of %" PRIu64 " bytes; the sockets' flow control\n",
 		       a->o.slot_size);
 	else
 		printf("# pieces of %" PRIu64 " bytes into %u slots per receiver, one credit per slot\n",
 		       a->o.slot_size, a->o.slots);
 	printf("# iterations %u, warmup %u; time: the slowest rank's mean; busbw = algbw * 2(N-1)/N\n#\n",
-	       a->o.iters, a->o.warmup);
+	       a->o.e.iters, a->o.e.warmup);
 	printf("# %12s %12s %6s %6s %12s %11s %11s %8s %8s\n", "size", "count",
 	       "type", "redop", "time", "algbw", "busbw", "#wrong", "verified");
 	printf("# %12s %12s %6s %6s %12s %11s %11s %8s %8s\n", "(B)", "(elements)",
@@ -1474,31 +735,17 @@ struct row {
 	uint64_t wrong;
 };
 
-static void json_str(const char *key, const char *s, bool comma)
-{
-	printf("\"%s\": \"", key);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	printf("\"%s", comma ? ", " : "");
-}
-
 static void print_json(struct ar *a, const struct row *rows, int nrows, bool ok)
 {
 	int i;
 
 	printf("{");
 	json_str("program", PROG, true);
-	json_str("mode", a->o.tcp ? "tcp" : "krdma", true);
-	printf("\"ranks\": %d, \"iters\": %u, \"warmup\": %u, ", a->n, a->o.iters,
-	       a->o.warmup);
+	json_str("mode", a->o.e.tcp ? "tcp" : "krdma", true);
+	printf("\"ranks\": %d, \"iters\": %u, \"warmup\": %u, ", a->n, a->o.e.iters,
+	       a->o.e.warmup);
 	printf("\"piece_bytes\": %" PRIu64 ", ", a->o.slot_size);
-	if (!a->o.tcp)
+	if (!a->o.e.tcp)
 		printf("\"slots\": %u, \"flow_control\": \"credits\", ", a->o.slots);
 	printf("\"peers\": [");
 	for (i = 0; i < a->n; i++) {
@@ -1540,7 +787,7 @@ static void usage(FILE *f)
 		"                       OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS)\n"
 		"  -a, --addr IP        local address to listen on (default: the one\n"
 		"                       that reaches rank 0; its RDMA device is used)\n"
-		"  -m, --mode MODE      krdma (default) or tcp\n"
+		"  -m, --mode MODE      krdma (default) or tcp (--tcp: -m tcp)\n"
 		"  -b, --minbytes SIZE  smallest size (default 64K; K, M, G suffixes)\n"
 		"  -e, --maxbytes SIZE  largest size (default: the smallest)\n"
 		"  -f, --stepfactor F   multiply the size by F between rows (default 2)\n"
@@ -1559,145 +806,35 @@ static void usage(FILE *f)
 		AR_MAX_RANKS, AR_DEF_SLOTS, AR_DEF_TIMEOUT_S);
 }
 
-static int parse_size(const char *s, uint64_t *out)
+static int parse_opts(int argc, char *argv[], struct opts *o, struct rv *rv)
 {
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	if (*s == '-')
-		return -1;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'G': case 'g':
-		v <<= 10;
-		/* fall through */
-	case 'M': case 'm':
-		v <<= 10;
-		/* fall through */
-	case 'K': case 'k':
-		v <<= 10;
-		end++;
-	}
-	if (*end)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static int parse_int(const char *s, long min, long max, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static const char *first_env(const char *const *names)
-{
-	for (; *names; names++)
-		if (getenv(*names) && *getenv(*names))
-			return getenv(*names);
-	return NULL;
-}
-
-static int __printf(1, 2) bad(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, PROG ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry '" PROG " --help'.\n");
-	return 2;
-}
-
-static int parse_opts(int argc, char *argv[], struct opts *o)
-{
-	static const char *const rank_env[] = { "RANK", "OMPI_COMM_WORLD_RANK",
-						"PMI_RANK", "SLURM_PROCID", NULL };
-	static const char *const size_env[] = { "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE",
-						"PMI_SIZE", "SLURM_NTASKS", NULL };
 	static const struct option lo[] = {
-		{ "root", required_argument, NULL, 'R' },
-		{ "rank", required_argument, NULL, 'r' },
-		{ "size", required_argument, NULL, 'N' },
-		{ "addr", required_argument, NULL, 'a' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "minbytes", required_argument, NULL, 'b' },
-		{ "maxbytes", required_argument, NULL, 'e' },
-		{ "stepfactor", required_argument, NULL, 'f' },
+		EX_LONG_OPTIONS,
 		{ "datatype", required_argument, NULL, 'd' },
-		{ "iters", required_argument, NULL, 'n' },
-		{ "warmup_iters", required_argument, NULL, 'w' },
 		{ "slots", required_argument, NULL, 'S' },
 		{ "slot-size", required_argument, NULL, 'Z' },
-		{ "notify", required_argument, NULL, 'I' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "inject-error", no_argument, NULL, 'X' },
-		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *rank_s = NULL, *size_s = NULL, *root_s = NULL, *v;
-	bool have_max = false;
 	long l;
-	int c;
+	int c, ret;
 
 	memset(o, 0, sizeof(*o));
-	o->min_bytes = 64 << 10;
-	o->factor = 2;
+	ex_opts_init(&o->e, AR_DEF_TIMEOUT_S);
+	o->e.size_lo = 4;
+	o->e.size_hi = 4ULL << 30;
+	o->e.size_align = 1;
+	o->e.size_text = "a size from 4 to 4G";
 	o->types = 1 << T_FLOAT;
-	o->iters = 20;
-	o->warmup = 5;
 	o->slots = AR_DEF_SLOTS;
 	o->slot_size = AR_DEF_SLOT_SIZE;
-	o->timeout_s = AR_DEF_TIMEOUT_S;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":a:m:b:e:f:d:n:w:t:jh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":d:" EX_SHORT_OPTIONS, lo, NULL)) != -1) {
+		ret = ex_opt(c, argv, &o->e);
+		if (ret == 0)
+			continue;
+		if (ret == 2)
+			return 2;
 		switch (c) {
-		case 'R':
-			root_s = optarg;
-			break;
-		case 'r':
-			rank_s = optarg;
-			break;
-		case 'N':
-			size_s = optarg;
-			break;
-		case 'a':
-			snprintf(o->addr, sizeof(o->addr), "%s", optarg);
-			break;
-		case 'm':
-			if (!strcmp(optarg, "tcp"))
-				o->tcp = true;
-			else if (strcmp(optarg, "krdma"))
-				return bad("--mode: krdma or tcp, not '%s'", optarg);
-			break;
-		case 'b':
-			if (parse_size(optarg, &o->min_bytes) || o->min_bytes < 4 ||
-			    o->min_bytes > (4ULL << 30))
-				return bad("-b: a size from 4 to 4G, not '%s'", optarg);
-			break;
-		case 'e':
-			if (parse_size(optarg, &o->max_bytes) || o->max_bytes < 4 ||
-			    o->max_bytes > (4ULL << 30))
-				return bad("-e: a size from 4 to 4G, not '%s'", optarg);
-			have_max = true;
-			break;
-		case 'f':
-			if (parse_int(optarg, 2, 1024, &l))
-				return bad("-f: a factor from 2 to 1024, not '%s'", optarg);
-			o->factor = l;
-			break;
 		case 'd':
 			if (!strcmp(optarg, "float"))
 				o->types = 1 << T_FLOAT;
@@ -1707,16 +844,6 @@ static int parse_opts(int argc, char *argv[], struct opts *o)
 				o->types = 1 << T_FLOAT | 1 << T_INT32;
 			else
 				return bad("-d: float, int32 or all, not '%s'", optarg);
-			break;
-		case 'n':
-			if (parse_int(optarg, 1, 1000000, &l))
-				return bad("-n: 1 to 1000000 iterations, not '%s'", optarg);
-			o->iters = l;
-			break;
-		case 'w':
-			if (parse_int(optarg, 0, 1000000, &l))
-				return bad("-w: 0 to 1000000 iterations, not '%s'", optarg);
-			o->warmup = l;
 			break;
 		case 'S':
 			if (parse_int(optarg, 1, AR_MAX_SLOTS, &l))
@@ -1729,96 +856,12 @@ static int parse_opts(int argc, char *argv[], struct opts *o)
 				return bad("--slot-size: a multiple of 4 from 4 to 64M, not '%s'",
 					   optarg);
 			break;
-		case 'I':
-			if (!strcmp(optarg, "auto"))
-				o->notify = 0;
-			else if (!strcmp(optarg, "imm"))
-				o->notify = 1;
-			else if (!strcmp(optarg, "send"))
-				o->notify = 2;
-			else
-				return bad("--notify: auto, imm or send, not '%s'", optarg);
-			break;
-		case 't':
-			if (parse_int(optarg, 1, 86400, &l))
-				return bad("-t: 1 to 86400 seconds, not '%s'", optarg);
-			o->timeout_s = l;
-			break;
-		case 'j':
-			o->json = true;
-			break;
-		case 'X':
-			o->inject = true;
-			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
-		case ':':
-			return bad("option '%s' needs a value", argv[optind - 1]);
-		default:
-			return bad("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind < argc)
-		return bad("unexpected argument '%s'", argv[optind]);
-	if (!have_max)
-		o->max_bytes = o->min_bytes;
-	if (o->max_bytes < o->min_bytes)
-		return bad("-e is smaller than -b");
-
-	if (!rank_s)
-		rank_s = first_env(rank_env);
-	if (!size_s)
-		size_s = first_env(size_env);
-	if (!rank_s || !size_s)
-		return bad("which rank of how many? give --rank and --size (or RANK and WORLD_SIZE)");
-	if (parse_int(size_s, 2, AR_MAX_RANKS, &l))
-		return bad("the size (number of ranks) is 2 to %d, not '%s'", AR_MAX_RANKS, size_s);
-	o->nranks = l;
-	if (parse_int(rank_s, 0, o->nranks - 1, &l))
-		return bad("the rank is 0 to %d, not '%s'", o->nranks - 1, rank_s);
-	o->rank = l;
-
-	o->root_port = AR_DEF_PORT;
-	if (root_s) {
-		const char *colon = strrchr(root_s, ':');
-		const char *h = root_s;
-		size_t hl;
-
-		if (!colon || parse_int(colon + 1, 1, 65535, &l))
-			return bad("--root: ADDR:PORT, not '%s'", root_s);
-		o->root_port = l;
-		hl = colon - root_s;
-		if (*h == '[' && hl >= 2 && h[hl - 1] == ']') {
-			h++;
-			hl -= 2;
-		}
-		if (!hl || hl >= sizeof(o->root_host))
-			return bad("--root: ADDR:PORT, not '%s'", root_s);
-		memcpy(o->root_host, h, hl);
-		o->root_host[hl] = '\0';
-	} else {
-		v = getenv("MASTER_ADDR");
-		if (!v || !*v)
-			return bad("where is rank 0? give --root ADDR:PORT (or MASTER_ADDR and MASTER_PORT)");
-		snprintf(o->root_host, sizeof(o->root_host), "%s", v);
-		v = getenv("MASTER_PORT");
-		if (v && parse_int(v, 1, 65535, &l))
-			return bad("MASTER_PORT is not a port: '%s'", v);
-		if (v)
-			o->root_port = l;
-	}
-	return 0;
-}
-
-static void raise_memlock(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
-		return;
-	rl.rlim_cur = rl.rlim_max;
-	setrlimit(RLIMIT_MEMLOCK, &rl);
+	return ex_opts_end(argc, argv, &o->e, AR_MAX_RANKS, AR_DEF_PORT, rv);
 }
 
 /* One size and type: warmup + iters, each verified; the row on rank 0 */
@@ -1829,7 +872,6 @@ static bool one_size(struct ar *a, uint64_t size, enum dtype type, struct row *r
 	uint64_t sum = 0, wrong = 0, maxsum = 0;
 	unsigned int it;
 	struct rv_msg m;
-	int i;
 
 	if (!p)
 		ar_abort(a, -1, "out of memory");
@@ -1841,17 +883,17 @@ static bool one_size(struct ar *a, uint64_t size, enum dtype type, struct row *r
 	r.cdone = calloc(r.nrecv + 1, 1);
 	if (!r.sdone || !r.cdone)
 		ar_abort(a, -1, "out of memory");
-	for (it = 0; it < a->o.warmup + a->o.iters; it++) {
+	for (it = 0; it < a->o.e.warmup + a->o.e.iters; it++) {
 		uint64_t t0, t1;
 		uint64_t w;
 
-		snprintf(a->phase, sizeof(a->phase),
+		snprintf(a->rv.phase, sizeof(a->rv.phase),
 			 "the AllReduce of %" PRIu64 " bytes (%s), iteration %u",
 			 size, type_names[type], it + 1);
 		fill_input(a, p, it);
 		memset(&m, 0, sizeof(m));
 		m.type = RV_BARRIER;
-		rv_exchange(a, &m, false);
+		rv_exchange(&a->rv, &m, false);
 		r.next_send = r.sent_ok = r.credits = r.notes = 0;
 		r.processed = r.csend_ok = 0;
 		r.soff = r.roff = 0;
@@ -1859,14 +901,14 @@ static bool one_size(struct ar *a, uint64_t size, enum dtype type, struct row *r
 		memset(r.cdone, 0, r.nrecv + 1);
 		t0 = now_ns();
 		r.last_progress = t0;
-		if (a->o.tcp)
+		if (a->o.e.tcp)
 			run_tcp(a, p, &r);
 		else
 			run_krdma(a, p, &r);
 		t1 = now_ns();
 		w = verify(a, p, it);
 		wrong += w;
-		if (it >= a->o.warmup)
+		if (it >= a->o.e.warmup)
 			sum += t1 - t0;
 	}
 	memset(&m, 0, sizeof(m));
@@ -1875,30 +917,22 @@ static bool one_size(struct ar *a, uint64_t size, enum dtype type, struct row *r
 	m.v[1] = wrong;
 	if (wrong)
 		snprintf(m.text, sizeof(m.text), "%s", a->first_wrong);
-	rv_exchange(a, &m, true);
+	rv_exchange(&a->rv, &m, true);
 	free(r.sdone);
 	free(r.cdone);
 	free(p);
 	if (a->rank)
 		return !wrong;
 
-	wrong = 0;
-	for (i = 0; i < a->n; i++) {
-		if (a->all[i].v[0] > maxsum)
-			maxsum = a->all[i].v[0];
-		wrong += a->all[i].v[1];
-		if (a->all[i].v[1])
-			say(a, "rank %d: %" PRIu64 " wrong elements; the first: %s", i,
-			    (uint64_t)a->all[i].v[1], a->all[i].text);
-	}
+	ex_results(&a->rv, "elements", &maxsum, &wrong);
 	row->size = size / 4 * 4;
 	row->count = size / 4;
 	row->type = type;
-	row->time_us = maxsum / 1e3 / a->o.iters;
+	row->time_us = maxsum / 1e3 / a->o.e.iters;
 	row->algbw = row->size / (row->time_us * 1e3);
 	row->busbw = row->algbw * 2 * (a->n - 1) / a->n;
 	row->wrong = wrong;
-	if (!a->o.json) {
+	if (!a->o.e.json) {
 		printf("  %12" PRIu64 " %12" PRIu64 " %6s %6s %12.1f %11.4f %11.4f %8" PRIu64 " %8s\n",
 		       row->size, row->count, type_names[type], "sum", row->time_us,
 		       row->algbw, row->busbw, wrong, wrong ? "NO" : "yes");
@@ -1918,38 +952,27 @@ int main(int argc, char *argv[])
 
 	if (!a)
 		return 1;
-	ret = parse_opts(argc, argv, &a->o);
+	ret = parse_opts(argc, argv, &a->o, &a->rv);
 	if (ret)
 		return ret;
-	signal(SIGPIPE, SIG_IGN);
-	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
-	a->rank = a->o.rank;
-	a->n = a->o.nranks;
+	a->rank = a->rv.rank;
+	a->n = a->rv.n;
 	a->left = (a->rank + a->n - 1) % a->n;
 	a->right = (a->rank + 1) % a->n;
-	a->root_sock = a->lsock = a->rsock = a->tlisten = a->kfd = -1;
-	a->data_len = a->o.max_bytes < 4096 ? 4096 : a->o.max_bytes;
-	a->all = calloc(a->n, sizeof(*a->all));
-	if (!a->all)
+	a->lsock = a->rsock = a->tlisten = a->kfd = -1;
+	a->data_len = a->o.e.max_bytes < 4096 ? 4096 : a->o.e.max_bytes;
+	hello_fill(a, &m);
+	if (ex_start(&a->rv, &a->o.e, "mode, sizes, types, iterations or slots", &m))
 		return 1;
-	snprintf(a->phase, sizeof(a->phase), "the rendezvous");
-	raise_memlock();
 
-	if (a->rank == 0)
-		rv_root(a);
-	else
-		rv_join(a);
-	if (a->o.addr[0] && krdma_parse_addr(a->o.addr, 0, &a->local))
-		ar_abort(a, -1, "--addr: not an IP address: %s", a->o.addr);
-
-	if (a->o.tcp)
+	if (a->o.e.tcp)
 		tcp_setup(a);
 	else
 		krdma_setup(a);
 	if (a->rank == 0)
 		print_header(a);
 
-	for (size = a->o.min_bytes; size <= a->o.max_bytes; size *= a->o.factor) {
+	for (size = a->o.e.min_bytes; size <= a->o.e.max_bytes; size *= a->o.e.factor) {
 		for (t = 0; t <= T_INT32; t++) {
 			if (!(a->o.types & 1 << t))
 				continue;
@@ -1959,16 +982,13 @@ int main(int argc, char *argv[])
 			nrows++;
 		}
 	}
-	snprintf(a->phase, sizeof(a->phase), "the end");
-	memset(&m, 0, sizeof(m));
-	m.type = RV_DONE;
-	rv_exchange(a, &m, false);
+	ex_end(&a->rv);
 	if (a->rank == 0) {
 		int i;
 
 		for (i = 0; i < nrows; i++)
 			ok &= !rows[i].wrong;
-		if (a->o.json)
+		if (a->o.e.json)
 			print_json(a, rows, nrows, ok);
 		else
 			printf("# %s: %s\n", PROG, ok ? "every element of every rank verified" :

@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# What the workload examples' tests share (examples/test_examples_tcp.sh
+# on the host, selftests/krdma_examples_test.sh in the guest); source it,
+# then call ex_test_init NAME:
+#
+#   TMP                    a temporary directory, removed at exit, with
+#                          every pid in pids[] killed
+#   check DESC COMMAND...  ok N DESC when COMMAND succeeds; else not ok,
+#                          with the ends of $TMP/last.* as diagnostics
+#   json FILE EXPRESSION   the Python expression holds for d, FILE parsed
+#                          (rows: its "results")
+#   all_zero               every status in rcs[] is 0
+#   diag                   stdin as "# " lines
+#
+# PYTHON (python3) runs the JSON checks.
+# shellcheck shell=bash
+
+PYTHON=${PYTHON:-python3}
+n=0
+failed=0
+pids=()
+
+ex_cleanup() {
+	local p
+
+	for p in "${pids[@]}"; do
+		kill -9 "$p" 2>/dev/null
+	done
+	rm -rf "$TMP"
+}
+
+ex_test_init() {
+	TMP=$(mktemp -d "/tmp/$1.XXXXXX") || exit 1
+	trap ex_cleanup EXIT
+}
+
+check() {
+	local desc=$1 f
+
+	shift
+	n=$((n + 1))
+	"$@" && { echo "ok $n $desc"; return; }
+	failed=$((failed + 1))
+	echo "not ok $n $desc"
+	for f in "$TMP"/last.*; do
+		[[ -s $f ]] && tail -n 12 "$f" | sed "s|^|# ${f##*/}: |"
+	done
+}
+
+json() {
+	"$PYTHON" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = d.get("results")
+sys.exit(0 if eval("(" + sys.argv[2] + ")") else 1)
+' "$1" "$2" 2>>"$TMP/last.json.err"
+}
+
+# shellcheck disable=SC2154 # rcs[]: the caller's
+all_zero() {
+	local rc
+
+	for rc in "${rcs[@]}"; do
+		((rc == 0)) || return 1
+	done
+}
+
+diag() {
+	sed 's/^/# /'
+}
