@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # make check: the host tests of the userspace tools (make -C
-# userspace-tools test) and of DKMS (selftests/dkms_host_test.sh), then
+# userspace-tools test), of the examples over TCP (make -C examples test)
+# and of DKMS (selftests/dkms_host_test.sh), then
 # the whole test list once per guest kernel
 # (one boot each), then two guests joined by a link (two-guests.sh), then
 # one total. Each kernel's run is selftests/qemu/run.sh check; its
@@ -105,6 +106,8 @@ py=
 [[ -x /usr/bin/python3 ]] && py=/usr/bin/python3
 host_test "host tests (make -C userspace-tools test)" 600 \
 	make -C "$repo/userspace-tools" test ${py:+PYTHON="$py"}
+host_test "examples over TCP (make -C examples test)" 300 \
+	make -C "$repo/examples" test ${py:+PYTHON="$py"}
 host_test "DKMS (selftests/dkms_host_test.sh)" 1200 "$repo/selftests/dkms_host_test.sh"
 
 # The debug kernel builds (at nice 19, the first time only) while the
