@@ -1448,6 +1448,11 @@ static int dev_main(int argc, char *argv[])
 
 static int help_main(int argc, char *argv[]);
 
+/*
+ * In the order a prefix resolves to (as iproute2: the first command that
+ * starts with it); the commands that change the system (set, up, down)
+ * are taken by their whole name only
+ */
 static const struct {
 	const char *name;
 	int (*fn)(int argc, char *argv[]);
@@ -1782,7 +1787,8 @@ static void print_usage(FILE *f)
 
 	fprintf(f, "Usage: %s [-j] [-p] COMMAND [ARGS...]\n", prog);
 	fprintf(f, "       %s COMMAND --help\n", prog);
-	fprintf(f, "COMMAND may be a prefix of only one command's name (de: dev).\n");
+	fprintf(f, "COMMAND may be a prefix of its name, the first below (d: dev);\n");
+	fprintf(f, "set, up and down are taken by their whole name only.\n");
 	fprintf(f, "ADDR, where a command takes one, is an IP address or a host name.\n");
 	fprintf(f, "Inspect and control krdma, the in-kernel RDMA transport (%s).\n\n",
 		KRDMA_DEV_PATH);
@@ -1813,16 +1819,23 @@ void print_usage_of(const char *name, FILE *f)
 	print_usage(f);
 }
 
+/* set, up and down change the system: never run by an abbreviation */
+static bool whole_name_only(const char *name)
+{
+	return !strcmp(name, "set") || !strcmp(name, "up") ||
+	       !strcmp(name, "down");
+}
+
 /*
- * The subcommand @word names, as iproute2 takes them: its whole name or a
- * prefix of only it. Says why not on stderr: unknown, or a prefix of
- * several (the candidates listed). Returns its index, or -1.
+ * The subcommand @word names, as iproute2 takes them: its whole name, or
+ * a prefix of it, the first command of the table that starts with it
+ * (krdmactl d: dev). Says why not on stderr: unknown, or a prefix of
+ * commands taken by their whole name only. Returns its index, or -1.
  */
 static int find_command(const char *word)
 {
 	size_t i, len = strlen(word);
-	char cands[256] = "";
-	int found = -1, n = 0;
+	const char *whole = NULL;
 
 	for (i = 0; i < ARRAY_SIZE(subcommands); i++)
 		if (!strcmp(word, subcommands[i].name))
@@ -1830,15 +1843,14 @@ static int find_command(const char *word)
 	for (i = 0; len && i < ARRAY_SIZE(subcommands); i++) {
 		if (strncmp(word, subcommands[i].name, len))
 			continue;
-		found = i;
-		snprintf(cands + strlen(cands), sizeof(cands) - strlen(cands),
-			 "%s%s", n++ ? ", " : "", subcommands[i].name);
+		if (!whole_name_only(subcommands[i].name))
+			return i;
+		whole = whole ?: subcommands[i].name;
 	}
-	if (n == 1)
-		return found;
-	if (n)
-		errmsg_advice(0, "type more of its name",
-			      "ambiguous command '%s': %s", word, cands);
+	if (whole)
+		errmsg_advice(0, "type the command's whole name",
+			      "'%s' would be %s, which changes the system: it is taken by its whole name only",
+			      word, whole);
 	else
 		errmsg("unknown command '%s'", word);
 	return -1;

@@ -389,36 +389,50 @@ run "nodevs" dev rxe0
 expect_rc 1 "dev rxe0, no devices"
 expect_in err 'rdma link add' "dev rxe0, no devices"
 
-# Commands by a prefix of only one of them, as iproute2 takes them; a
-# prefix of several is an error that lists them
+# Commands by a prefix of their name, as iproute2 takes them: the first
+# of the table that starts with it; set, up and down by the whole name
 run "" dev
 cp "$TMP/out" "$TMP/dev_full_name"
-for w in de dev; do
+for w in d de dev; do
 	run "" $w
 	expect_rc 0 "krdmactl $w"
 	n=$((n + 1))
 	cmp -s "$TMP/out" "$TMP/dev_full_name" || fail "krdmactl $w is not dev"
 done
+run "" status
+cp "$TMP/out" "$TMP/status_full_name"
+for w in s st sta; do
+	run "" $w
+	expect_rc 0 "krdmactl $w"
+	n=$((n + 1))
+	cmp -s "$TMP/out" "$TMP/status_full_name" ||
+		fail "krdmactl $w is not status"
+done
 run "" de -x
 expect_rc 2 "krdmactl de -x"
 expect_in err "^krdmactl: dev: unknown option '-x'" "krdmactl de -x: its whole name"
 expect_in err '^Usage: krdmactl dev ' "krdmactl de -x: its usage"
-for w in d "do" s; do
+for w in u dow; do
+	case $w in
+	u) c=up ;;
+	dow) c=down ;;
+	esac
 	run "" $w
 	expect_rc 2 "krdmactl $w"
 	n=$((n + 1))
 	[ ! -s "$TMP/out" ] || fail "krdmactl $w ran something"
+	expect_in err "^krdmactl: '$w' would be $c, which changes the system: it is taken by its whole name only$" \
+		"krdmactl $w"
+	expect_in err '^krdmactl: type the command.s whole name$' "krdmactl $w"
 done
-expect_in err "^krdmactl: ambiguous command 's': status, stat, set, serve$" \
-	"krdmactl s"
-run "" d
-expect_in err "^krdmactl: ambiguous command 'd': dev, down, doctor$" \
-	"krdmactl d"
-expect_in err '^krdmactl: type more of its name$' "krdmactl d"
-run "" -j d
-expect_rc 2 "krdmactl -j d"
+run "" -j dow
+expect_rc 2 "krdmactl -j dow"
 json_check 'd["error"]["name"] == "EINVAL" and d["error"]["message"] ==
-	"ambiguous command \x27d\x27: dev, down, doctor"' "krdmactl -j d"
+	"\x27dow\x27 would be down, which changes the system: it is taken by its whole name only"' \
+	"krdmactl -j dow"
+run "" -j d
+expect_rc 0 "krdmactl -j d"
+json_check '"devices" in d' "krdmactl -j d"
 run "" -j ve
 expect_rc 0 "krdmactl -j ve"
 json_check 'd["krdmactl"]["version"] == "0.2.0"' "krdmactl -j ve"
@@ -429,8 +443,17 @@ run "" help de
 expect_rc 0 "help de"
 expect_in out '^Usage: krdmactl dev ' "help de"
 run "" help d
-expect_rc 2 "help d"
-expect_in err "ambiguous command 'd'" "help d"
+expect_rc 0 "help d"
+expect_in out '^Usage: krdmactl dev ' "help d"
+run "" help do
+expect_rc 0 "help do"
+expect_in out '^Usage: krdmactl doctor ' "help do"
+run "" help se
+expect_rc 0 "help se: serve, set being taken whole only"
+expect_in out '^Usage: krdmactl serve ' "help se"
+run "" help u
+expect_rc 2 "help u"
+expect_in err "'u' would be up" "help u"
 run "" help nosuch
 expect_rc 2 "help nosuch"
 expect_in err "^krdmactl: unknown command 'nosuch'" "help nosuch"
