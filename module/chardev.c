@@ -50,7 +50,7 @@ static int krdma_cmd_query_module(struct krdma_ucmd *ucmd)
 	cmd->version = KRDMA_VERSION_CODE(KRDMA_MAJOR, KRDMA_MINOR,
 					  KRDMA_PATCH);
 	cmd->features = KRDMA_FEATURE_DEV_QUERY | KRDMA_FEATURE_CONN |
-			 KRDMA_FEATURE_KRDMA_PEER;
+			KRDMA_FEATURE_KRDMA_PEER | KRDMA_FEATURE_UNSIGNALED;
 	cmd->num_devices = krdma_device_count(ucmd->kfile->net);
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
 }

@@ -85,6 +85,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
 	INIT_LIST_HEAD(&conn->reg_zombies);
 	INIT_LIST_HEAD(&conn->pending);
 	INIT_LIST_HEAD(&conn->chunks);
+	INIT_LIST_HEAD(&conn->recv_chunks);
 	INIT_LIST_HEAD(&conn->local_wrs);
 	INIT_LIST_HEAD(&conn->zombies);
 	INIT_LIST_HEAD(&conn->free_chunks);
@@ -319,6 +320,7 @@ static int krdma_conn_create_qp(struct krdma_conn *conn)
 	conn->max_recv_sge = attr.cap.max_recv_sge;
 	krdma_conn_set_grant_limits(conn, kdev->max_mr_pages);
 	conn->send_one_mr = kdev->send_one_mr;
+	conn->signal_payload = kdev->signal_payload;
 	return 0;
 
 err_free_cq:

@@ -45,17 +45,25 @@ struct krdma_uobj {
 
 /**
  * struct krdma_uop - an operation submitted from userspace
- * @req: the core's operation
  * @kfile: the file whose completion queue it completes into
  * @cookie: the caller's cookie
  * @conn_handle: the connection's handle, for the completion
+ * @req: the core's operation; last, allocated with room for the
+ *       operation's ranges only (krdma_uop_size())
  */
 struct krdma_uop {
-	struct krdma_req req;
 	struct krdma_file *kfile;
 	u64 cookie;
 	u32 conn_handle;
+	struct krdma_req req;
 };
+
+/* Bytes of a uop whose operation has @num_sge ranges (at most 16) */
+static size_t krdma_uop_size(u32 num_sge)
+{
+	return offsetof(struct krdma_uop, req) +
+	       krdma_req_size(max_t(u32, num_sge, 1));
+}
 
 static void krdma_uobj_get(struct krdma_uobj *uobj)
 {
@@ -589,12 +597,27 @@ out_put_conn:
  * The completion queue
  */
 
+/*
+ * Any context. Every operation of the ioctl layer comes here once
+ * (KRDMA_REQ_QUIET_DONE): an unsignaled one that succeeded gives its
+ * entry back unfilled.
+ */
 static void krdma_uop_done(struct krdma_req *req, const struct krdma_wc *wc)
 {
 	struct krdma_uop *uop = container_of(req, struct krdma_uop, req);
 	struct krdma_ucq *ucq = &uop->kfile->ucq;
 	struct krdma_completion *e;
 	unsigned long flags;
+
+	if (wc->status == IB_WC_SUCCESS && req->flags & KRDMA_REQ_UNSIGNALED) {
+		spin_lock_irqsave(&ucq->lock, flags);
+		ucq->reserved--;
+		spin_unlock_irqrestore(&ucq->lock, flags);
+		/* A SUBMIT waiting for room */
+		wake_up_interruptible(&ucq->wait);
+		kfree(uop);
+		return;
+	}
 
 	spin_lock_irqsave(&ucq->lock, flags);
 	e = &ucq->ring[ucq->tail & (ucq->size - 1)];
@@ -682,10 +705,13 @@ static int krdma_uop_fill(struct krdma_file *kfile, struct krdma_conn *conn,
 	u64 total = 0;
 	u32 i;
 
-	if (op->flags || op->__reserved)
+	if (op->flags & ~KRDMA_OP_F_UNSIGNALED || op->__reserved)
 		return -EINVAL;
 	if (op->num_sge > KRDMA_MAX_SGE)
 		return -EINVAL;
+	/* The core calls done for the success of an unsignaled one too */
+	if (op->flags & KRDMA_OP_F_UNSIGNALED)
+		req->flags = KRDMA_REQ_UNSIGNALED | KRDMA_REQ_QUIET_DONE;
 	if (op->num_sge == 1)
 		usge = &op->sge;
 	else if (op->num_sge > 1 &&
@@ -775,7 +801,12 @@ static int krdma_submit_one(struct krdma_file *kfile, const struct krdma_op *op,
 		return -ENOENT;
 	if (plug->conn != conn)
 		krdma_submit_unplug(plug);
-	uop = kzalloc(sizeof(*uop), GFP_KERNEL_ACCOUNT);
+	if (op->num_sge > KRDMA_MAX_SGE) {
+		ret = -EINVAL;
+		goto out_put_conn;
+	}
+	/* Room for the ranges it names (krdma_uop_fill() fills no more) */
+	uop = kzalloc(krdma_uop_size(op->num_sge), GFP_KERNEL_ACCOUNT);
 	if (!uop) {
 		ret = -ENOMEM;
 		goto out_put_conn;

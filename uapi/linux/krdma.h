@@ -89,6 +89,7 @@
 #define KRDMA_FEATURE_KRDMA_PEER	_BITULL(2)	/* KRDMA_LISTEN_KRDMA_PEER,
 							 * KRDMA_CONNECT_KRDMA_PEER
 							 */
+#define KRDMA_FEATURE_UNSIGNALED	_BITULL(3)	/* KRDMA_OP_F_UNSIGNALED */
 
 /* Encoding of krdma_query_module.version */
 #define KRDMA_VERSION_CODE(major, minor, patch) \
@@ -766,10 +767,16 @@ struct krdma_sge {
 
 #define KRDMA_MAX_SGE 16
 
+/*
+ * krdma_op.flags. KRDMA_OP_F_UNSIGNALED: no completion unless it fails
+ * (see struct krdma_op).
+ */
+#define KRDMA_OP_F_UNSIGNALED	_BITUL(0)
+
 /**
  * struct krdma_op - one operation of KRDMA_IOC_SUBMIT
  * @opcode: KRDMA_OP_*
- * @flags: Must be 0
+ * @flags: KRDMA_OP_F_UNSIGNALED or 0 (other bits: EINVAL)
  * @cookie: returned as is in the operation's completion
  * @conn: the connection
  * @num_sge: local ranges: 1 uses @sge; 2 to KRDMA_MAX_SGE use the array
@@ -798,6 +805,18 @@ struct krdma_sge {
  * no RDMA READ), EPROTO (the table read is not the token's: tag or count
  * differ), ENOTCONN, ETIMEDOUT, EIO (the READ failed: revoked token),
  * EINTR, ENOMEM.
+ *
+ * KRDMA_OP_F_UNSIGNALED (when QUERY_MODULE's features has
+ * KRDMA_FEATURE_UNSIGNALED): no completion unless the operation fails.
+ * A failure (a flush included: the connection failed, or was
+ * disconnected or destroyed, with it in flight) completes as for any
+ * operation, exactly once. The operation still holds a completion queue
+ * entry while in flight, given back with no completion when it succeeds.
+ * Once an operation that is neither unsignaled nor a RECV completes with
+ * KRDMA_WC_SUCCESS, every operation submitted before it on the same
+ * connection, RECVs aside, has succeeded or has its failure in the
+ * queue before it; a failed completion implies nothing. Errors: EINVAL
+ * on a RECV; EOPNOTSUPP on a READ or an atomic of an iWARP connection.
  */
 struct krdma_op {
 	__u32 opcode;
