@@ -1043,8 +1043,11 @@ static void fill_op(struct ctx *c, int s, struct krdma_op *op,
 	op->imm_data = rnd(rs);
 	op->compare_add = rn(rs, 4);
 	op->swap = rnd(rs);
+	/* KRDMA_OP_F_UNSIGNALED often, an unknown bit now and then */
+	if (chance(rs, 4))
+		op->flags = KRDMA_OP_F_UNSIGNALED;
 	if (chance(rs, 2))
-		op->flags = 1;
+		op->flags |= 2u << rn(rs, 31);
 	if (chance(rs, 2))
 		op->__reserved = 1;
 }
