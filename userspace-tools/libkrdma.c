@@ -399,6 +399,8 @@ const char *krdma_feature_str(uint64_t feature_bit)
 		return "conn";
 	if (feature_bit == KRDMA_FEATURE_KRDMA_PEER)
 		return "krdma_peer";
+	if (feature_bit == KRDMA_FEATURE_UNSIGNALED)
+		return "unsignaled";
 	return NULL;
 }
 
