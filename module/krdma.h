@@ -578,7 +578,7 @@ struct krdma_window *krdma_local_window_get(struct krdma_conn *conn,
  * krdma's and their ring entry reserved); krdma_post() and
  * krdma_post_list() refuse it.
  */
-#define KRDMA_REQ_QUIET_DONE	(1U << 31)
+#define KRDMA_REQ_QUIET_DONE	BIT(31)
 
 /* xfer.c */
 void krdma_xfer_flush_pending(struct krdma_conn *conn);

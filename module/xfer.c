@@ -785,6 +785,8 @@ static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req,
 static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req,
 			       struct krdma_chain *chain)
 {
+	/* The zero-length tail of a WRITE_IMM sends no payload */
+	u64 bytes = req->opcode == KRDMA_OP_WRITE_IMM ? 0 : req->total;
 	struct krdma_chunk *chunk;
 	int nsge = 0, ret;
 
@@ -802,8 +804,7 @@ static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req,
 
 	chunk->wr.send.wr_cqe = &chunk->cqe;
 	/* IB_SEND_SIGNALED, or not, when its chain is posted */
-	chunk->signaled = krdma_chunk_must_signal(conn, req,
-		req->opcode == KRDMA_OP_WRITE_IMM ? 0 : req->total);
+	chunk->signaled = krdma_chunk_must_signal(conn, req, bytes);
 	chunk->wr.send.sg_list = nsge ? chunk->sges : NULL;
 	chunk->wr.send.num_sge = nsge;
 	switch (req->opcode) {

@@ -99,7 +99,7 @@ struct krdma_local_sge {
  * @done is called only with an error status (Documentation/kernel-api.rst,
  * "Unsignaled operations").
  */
-#define KRDMA_REQ_UNSIGNALED	(1U << 0)
+#define KRDMA_REQ_UNSIGNALED	BIT(0)
 
 struct krdma_req;
 struct krdma_rkeys;
