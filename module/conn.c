@@ -1081,6 +1081,8 @@ static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 /**
  * krdma_listen_backlog - the backlog a listener asked for @backlog gets
  * @backlog: as passed to krdma_listen(); 0 for the default
+ *
+ * Return: the number of connections that may wait to be accepted.
  */
 u32 krdma_listen_backlog(u32 backlog)
 {

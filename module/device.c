@@ -102,6 +102,8 @@ struct krdma_device *krdma_device_get_next(unsigned long *index,
 /**
  * krdma_device_count - number of devices visible from @net
  * @net: namespace the caller lives in (NULL: any)
+ *
+ * Return: how many registered devices @net sees.
  */
 u32 krdma_device_count(const struct net *net)
 {

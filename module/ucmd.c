@@ -10,10 +10,12 @@
 #include <linux/in6.h>
 #include <linux/jiffies.h>
 #include <linux/log2.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/vmalloc.h>
 #include <linux/krdma.h>
 
 #include "krdma.h"
@@ -172,9 +174,92 @@ static void krdma_uobj_close(struct krdma_file *kfile, struct krdma_uobj *uobj)
 	kfree(uobj);
 }
 
+/*
+ * A mapped ring: take the head userspace wrote, if it is one. It may
+ * only move forward, and not past the tail: anything else is ignored,
+ * and the ring stays as full as it was. The entries up to it are free
+ * again once it is read with acquire semantics (userspace stores it with
+ * release semantics after reading them).
+ */
+static void krdma_ucq_sync_head(struct krdma_ucq *ucq)
+{
+	u32 head, n;
+
+	lockdep_assert_held(&ucq->lock);
+	if (!ucq->map)
+		return;
+	/* Pairs with userspace's store-release after it read the entries */
+	head = smp_load_acquire(&ucq->map->hdr->head);
+	n = head - ucq->head;
+	if (!n || n > ucq->tail - ucq->head)
+		return;
+	WRITE_ONCE(ucq->head, head);
+	ucq->reserved -= n;
+}
+
 static bool krdma_ucq_ready(struct krdma_ucq *ucq)
 {
 	return READ_ONCE(ucq->tail) != READ_ONCE(ucq->head);
+}
+
+/* Wake who waits for a completion or for room, if anyone does */
+static void krdma_ucq_wake(struct krdma_ucq *ucq)
+{
+	if (wq_has_sleeper(&ucq->wait))
+		wake_up_interruptible(&ucq->wait);
+}
+
+static void krdma_ucq_map_free(struct krdma_ucq_map *map)
+{
+	unsigned int i;
+
+	vunmap(map->hdr);
+	for (i = 0; i < map->nr_pages; i++)
+		__free_page(map->pages[i]);
+	kvfree(map->pages);
+	kfree(map);
+}
+
+/*
+ * The memory of a mapped ring of @entries: order-0 pages, charged to the
+ * caller's memory cgroup as the unmapped queue is, not to RLIMIT_MEMLOCK
+ * (only the CPU touches it, nothing is pinned for the device).
+ */
+static struct krdma_ucq_map *krdma_ucq_map_alloc(u32 entries)
+{
+	struct krdma_ucq_map *map;
+	unsigned int i;
+
+	map = kzalloc(sizeof(*map), GFP_KERNEL_ACCOUNT);
+	if (!map)
+		return NULL;
+	map->nr_pages = 1 + DIV_ROUND_UP(entries *
+					 sizeof(struct krdma_completion),
+					 PAGE_SIZE);
+	map->pages = kvcalloc(map->nr_pages, sizeof(*map->pages),
+			      GFP_KERNEL_ACCOUNT);
+	if (!map->pages)
+		goto err_free_map;
+	for (i = 0; i < map->nr_pages; i++) {
+		map->pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+		if (!map->pages[i])
+			goto err_free_pages;
+	}
+	map->hdr = vmap(map->pages, map->nr_pages, VM_MAP, PAGE_KERNEL);
+	if (!map->hdr)
+		goto err_free_pages;
+	map->entries = entries;
+	map->hdr->ring_mask = entries - 1;
+	map->hdr->ring_entries = entries;
+	return map;
+
+err_free_pages:
+	while (i--)
+		__free_page(map->pages[i]);
+	kvfree(map->pages);
+err_free_map:
+	kfree(map);
+	return NULL;
 }
 
 /**
@@ -228,16 +313,28 @@ void krdma_ufile_uninit(struct krdma_file *kfile)
 	}
 	WARN_ON(kfile->ucq.reserved != kfile->ucq.tail - kfile->ucq.head);
 	xa_destroy(&kfile->objects);
-	kvfree(kfile->ucq.ring);
+	if (kfile->ucq.map)
+		krdma_ucq_map_free(kfile->ucq.map);
+	else
+		kvfree(kfile->ucq.ring);
 }
 
 /**
  * krdma_ufile_poll_mask - readiness of a file for poll()
  * @kfile: the file's state
+ *
+ * Return: EPOLLIN | EPOLLRDNORM while a completion waits, else 0.
  */
 __poll_t krdma_ufile_poll_mask(struct krdma_file *kfile)
 {
-	return krdma_ucq_ready(&kfile->ucq) ? EPOLLIN | EPOLLRDNORM : 0;
+	struct krdma_ucq *ucq = &kfile->ucq;
+
+	if (READ_ONCE(ucq->map)) {
+		spin_lock_irq(&ucq->lock);
+		krdma_ucq_sync_head(ucq);
+		spin_unlock_irq(&ucq->lock);
+	}
+	return krdma_ucq_ready(ucq) ? EPOLLIN | EPOLLRDNORM : 0;
 }
 
 int krdma_cmd_destroy(struct krdma_ucmd *ucmd)
@@ -614,7 +711,7 @@ static void krdma_uop_done(struct krdma_req *req, const struct krdma_wc *wc)
 		ucq->reserved--;
 		spin_unlock_irqrestore(&ucq->lock, flags);
 		/* A SUBMIT waiting for room */
-		wake_up_interruptible(&ucq->wait);
+		krdma_ucq_wake(ucq);
 		kfree(uop);
 		return;
 	}
@@ -632,8 +729,11 @@ static void krdma_uop_done(struct krdma_req *req, const struct krdma_wc *wc)
 	e->conn = uop->conn_handle;
 	e->vendor_err = wc->vendor_err;
 	WRITE_ONCE(ucq->tail, ucq->tail + 1);
+	if (ucq->map)
+		/* The entry before the tail: pairs with userspace's acquire */
+		smp_store_release(&ucq->map->hdr->tail, ucq->tail);
 	spin_unlock_irqrestore(&ucq->lock, flags);
-	wake_up_interruptible(&ucq->wait);
+	krdma_ucq_wake(ucq);
 	kfree(uop);
 }
 
@@ -642,6 +742,8 @@ static bool krdma_ucq_try_reserve(struct krdma_ucq *ucq)
 	bool ok;
 
 	spin_lock_irq(&ucq->lock);
+	if (ucq->reserved == ucq->size)
+		krdma_ucq_sync_head(ucq);
 	ok = ucq->reserved < ucq->size;
 	if (ok)
 		ucq->reserved++;
@@ -649,16 +751,27 @@ static bool krdma_ucq_try_reserve(struct krdma_ucq *ucq)
 	return ok;
 }
 
+/*
+ * How often a SUBMIT waiting for room reads a mapped ring's head again:
+ * userspace moves it without telling the kernel
+ */
+#define KRDMA_UCQ_HEAD_POLL (HZ / 100)
+
 static int krdma_ucq_reserve(struct krdma_ucq *ucq, bool wait)
 {
-	while (!krdma_ucq_try_reserve(ucq)) {
-		if (!wait)
-			return -EAGAIN;
-		if (wait_event_interruptible(ucq->wait,
-					     READ_ONCE(ucq->reserved) < ucq->size))
-			return -EINTR;
-	}
-	return 0;
+	long left;
+
+	if (krdma_ucq_try_reserve(ucq))
+		return 0;
+	if (!wait)
+		return -EAGAIN;
+	/* Woken by each completion; a mapped ring's head is polled */
+	do {
+		left = wait_event_interruptible_timeout(ucq->wait,
+							krdma_ucq_try_reserve(ucq),
+							KRDMA_UCQ_HEAD_POLL);
+	} while (!left);
+	return left < 0 ? -EINTR : 0;
 }
 
 static void krdma_ucq_unreserve(struct krdma_ucq *ucq)
@@ -666,7 +779,7 @@ static void krdma_ucq_unreserve(struct krdma_ucq *ucq)
 	spin_lock_irq(&ucq->lock);
 	ucq->reserved--;
 	spin_unlock_irq(&ucq->lock);
-	wake_up_interruptible(&ucq->wait);
+	krdma_ucq_wake(ucq);
 }
 
 static bool krdma_op_is_remote(u32 opcode)
@@ -903,6 +1016,11 @@ static int krdma_ucq_take(struct krdma_ucmd *ucmd, struct krdma_ucq *ucq)
 	int ret = 0;
 
 	mutex_lock(&ucq->poll_mutex);
+	/* Userspace consumes a mapped ring: two consumers of head would race */
+	if (ucq->map) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
 	spin_lock_irq(&ucq->lock);
 	head = ucq->head;
 	avail = ucq->tail - head;
@@ -930,7 +1048,7 @@ static int krdma_ucq_take(struct krdma_ucmd *ucmd, struct krdma_ucq *ucq)
 out_unlock:
 	mutex_unlock(&ucq->poll_mutex);
 	if (ret > 0)
-		wake_up_interruptible(&ucq->wait);
+		krdma_ucq_wake(ucq);
 	return ret;
 }
 
@@ -961,4 +1079,106 @@ int krdma_cmd_poll(struct krdma_ucmd *ucmd)
 			return -EINTR;
 	}
 	return n < 0 ? n : 0;
+}
+
+/*
+ * The mapped completion ring
+ */
+
+static void krdma_ring_setup_fill(struct krdma_ring_setup *cmd,
+				  struct krdma_ucq_map *map)
+{
+	cmd->entries = map->entries;
+	cmd->off_head = offsetof(struct krdma_ring_hdr, head);
+	cmd->off_tail = offsetof(struct krdma_ring_hdr, tail);
+	cmd->off_ring_mask = offsetof(struct krdma_ring_hdr, ring_mask);
+	cmd->off_ring_entries = offsetof(struct krdma_ring_hdr, ring_entries);
+	cmd->off_flags = offsetof(struct krdma_ring_hdr, flags);
+	cmd->off_cqes = PAGE_SIZE;
+	cmd->mmap_size = (u64)map->nr_pages << PAGE_SHIFT;
+}
+
+/*
+ * The first call swaps the queue's memory for the ring's, under the
+ * queue's lock and only while nothing is reserved: no operation is in
+ * flight, so no completion can be written into the old memory after it.
+ * Nothing is copied to userspace under a lock: what is reported never
+ * changes once set up, and a later call reports it again.
+ */
+int krdma_cmd_ring_setup(struct krdma_ucmd *ucmd)
+{
+	struct krdma_ring_setup *cmd = ucmd->cmd;
+	struct krdma_ucq *ucq = &ucmd->kfile->ucq;
+	struct krdma_completion *old = NULL;
+	struct krdma_ucq_map *map, *new = NULL;
+	u32 entries = cmd->entries;
+	int ret = 0;
+
+	if (cmd->flags || cmd->__reserved)
+		return -EINVAL;
+	if (entries && (!is_power_of_2(entries) || entries < 64 ||
+			entries > (1U << 20)))
+		return -EINVAL;
+
+	mutex_lock(&ucq->poll_mutex);
+	map = ucq->map;
+	if (map) {
+		if (entries && entries != map->entries)
+			ret = -EBUSY;
+		goto out_unlock;
+	}
+	new = krdma_ucq_map_alloc(entries ?: ucq->size);
+	if (!new) {
+		ret = -ENOMEM;
+		goto out_unlock;
+	}
+	spin_lock_irq(&ucq->lock);
+	if (ucq->reserved) {
+		ret = -EBUSY;
+	} else {
+		old = ucq->ring;
+		ucq->ring = (void *)new->hdr + PAGE_SIZE;
+		ucq->size = new->entries;
+		ucq->head = 0;
+		ucq->tail = 0;
+		/* mmap() takes no lock of the queue: publish the whole map */
+		smp_store_release(&ucq->map, new);
+		map = new;
+		new = NULL;
+	}
+	spin_unlock_irq(&ucq->lock);
+out_unlock:
+	mutex_unlock(&ucq->poll_mutex);
+	if (new)
+		krdma_ucq_map_free(new);
+	kvfree(old);
+	if (ret)
+		return ret;
+	krdma_ring_setup_fill(cmd, map);
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
+/**
+ * krdma_ufile_mmap - map the completion ring into userspace
+ * @kfile: the file's state
+ * @vma: the new mapping: shared, at KRDMA_RING_OFF_CQ, at most the ring
+ *
+ * Context: mmap_lock held for writing (no lock of the queue is taken: the
+ * ring's pages never change once RING_SETUP made them).
+ * Return: 0, -EINVAL (no ring yet, a private mapping, another offset, too
+ * long) or -EPERM (executable).
+ */
+int krdma_ufile_mmap(struct krdma_file *kfile, struct vm_area_struct *vma)
+{
+	/* Pairs with the store-release of RING_SETUP: the map is whole */
+	struct krdma_ucq_map *map = smp_load_acquire(&kfile->ucq.map);
+	unsigned long nr = vma_pages(vma);
+
+	if (!map || vma->vm_pgoff != (KRDMA_RING_OFF_CQ >> PAGE_SHIFT) ||
+	    !(vma->vm_flags & VM_SHARED) || nr > map->nr_pages)
+		return -EINVAL;
+	if (vma->vm_flags & VM_EXEC)
+		return -EPERM;
+	vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP, VM_MAYEXEC);
+	return vm_insert_pages(vma, vma->vm_start, map->pages, &nr);
 }

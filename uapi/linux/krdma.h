@@ -79,6 +79,7 @@
 #define KRDMA_CMD_GRANT		0x8b
 #define KRDMA_CMD_SUBMIT	0x8c
 #define KRDMA_CMD_POLL		0x8d
+#define KRDMA_CMD_RING_SETUP	0x8e
 
 /*
  * Bits of krdma_query_module.features: what this module can do. A caller
@@ -90,6 +91,7 @@
 							 * KRDMA_CONNECT_KRDMA_PEER
 							 */
 #define KRDMA_FEATURE_UNSIGNALED	_BITULL(3)	/* KRDMA_OP_F_UNSIGNALED */
+#define KRDMA_FEATURE_RING		_BITULL(4)	/* RING_SETUP, mmap */
 
 /* Encoding of krdma_query_module.version */
 #define KRDMA_VERSION_CODE(major, minor, patch) \
@@ -946,7 +948,9 @@ struct krdma_completion {
  * first. Returns with @count 0 on timeout. The file is readable for
  * poll()/epoll when the queue is not empty. Completions are taken only
  * once both @completions and this struct were written: on EFAULT (either
- * not writable) nothing is taken, and the next POLL returns them.
+ * not writable) nothing is taken, and the next POLL returns them. EBUSY:
+ * the queue is a mapped ring (KRDMA_IOC_RING_SETUP), which userspace
+ * consumes itself.
  */
 struct krdma_poll {
 	__u32 size;
@@ -959,5 +963,68 @@ struct krdma_poll {
 };
 
 #define KRDMA_IOC_POLL _IO(KRDMA_TYPE, KRDMA_CMD_POLL)
+
+/* The mmap() offset of the completion ring */
+#define KRDMA_RING_OFF_CQ	0ULL
+
+/**
+ * struct krdma_ring_setup - ioctl(KRDMA_IOC_RING_SETUP)
+ * @size: sizeof(struct krdma_ring_setup)
+ * @flags: Must be 0
+ * @entries: Input: entries of the ring, a power of two from 64 to
+ *           2^20, or 0 for the size of the file's completion queue
+ *           (the module's ucq_entries). Output: the ring's entries
+ * @off_head: Output: offset in the mapping of the __u32 head, the index
+ *            of the next entry to consume; written by userspace only
+ * @off_tail: Output: offset of the __u32 tail, the index of the next
+ *            entry the kernel fills; written by the kernel only
+ * @off_ring_mask: Output: offset of the __u32 entries - 1
+ * @off_ring_entries: Output: offset of the __u32 entries
+ * @off_flags: Output: offset of the __u32 flags of the ring (0)
+ * @off_cqes: Output: offset of the first of @entries struct
+ *            krdma_completion; entry i is at index i & ring_mask
+ * @__reserved: Must be 0
+ * @mmap_size: Output: the length to mmap()
+ *
+ * Turns the file's completion queue into a ring mapped into the caller,
+ * which takes completions with no system call: read the tail with acquire
+ * semantics, consume the entries from head up to it, store the new head
+ * with release semantics. head and tail are free-running __u32 indexes.
+ * Then ``mmap(NULL, mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+ * KRDMA_RING_OFF_CQ)``; poll() and epoll report EPOLLIN while head and
+ * tail differ; KRDMA_IOC_POLL fails with EBUSY on a mapped ring.
+ *
+ * The first call switches the queue: only when no operation is in flight
+ * and no completion waits in the queue (EBUSY otherwise). Later calls,
+ * with @entries 0 or equal to the ring's, only report the offsets again,
+ * as a program that received the file, or one after execve(), needs to
+ * map the ring. The kernel never reads what userspace writes but head;
+ * it accepts a head that moves forward and not past the tail, and ignores
+ * any other value (the ring then stays as full as it was). Operations
+ * are accepted only with an entry reserved, so the ring never overflows:
+ * SUBMIT fails with EAGAIN while the ring is full (KRDMA_SUBMIT_WAIT
+ * waits, reading head again at each completion and every 10 ms).
+ *
+ * Errors: EINVAL (flags, @entries, reserved field); EBUSY (operations
+ * in flight or completions waiting at the first call; another @entries
+ * than the ring's later); ENOMEM. mmap() fails with EINVAL before
+ * RING_SETUP, for a private mapping, another offset or more than
+ * @mmap_size bytes, and with EPERM for an executable mapping.
+ */
+struct krdma_ring_setup {
+	__u32 size;
+	__u32 flags;
+	__u32 entries;
+	__u32 off_head;
+	__u32 off_tail;
+	__u32 off_ring_mask;
+	__u32 off_ring_entries;
+	__u32 off_flags;
+	__u32 off_cqes;
+	__u32 __reserved;
+	__aligned_u64 mmap_size;
+};
+
+#define KRDMA_IOC_RING_SETUP _IO(KRDMA_TYPE, KRDMA_CMD_RING_SETUP)
 
 #endif /* _UAPI_LINUX_KRDMA_H */
