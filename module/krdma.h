@@ -350,13 +350,16 @@ enum krdma_conn_claim {
  * @sdrain: completion of the teardown's send-queue drain marker
  * @rdrain: completion of the teardown's receive-queue drain marker
  * @sq_lock: protects @sq_free, @pending, @chunks, @recv_chunks,
- *           @local_wrs, @free_chunks and @deferred
+ *           @local_wrs, @finishing, @free_chunks and @deferred
  * @chunks: posted send chunks not completed yet, in post order: a CQE
  *          for one completes the unsignaled ones before it
  * @recv_chunks: posted RECV chunks not completed yet
  * @local_wrs: krdma's own WRs (REG_MR, heartbeats) posted and not
  *             completed yet; what the device never completes is completed
  *             by the teardown once the CQ is gone
+ * @finishing: CQE handlers between taking their chunks off the lists and
+ *             finishing them (they still use the QP); the lists are idle
+ *             only when none is
  * @zombies: chunks completed by teardown whose CQE may still come
  * @free_chunks: chunks to reuse; freed with the connection's CQ
  * @deferred: operations posted from softirq context, for @post_work
@@ -365,6 +368,12 @@ enum krdma_conn_claim {
  * @rq_total: receive WRs the QP takes (less one for the drain)
  * @rq_free: receive WRs that may still be posted
  * @pending: operations accepted but not fully posted yet
+ * @post_refused: the driver refused a post: nothing more is posted on the
+ *                QP (a later success would be reported before what the
+ *                refusal left to the teardown); under @post_mutex
+ * @push_fence: an operation taken off @pending completes, without
+ *              @post_mutex, before anything after it is posted (a later
+ *              success says it is over); under @post_mutex
  * @post_work: posts @pending when WRs complete
  * @id: its number in the registry (debugfs, tracepoints), from 1
  * @owner: who holds it (under @lock)
@@ -425,9 +434,12 @@ struct krdma_conn {
 	struct list_head chunks;
 	struct list_head recv_chunks;
 	struct list_head local_wrs;
+	u32 finishing;
 	struct list_head zombies;
 	struct list_head free_chunks;
 	struct list_head deferred;
+	bool post_refused;
+	bool push_fence;
 	struct work_struct post_work;
 	u32 id;
 	struct krdma_owner owner;

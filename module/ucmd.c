@@ -705,13 +705,16 @@ static void krdma_uop_done(struct krdma_req *req, const struct krdma_wc *wc)
 	struct krdma_ucq *ucq = &uop->kfile->ucq;
 	struct krdma_completion *e;
 	unsigned long flags;
+	bool full;
 
-	if (wc->status == IB_WC_SUCCESS && req->flags & KRDMA_REQ_UNSIGNALED) {
+	if (wc->status == IB_WC_SUCCESS && (req->flags & KRDMA_REQ_UNSIGNALED)) {
 		spin_lock_irqsave(&ucq->lock, flags);
+		full = ucq->reserved == ucq->size;
 		ucq->reserved--;
 		spin_unlock_irqrestore(&ucq->lock, flags);
-		/* A SUBMIT waiting for room */
-		krdma_ucq_wake(ucq);
+		/* Only a SUBMIT waiting for room cares, and only if it was full */
+		if (full)
+			krdma_ucq_wake(ucq);
 		kfree(uop);
 		return;
 	}

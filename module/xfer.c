@@ -226,11 +226,22 @@ static bool krdma_chunk_take(struct krdma_conn *conn,
 	if (mine) {
 		list_del(&chunk->entry);
 		chunk->state = KRDMA_CHUNK_READY;
+		conn->finishing++;
 	}
-	if (krdma_chunks_none(conn))
-		wake_up_all(&conn->wait);
 	spin_unlock_bh(&conn->sq_lock);
 	return mine;
+}
+
+/* A CQE handler finished what it took: a teardown waiting may go on */
+static void krdma_chunk_taken_done(struct krdma_conn *conn)
+{
+	bool none;
+
+	spin_lock_bh(&conn->sq_lock);
+	none = !--conn->finishing;
+	spin_unlock_bh(&conn->sq_lock);
+	if (none && wq_has_sleeper(&conn->wait))
+		wake_up_all(&conn->wait);
 }
 
 /* Release what a chunk holds on the device, not its memory */
@@ -364,6 +375,7 @@ static void krdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 		krdma_chunk_finish(conn, prev, &implied_wc);
 	}
 	krdma_chunk_complete(conn, chunk, wc);
+	krdma_chunk_taken_done(conn);
 }
 
 /* Complete a chunk whose CQE came, or that teardown gave up waiting for */
@@ -575,9 +587,24 @@ static int krdma_chunk_map(struct krdma_conn *conn, struct krdma_chunk *chunk,
  */
 static int krdma_post_failed(struct krdma_conn *conn, int ret)
 {
+	lockdep_assert_held(&conn->post_mutex);
+
 	pr_debug("conn %p: post failed: %d\n", conn, ret);
+	conn->post_refused = true;
 	krdma_conn_qp_failed(conn, ret);
 	return -EIO;
+}
+
+/*
+ * Nothing more may be posted on @conn's QP: it is being torn down, or
+ * the driver refused a post (the teardown is queued, and the state is
+ * still CONNECTED until it runs)
+ */
+static bool krdma_conn_post_dead(const struct krdma_conn *conn)
+{
+	lockdep_assert_held(&conn->post_mutex);
+
+	return krdma_conn_stopped(conn) || conn->post_refused;
 }
 
 /*
@@ -592,6 +619,8 @@ static void krdma_chain_refused(struct krdma_conn *conn,
 				struct krdma_chain *chain, u32 n)
 {
 	u32 i;
+
+	lockdep_assert_held(&conn->post_mutex);
 
 	spin_lock_bh(&conn->sq_lock);
 	for (i = 0; i < n; i++)
@@ -672,6 +701,8 @@ static int krdma_chain_add(struct krdma_conn *conn, struct krdma_chain *chain,
 			   struct krdma_chunk *chunk)
 {
 	int ret = 0;
+
+	lockdep_assert_held(&conn->post_mutex);
 
 	if (chain->n == KRDMA_CHAIN_MAX)
 		ret = krdma_chain_post(conn, chain);
@@ -908,9 +939,20 @@ static int krdma_push_req(struct krdma_conn *conn, struct krdma_req *req,
 	case KRDMA_OP_WRITE:
 	case KRDMA_OP_WRITE_IMM:
 	case KRDMA_OP_READ:
-		while (!(ret = krdma_post_rw_chunk(conn, req, chain)))
+		/*
+		 * "Nothing left" before "the batch is spent": an operation
+		 * whose last chunk joined the chain leaves the pending list
+		 * now, so its posting reference is dropped before that chunk
+		 * is posted, and is never the last one of a success.
+		 */
+		while (!(ret = krdma_post_rw_chunk(conn, req, chain))) {
+			if (req->sge_idx == req->num_sge) {
+				ret = 1;
+				break;
+			}
 			if (krdma_chain_spent(chain))
 				return -EAGAIN;
+		}
 		if (ret == 1 && req->opcode == KRDMA_OP_WRITE_IMM &&
 		    !req->tail_posted) {
 			ret = krdma_post_wr_chunk(conn, req, chain);
@@ -957,6 +999,9 @@ static bool krdma_push_batch(struct krdma_conn *conn, struct krdma_req **over)
 	lockdep_assert_held(&conn->post_mutex);
 
 	*over = NULL;
+	/* Its owner posts what follows once the fenced operation is over */
+	if (conn->push_fence && !krdma_conn_post_dead(conn))
+		return false;
 	chain.n = 0;
 	chain.posted = 0;
 	for (;;) {
@@ -966,7 +1011,7 @@ static bool krdma_push_batch(struct krdma_conn *conn, struct krdma_req **over)
 		spin_unlock_bh(&conn->sq_lock);
 		if (!req)
 			break;
-		if (krdma_conn_stopped(conn)) {
+		if (krdma_conn_post_dead(conn)) {
 			krdma_req_fail(req, IB_WC_WR_FLUSH_ERR);
 		} else if (krdma_chain_spent(&chain)) {
 			more = true;
@@ -983,6 +1028,8 @@ static bool krdma_push_batch(struct krdma_conn *conn, struct krdma_req **over)
 		/* The posting reference */
 		if (atomic_dec_and_test(&req->inflight)) {
 			*over = req;
+			/* A success after it would say it is over: hold it */
+			conn->push_fence = !krdma_conn_post_dead(conn);
 			more = true;
 			break;
 		}
@@ -1001,15 +1048,22 @@ static bool krdma_push_batch(struct krdma_conn *conn, struct krdma_req **over)
  */
 static void krdma_push(struct krdma_conn *conn)
 {
-	struct krdma_req *over;
+	struct krdma_req *over = NULL;
 	bool more;
 
 	lockdep_assert_not_held(&conn->lock);
 	do {
 		mutex_lock(&conn->post_mutex);
+		/* The operation this call completed is over: lift its fence */
+		if (over)
+			conn->push_fence = false;
 		more = krdma_push_batch(conn, &over);
-		/* Queued while post_mutex holds the teardown off its cancel */
-		if (more && fatal_signal_pending(current) &&
+		/*
+		 * Queued while post_mutex holds the teardown off its cancel.
+		 * Not with an operation to complete: this call lifts its
+		 * fence after, and only then may leave the rest.
+		 */
+		if (more && !over && fatal_signal_pending(current) &&
 		    !krdma_conn_stopped(conn)) {
 			queue_work(krdma_wq, &conn->post_work);
 			more = false;
@@ -1106,12 +1160,22 @@ void krdma_post_work(struct work_struct *work)
 	krdma_push(conn);
 }
 
+static bool krdma_chunks_finished(struct krdma_conn *conn)
+{
+	bool done;
+
+	spin_lock_bh(&conn->sq_lock);
+	done = !conn->finishing;
+	spin_unlock_bh(&conn->sq_lock);
+	return done;
+}
+
 static bool krdma_chunks_idle(struct krdma_conn *conn)
 {
 	bool idle;
 
 	spin_lock_bh(&conn->sq_lock);
-	idle = krdma_chunks_none(conn);
+	idle = krdma_chunks_none(conn) && !conn->finishing;
 	spin_unlock_bh(&conn->sq_lock);
 	return idle;
 }
@@ -1142,6 +1206,12 @@ void krdma_xfer_reap(struct krdma_conn *conn)
 	lockdep_assert_held_write(&conn->reg_sem);
 
 	wait_event_timeout(conn->wait, krdma_chunks_idle(conn),
+			   KRDMA_REAP_TIMEOUT);
+	/*
+	 * Not while a CQE handler that took its chunks still finishes them
+	 * with the QP (softirq work of this CQ, short)
+	 */
+	wait_event_timeout(conn->wait, krdma_chunks_finished(conn),
 			   KRDMA_REAP_TIMEOUT);
 
 	spin_lock_bh(&conn->sq_lock);
@@ -1539,7 +1609,7 @@ int krdma_post_local_wrs(struct krdma_conn *conn, struct ib_send_wr *wr,
 	wr->next = NULL;
 
 	mutex_lock(&conn->post_mutex);
-	if (krdma_conn_stopped(conn)) {
+	if (krdma_conn_post_dead(conn)) {
 		ret = -ENOTCONN;
 	} else if (!krdma_sq_reserve(conn, lw->nr_wrs)) {
 		ret = -EAGAIN;
@@ -1553,8 +1623,10 @@ int krdma_post_local_wrs(struct krdma_conn *conn, struct ib_send_wr *wr,
 		 * Refused: a CQE may still come (a partial flush), else the
 		 * teardown, which this starts, completes it
 		 */
-		if (ret)
+		if (ret) {
+			conn->post_refused = true;
 			krdma_conn_qp_failed(conn, ret);
+		}
 	}
 	mutex_unlock(&conn->post_mutex);
 	if (ret) {
@@ -1728,7 +1800,7 @@ static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
 	req->lwin = NULL;
 	/* Under post_mutex the QP, and conn->kdev, cannot go away */
 	mutex_lock(&conn->post_mutex);
-	if (!krdma_conn_postable(conn)) {
+	if (!krdma_conn_postable(conn) || conn->post_refused) {
 		ret = -ENOTCONN;
 		goto out_unlock;
 	}

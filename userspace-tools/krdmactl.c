@@ -29,7 +29,7 @@
 #include "libkrdma.h"
 #include "krdmactl.h"
 
-#define KRDMACTL_VERSION "0.2.0"
+#define KRDMACTL_VERSION "0.3.0"
 
 static const char *prog = "krdmactl";
 

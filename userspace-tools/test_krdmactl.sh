@@ -184,7 +184,7 @@ run "" version -j
 expect_rc 0 "version -j"
 json_check 'd["module"]["abi_version"] == 1 and d["abi_match"] and
 	d["module"]["feature_names"] == ["dev_query"] and
-	d["krdmactl"]["version"] == "0.2.0"' "version -j"
+	d["krdmactl"]["version"] == "0.3.0"' "version -j"
 
 run "abi=2" version
 expect_rc 0 "version, ABI mismatch"

@@ -187,6 +187,8 @@ struct krdma_req {
  * A request allocated with this size is valid for krdma_post() as long
  * as its num_sge never exceeds @n. It must not be copied by assignment
  * (that copies a whole struct krdma_req) nor declared on the stack.
+ *
+ * Return: the size in bytes.
  */
 static inline size_t krdma_req_size(unsigned int n)
 {

@@ -816,7 +816,8 @@ struct krdma_sge {
  * entry while in flight, given back with no completion when it succeeds.
  * Once an operation that is neither unsignaled nor a RECV completes with
  * KRDMA_WC_SUCCESS, every operation submitted before it on the same
- * connection, RECVs aside, has succeeded or has its failure in the
+ * connection, RECVs aside (and, on iWARP, READs, which complete when
+ * their response arrives), has succeeded or has its failure in the
  * queue before it; a failed completion implies nothing. Errors: EINVAL
  * on a RECV; EOPNOTSUPP on a READ or an atomic of an iWARP connection.
  */
