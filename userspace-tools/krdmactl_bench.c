@@ -124,6 +124,7 @@ struct kb_sess {
 	int errnum;			/* its errno (either sign), 0: none */
 	const char *hint;		/* advice for err, or NULL */
 	uint32_t connect_flags;		/* KRDMA_CONNECT_* */
+	struct krdma_ring ring;		/* --ring: the mapped queue */
 };
 
 static volatile sig_atomic_t kb_stop;
@@ -284,6 +285,40 @@ static int kb_send(struct kb_sess *s, struct kb_msg *m)
 }
 
 /*
+ * Up to @max completions, waiting up to @timeout_ms for the first: from
+ * the mapped ring (--ring: no system call unless it waits), else POLL
+ */
+static int kb_take(struct kb_sess *s, struct krdma_completion *wc,
+		   uint32_t max, uint32_t timeout_ms)
+{
+	if (s->ring.map)
+		return krdma_ring_wait(s->fd, &s->ring, wc, max, timeout_ms);
+	return krdma_poll_wc(s->fd, wc, max, timeout_ms);
+}
+
+/*
+ * --ring: the file's completion queue as a mapped ring, set up before
+ * anything is in flight. 0, or 1 with the reason printed.
+ */
+static int kb_ring_setup(struct kb_sess *s, bool ring)
+{
+	int ret;
+
+	if (!ring)
+		return 0;
+	ret = krdma_ring_setup(s->fd, 0, &s->ring);
+	if (!ret)
+		return 0;
+	if (ret == -ENOTTY)
+		errmsg_advice(ret, "load a krdma of feature \"ring\" (krdmactl version), or drop --ring",
+			      "bench: this krdma has no mapped completion ring");
+	else
+		errmsg("bench: cannot map the completion ring: %s",
+		       strerror(-ret));
+	return 1;
+}
+
+/*
  * Take completions, waiting up to @timeout_ms for the first. Control
  * RECVs go to the mailbox (the client reposts its slot), data
  * completions are counted and timed. 0 or -errno.
@@ -294,7 +329,7 @@ static int kb_poll(struct kb_sess *s, uint32_t timeout_ms)
 	uint64_t now = 0;
 	int n, i;
 
-	n = krdma_poll_wc(s->fd, wc, ARRAY_SIZE(wc), timeout_ms);
+	n = kb_take(s, wc, ARRAY_SIZE(wc), timeout_ms);
 	if (n == -EINTR)
 		return kb_stop ? -EINTR : 0;
 	if (n < 0) {
@@ -771,6 +806,7 @@ struct bench_opts {
 	bool ops[KB_NOPS];
 	uint32_t timeout_ms;
 	uint64_t max_size;	/* server */
+	bool ring;		/* completions from the mapped ring */
 };
 
 static int server_run(const struct bench_opts *o)
@@ -793,6 +829,10 @@ static int server_run(const struct bench_opts *o)
 	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
 	if (s.fd < 0)
 		return 1;
+	if (kb_ring_setup(&s, o->ring)) {
+		close(s.fd);
+		return 1;
+	}
 	kb_raise_memlock();
 	ret = kb_map(&s, 2 * KB_SLOTS * KB_SLOT, KRDMA_ACCESS_LOCAL_WRITE,
 		     &s.ctrl, &s.ctrl_len, &s.ctrl_h);
@@ -853,7 +893,7 @@ static int server_run(const struct bench_opts *o)
 			krdma_destroy_handle(s.fd, s.data_h);
 		s.data_h = 0;
 		/* drain flushed completions of this client */
-		while (krdma_poll_wc(s.fd, drain, ARRAY_SIZE(drain), 200) > 0)
+		while (kb_take(&s, drain, ARRAY_SIZE(drain), 200) > 0)
 			;
 		if (s.data)
 			munmap(s.data, s.data_map);
@@ -861,6 +901,7 @@ static int server_run(const struct bench_opts *o)
 		ret = 0;
 	}
 out:
+	krdma_ring_unmap(&s.ring);
 	close(s.fd);
 	if (s.ctrl)
 		munmap(s.ctrl, s.ctrl_len);
@@ -1148,7 +1189,7 @@ static int kb_conn_wait(struct kb_sess *s, uint64_t cookie, const char *what)
 	int n, i;
 
 	while (!kb_stop && kb_now() < deadline) {
-		n = krdma_poll_wc(s->fd, wc, ARRAY_SIZE(wc), 100);
+		n = kb_take(s, wc, ARRAY_SIZE(wc), 100);
 		if (n == -EINTR)
 			continue;
 		if (n < 0) {
@@ -1253,6 +1294,10 @@ static int bench_conn(const struct bench_opts *o)
 	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
 	if (s.fd < 0)
 		return 1;
+	if (kb_ring_setup(&s, o->ring)) {
+		close(s.fd);
+		return 1;
+	}
 	s.connect_flags = tool_connect_flags(s.fd);
 	conn_ns = calloc(n, sizeof(*conn_ns));
 	close_ns = calloc(n, sizeof(*close_ns));
@@ -1327,6 +1372,7 @@ report:
 	fflush(stdout);
 	if (s.err[0])
 		errmsg_advice(0, s.hint, "bench: %s", s.err);
+	krdma_ring_unmap(&s.ring);
 	close(s.fd);
 	if (s.ctrl)
 		munmap(s.ctrl, s.ctrl_len);
@@ -1365,6 +1411,10 @@ static int bench_client(const struct bench_opts *o)
 	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
 	if (s.fd < 0)
 		return 1;
+	if (kb_ring_setup(&s, o->ring)) {
+		close(s.fd);
+		return 1;
+	}
 	kb_raise_memlock();
 	{
 		struct sigaction sa;
@@ -1529,6 +1579,7 @@ report:
 	}
 	if (s.err[0])
 		errmsg_advice(0, s.hint, "bench: %s", s.err);
+	krdma_ring_unmap(&s.ring);
 	close(s.fd);
 	if (s.data)
 		munmap(s.data, s.data_map);
@@ -1639,6 +1690,7 @@ int bench_main(int argc, char *argv[])
 		{ "min-iters", required_argument, NULL, 'm' },
 		{ "bytes", required_argument, NULL, 'B' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "ring", no_argument, NULL, 'R' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -1662,7 +1714,7 @@ int bench_main(int argc, char *argv[])
 	kb_parse_sizes("64-8M", &o);
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":la:c:S:p:o:s:d:b:n:m:B:t:jh",
+	while ((c = getopt_long(argc, argv, ":la:c:S:p:o:s:d:b:n:m:B:t:Rjh",
 				longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
@@ -1719,6 +1771,9 @@ int bench_main(int argc, char *argv[])
 			if (kb_parse_u64(optarg, 1, 3600000, &v))
 				goto bad;
 			o.timeout_ms = v;
+			break;
+		case 'R':
+			o.ring = true;
 			break;
 		case 'j':
 			o.json = true;
