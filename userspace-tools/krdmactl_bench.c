@@ -127,6 +127,16 @@ struct kb_sess {
 	struct krdma_ring ring;		/* --ring: the mapped queue */
 };
 
+/*
+ * Whether data operation @idx of @iters asks for a completion: one in
+ * @every (as perftest's cq_mod), and the last. A completion says that
+ * every operation before it is over too (one connection: in order).
+ */
+static bool kb_signaled(uint64_t idx, uint64_t iters, uint32_t every)
+{
+	return (idx + 1) % every == 0 || idx + 1 == iters;
+}
+
 static volatile sig_atomic_t kb_stop;
 
 static void kb_on_signal(int sig)
@@ -380,13 +390,22 @@ static int kb_poll(struct kb_sess *s, uint32_t timeout_ms)
 		case KB_K_CSEND:
 			break;
 		case KB_K_DATA:
+			/*
+			 * Done: @idx, and the unsignaled operations before it
+			 * (timed to this completion, which tells of them)
+			 */
+			if (idx < s->data_done)
+				break;
 			if (s->t_submit) {
+				uint64_t j;
+
 				if (!now)
 					now = kb_now();
-				s->lat_ns[idx] = now - s->t_submit[idx] > UINT32_MAX ?
-						 UINT32_MAX : now - s->t_submit[idx];
+				for (j = s->data_done; j <= idx; j++)
+					s->lat_ns[j] = now - s->t_submit[j] > UINT32_MAX ?
+						       UINT32_MAX : now - s->t_submit[j];
 			}
-			s->data_done++;
+			s->data_done = idx + 1;
 			break;
 		case KB_K_DRECV:
 			s->drecv_done++;
@@ -807,6 +826,7 @@ struct bench_opts {
 	uint32_t timeout_ms;
 	uint64_t max_size;	/* server */
 	bool ring;		/* completions from the mapped ring */
+	uint32_t signal_every;	/* one data operation in N signaled */
 };
 
 static int server_run(const struct bench_opts *o)
@@ -951,6 +971,8 @@ static int client_run(struct kb_sess *s, const struct bench_opts *o,
 	struct krdma_op ops[KB_MAX_BATCH];
 	uint64_t posted = 0, t0, t1, credits = UINT64_MAX, last, done_before = 0;
 	uint32_t depth = o->depth, batch = o->batch;
+	/* READs stay signaled: iWARP refuses unsignaled ones */
+	uint32_t every = kop == KB_OP_READ ? 1 : o->signal_every;
 	struct rusage ru0, ru1;
 	struct kb_msg m;
 	bool fin = false;
@@ -1042,6 +1064,8 @@ static int client_run(struct kb_sess *s, const struct bench_opts *o,
 						kop == KB_OP_READ ? KRDMA_OP_READ :
 						KRDMA_OP_SEND;
 				ops[i].cookie = KB_COOKIE(KB_K_DATA, posted + i);
+				if (!kb_signaled(posted + i, iters, every))
+					ops[i].flags = KRDMA_OP_F_UNSIGNALED;
 				ops[i].conn = s->conn;
 				ops[i].num_sge = 1;
 				ops[i].sge.buf = s->data_h;
@@ -1411,6 +1435,12 @@ static int bench_client(const struct bench_opts *o)
 	s.fd = open_krdma_for(KRDMA_FEATURE_CONN, "connection");
 	if (s.fd < 0)
 		return 1;
+	if (o->signal_every > 1 && !module_has(s.fd, KRDMA_FEATURE_UNSIGNALED)) {
+		errmsg_advice(-EOPNOTSUPP, "load a krdma of feature \"unsignaled\" (krdmactl version), or drop -u",
+			      "bench: this krdma has no unsignaled operations");
+		close(s.fd);
+		return 1;
+	}
 	if (kb_ring_setup(&s, o->ring)) {
 		close(s.fd);
 		return 1;
@@ -1481,8 +1511,9 @@ static int bench_client(const struct bench_opts *o)
 		s.tok.tag = m.tok_tag;
 	}
 	if (!ret && !o->json) {
-		printf("KRDMA BENCH %s via %s (%s): depth %u, batch %u, busy-polled completions\n",
-		       target, dev, transport, o->depth, o->batch);
+		printf("KRDMA BENCH %s via %s (%s): depth %u, batch %u, busy-polled completions (%s, one in %u)\n",
+		       target, dev, transport, o->depth, o->batch,
+		       o->ring ? "mapped ring" : "POLL", o->signal_every);
 		printf("%-5s %9s %8s %5s %5s %10s %8s %9s %9s %9s %8s\n",
 		       "op", "bytes", "iters", "depth", "batch", "MB/s",
 		       "Mmsg/s", "med_us", "p99_us", "p99.9_us", "cpu_s/GB");
@@ -1532,6 +1563,8 @@ report:
 		kb_json_head(&j, target, dev, transport);
 		json_u64(&j, "depth", o->depth);
 		json_u64(&j, "batch", o->batch);
+		json_u64(&j, "signal_every", o->signal_every);
+		json_str(&j, "completions", o->ring ? "ring" : "poll");
 		json_begin_array(&j, "results");
 		for (i = 0; i < nrows; i++) {
 			const struct kb_row *r = &rows[i];
@@ -1691,6 +1724,7 @@ int bench_main(int argc, char *argv[])
 		{ "bytes", required_argument, NULL, 'B' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "ring", no_argument, NULL, 'R' },
+		{ "signal-every", required_argument, NULL, 'u' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -1705,6 +1739,7 @@ int bench_main(int argc, char *argv[])
 		.bytes = 256ULL << 20,
 		.timeout_ms = 10000,
 		.max_size = 8ULL << 20,
+		.signal_every = 1,
 		.ops = { true, true, true, true },	/* not conn */
 		.json = json_output,
 	};
@@ -1714,7 +1749,7 @@ int bench_main(int argc, char *argv[])
 	kb_parse_sizes("64-8M", &o);
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":la:c:S:p:o:s:d:b:n:m:B:t:Rjh",
+	while ((c = getopt_long(argc, argv, ":la:c:S:p:o:s:d:b:n:m:B:t:Ru:jh",
 				longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
@@ -1775,6 +1810,11 @@ int bench_main(int argc, char *argv[])
 		case 'R':
 			o.ring = true;
 			break;
+		case 'u':
+			if (kb_parse_u64(optarg, 1, KB_MAX_DEPTH, &v))
+				goto bad;
+			o.signal_every = v;
+			break;
 		case 'j':
 			o.json = true;
 			json_output = true;
@@ -1791,6 +1831,12 @@ int bench_main(int argc, char *argv[])
 		o.min_iters = o.iters;
 	if (o.batch > o.depth)
 		o.batch = o.depth;
+	/* A signaled one must fit in what is in flight, or none would come */
+	if (o.signal_every > o.depth) {
+		errmsg("bench: -u %u is more than the depth (-d %u): no operation in flight would ask for a completion",
+		       o.signal_every, o.depth);
+		return EXIT_USAGE;
+	}
 	if (o.server) {
 		if (o.json) {
 			errmsg("bench: -l has no JSON output (-j)");
