@@ -303,6 +303,12 @@ static __poll_t krdma_fops_poll(struct file *filp, poll_table *wait)
 	struct krdma_file *kfile = filp->private_data;
 
 	poll_wait(filp, &kfile->ucq.wait, wait);
+	/*
+	 * The queue is read after this file is on the wait queue: pairs with
+	 * wq_has_sleeper() of the producer (poll_wait() has this barrier
+	 * only since 6.14 and its backports)
+	 */
+	smp_mb();
 	return krdma_ufile_poll_mask(kfile);
 }
 

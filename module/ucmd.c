@@ -209,6 +209,12 @@ static void krdma_ucq_wake(struct krdma_ucq *ucq)
 		wake_up_interruptible(&ucq->wait);
 }
 
+/* The size of a new file's queue, and the most a mapped ring may have */
+static u32 krdma_ucq_default_size(void)
+{
+	return rounddown_pow_of_two(clamp_t(u32, ucq_entries, 64, 1U << 20));
+}
+
 static void krdma_ucq_map_free(struct krdma_ucq_map *map)
 {
 	unsigned int i;
@@ -271,13 +277,12 @@ err_free_map:
 int krdma_ufile_init(struct krdma_file *kfile)
 {
 	struct krdma_ucq *ucq = &kfile->ucq;
-	u32 size = clamp_t(u32, ucq_entries, 64, 1U << 20);
 
 	xa_init_flags(&kfile->objects, XA_FLAGS_ALLOC1);
 	spin_lock_init(&ucq->lock);
 	init_waitqueue_head(&ucq->wait);
 	mutex_init(&ucq->poll_mutex);
-	ucq->size = rounddown_pow_of_two(size);
+	ucq->size = krdma_ucq_default_size();
 	ucq->ring = kvcalloc(ucq->size, sizeof(*ucq->ring), GFP_KERNEL_ACCOUNT);
 	return ucq->ring ? 0 : -ENOMEM;
 }
@@ -329,10 +334,12 @@ __poll_t krdma_ufile_poll_mask(struct krdma_file *kfile)
 {
 	struct krdma_ucq *ucq = &kfile->ucq;
 
+	unsigned long flags;
+
 	if (READ_ONCE(ucq->map)) {
-		spin_lock_irq(&ucq->lock);
+		spin_lock_irqsave(&ucq->lock, flags);
 		krdma_ucq_sync_head(ucq);
-		spin_unlock_irq(&ucq->lock);
+		spin_unlock_irqrestore(&ucq->lock, flags);
 	}
 	return krdma_ucq_ready(ucq) ? EPOLLIN | EPOLLRDNORM : 0;
 }
@@ -768,11 +775,17 @@ static int krdma_ucq_reserve(struct krdma_ucq *ucq, bool wait)
 		return 0;
 	if (!wait)
 		return -EAGAIN;
-	/* Woken by each completion; a mapped ring's head is polled */
+	/*
+	 * Woken by each completion and POLL; a mapped ring's head, which
+	 * userspace moves without a call, is read again every 10 ms (the
+	 * ring cannot be set up while this waits: the queue is not empty)
+	 */
 	do {
 		left = wait_event_interruptible_timeout(ucq->wait,
 							krdma_ucq_try_reserve(ucq),
-							KRDMA_UCQ_HEAD_POLL);
+							READ_ONCE(ucq->map) ?
+							KRDMA_UCQ_HEAD_POLL :
+							MAX_SCHEDULE_TIMEOUT);
 	} while (!left);
 	return left < 0 ? -EINTR : 0;
 }
@@ -1119,8 +1132,9 @@ int krdma_cmd_ring_setup(struct krdma_ucmd *ucmd)
 
 	if (cmd->flags || cmd->__reserved)
 		return -EINVAL;
+	/* At most what the administrator lets every file have (ucq_entries) */
 	if (entries && (!is_power_of_2(entries) || entries < 64 ||
-			entries > (1U << 20)))
+			entries > krdma_ucq_default_size()))
 		return -EINVAL;
 
 	mutex_lock(&ucq->poll_mutex);
@@ -1142,8 +1156,8 @@ int krdma_cmd_ring_setup(struct krdma_ucmd *ucmd)
 		old = ucq->ring;
 		ucq->ring = (void *)new->hdr + PAGE_SIZE;
 		ucq->size = new->entries;
-		ucq->head = 0;
-		ucq->tail = 0;
+		WRITE_ONCE(ucq->head, 0);
+		WRITE_ONCE(ucq->tail, 0);
 		/* mmap() takes no lock of the queue: publish the whole map */
 		smp_store_release(&ucq->map, new);
 		map = new;

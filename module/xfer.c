@@ -1207,12 +1207,6 @@ void krdma_xfer_reap(struct krdma_conn *conn)
 
 	wait_event_timeout(conn->wait, krdma_chunks_idle(conn),
 			   KRDMA_REAP_TIMEOUT);
-	/*
-	 * Not while a CQE handler that took its chunks still finishes them
-	 * with the QP (softirq work of this CQ, short)
-	 */
-	wait_event_timeout(conn->wait, krdma_chunks_finished(conn),
-			   KRDMA_REAP_TIMEOUT);
 
 	spin_lock_bh(&conn->sq_lock);
 	list_splice_tail_init(&conn->chunks, &conn->zombies);
@@ -1222,6 +1216,14 @@ void krdma_xfer_reap(struct krdma_conn *conn)
 		n++;
 	}
 	spin_unlock_bh(&conn->sq_lock);
+	/*
+	 * No CQE handler can take a chunk from here (none is POSTED); one
+	 * that took its chunks before still finishes them with the QP
+	 * (softirq work of this CQ, short): the QP stays until it is done
+	 */
+	WARN_ON_ONCE(!wait_event_timeout(conn->wait,
+					 krdma_chunks_finished(conn),
+					 KRDMA_REAP_TIMEOUT));
 	if (!n)
 		return;
 
@@ -1814,7 +1816,7 @@ static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
 		if (ret)
 			return ret;
 		mutex_lock(&conn->post_mutex);
-		if (!krdma_conn_postable(conn))
+		if (!krdma_conn_postable(conn) || conn->post_refused)
 			ret = -ENOTCONN;
 	}
 	if (ret)

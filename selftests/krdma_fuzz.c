@@ -1325,8 +1325,11 @@ static void op_ring(struct ctx *c)
 					 __ATOMIC_RELEASE);
 		else
 			*(uint32_t *)(p + r.off_head) = rnd(rs);
-		if (chance(rs, 20))
-			memset(p + r.off_ring_mask, rn(rs, 256), 12);
+		if (chance(rs, 20)) {
+			*(uint32_t *)(p + r.off_ring_mask) = rnd(rs);
+			*(uint32_t *)(p + r.off_ring_entries) = rnd(rs);
+			*(uint32_t *)(p + r.off_flags) = rnd(rs);
+		}
 	}
 	munmap(p, len);
 }

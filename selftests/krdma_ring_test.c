@@ -116,13 +116,18 @@ FIXTURE_VARIANT_ADD(ring, siw) {
 FIXTURE_SETUP(ring)
 {
 	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
+	struct krdma_query_module qm;
 	struct krdma_addr any;
 
 	memset(&self->r, 0, sizeof(self->r));
-	/* siw charges its registrations to RLIMIT_MEMLOCK even for root */
-	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &unlimited));
+	self->cfd = -1;
 	self->sfd = krdma_open();
 	ASSERT_LE(0, self->sfd);
+	ASSERT_EQ(0, krdma_query_module(self->sfd, &qm));
+	if (!(qm.features & KRDMA_FEATURE_RING))
+		SKIP(return, "the module has no KRDMA_FEATURE_RING");
+	/* siw charges its registrations to RLIMIT_MEMLOCK even for root */
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &unlimited));
 	self->cfd = krdma_open();
 	ASSERT_LE(0, self->cfd);
 	ASSERT_EQ(0, krdma_parse_addr(variant->ip, 0, &any));
@@ -251,8 +256,12 @@ TEST(setup_and_mmap_refusals)
 	ASSERT_EQ(0, *(uint32_t *)((char *)p + rs.off_tail));
 	ASSERT_EQ(-1, mprotect(p, pg, PROT_READ | PROT_EXEC));
 	ASSERT_EQ(EACCES, errno);
-	/* It cannot grow in place */
+	/* It cannot grow, in place or moved (VM_DONTEXPAND) */
 	ASSERT_EQ(MAP_FAILED, mremap(p, rs.mmap_size, rs.mmap_size + pg, 0));
+	ASSERT_EQ(EFAULT, errno);
+	ASSERT_EQ(MAP_FAILED, mremap(p, rs.mmap_size, rs.mmap_size + pg,
+				     MREMAP_MAYMOVE));
+	ASSERT_EQ(EFAULT, errno);
 	/* A part of it maps too */
 	ASSERT_EQ(0, munmap(p, rs.mmap_size));
 	p = mmap(NULL, pg, PROT_READ, MAP_SHARED, fd, 0);
@@ -457,13 +466,19 @@ TEST_F_TIMEOUT(ring, unsignaled_stream_one_entry, 300)
 	ASSERT_EQ(0, krdma_query_module(self->cfd, &qm));
 	if (!(qm.features & KRDMA_FEATURE_UNSIGNALED))
 		SKIP(return, "the module has no KRDMA_FEATURE_UNSIGNALED");
-	for (i = 0; i < 256; i++)
-		kt_pattern(self->src.p + (size_t)i * PIECE, PIECE, i + 1);
 	ASSERT_EQ(0, krdma_ring_setup(self->cfd, RING, &self->r));
-	/* 1024 WRITEs, all unsignaled but the last: entries come back */
+	/*
+	 * 1024 WRITEs in 4 rounds, all unsignaled but the last: their
+	 * entries come back, or SUBMIT_WAIT would wait for ever. Each round
+	 * writes 64 pieces of its own (each 4 times), so that the bytes show
+	 * that every round landed.
+	 */
 	for (i = 0; i < 4; i++) {
+		for (j = 0; j < 64; j++)
+			kt_pattern(self->src.p + (size_t)(i * 64 + j) * PIECE,
+				   PIECE, i * 64 + j + 1);
 		for (j = 0; j < 256; j++) {
-			write_op(self, &ops[j], j, i * 256 + j);
+			write_op(self, &ops[j], i * 64 + j % 64, i * 256 + j);
 			ops[j].flags = KRDMA_OP_F_UNSIGNALED;
 		}
 		if (i == 3)

@@ -736,6 +736,9 @@ uint32_t krdma_ring_take(struct krdma_ring *ring,
 	uint32_t tail = __atomic_load_n(ring->tail, __ATOMIC_ACQUIRE);
 	uint32_t n = tail - head, i;
 
+	/* More than the ring holds: head was written by someone else */
+	if (n > ring->entries)
+		return 0;
 	if (n > max)
 		n = max;
 	for (i = 0; i < n; i++)
@@ -769,8 +772,12 @@ int krdma_ring_wait(int fd, struct krdma_ring *ring,
 		left = timeout_ms < 0 ? -1 : (int)(end - now_ms());
 		if (timeout_ms >= 0 && left <= 0)
 			return 0;
-		if (poll(&pfd, 1, left) < 0 && errno != EINTR)
-			return -errno;
+		if (poll(&pfd, 1, left) < 0) {
+			if (errno != EINTR)
+				return -errno;
+		} else if (pfd.revents & (POLLNVAL | POLLERR)) {
+			return pfd.revents & POLLNVAL ? -EBADF : -EIO;
+		}
 	}
 }
 

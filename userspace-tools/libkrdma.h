@@ -215,17 +215,24 @@ struct krdma_ring {
 
 /*
  * RING_SETUP (@entries 0: the queue's size; else a power of two, 64 to
- * 2^20) and the mapping: 0 or -errno (-EBUSY: operations in flight or
- * completions waiting, or another size already set up).
+ * the module's ucq_entries) and the mapping: 0 or -errno (-EBUSY:
+ * operations in flight or completions waiting, or another size already
+ * set up). If only the mapping fails, the file stays in ring mode: call
+ * again to map it. One consumer per ring: whoever takes completions from
+ * it (a thread, or one process after fork()) is the only one.
  */
 int krdma_ring_setup(int fd, uint32_t entries, struct krdma_ring *ring);
 void krdma_ring_unmap(struct krdma_ring *ring);
-/* Up to @max completions that are there now, oldest first: how many */
+/*
+ * Up to @max completions that are there now, oldest first: how many (0
+ * also when head was made garbage: more than the ring holds appears)
+ */
 uint32_t krdma_ring_take(struct krdma_ring *ring,
 			 struct krdma_completion *wc, uint32_t max);
 /*
  * As krdma_poll_wc(), from the ring: waits in poll() up to @timeout_ms
- * (-1: no limit) for the first. Count, or -errno.
+ * (-1: no limit) for the first. Count, or -errno (-EBADF: @fd is not
+ * open).
  */
 int krdma_ring_wait(int fd, struct krdma_ring *ring,
 		    struct krdma_completion *wc, uint32_t max, int timeout_ms);

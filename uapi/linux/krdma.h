@@ -972,9 +972,9 @@ struct krdma_poll {
  * struct krdma_ring_setup - ioctl(KRDMA_IOC_RING_SETUP)
  * @size: sizeof(struct krdma_ring_setup)
  * @flags: Must be 0
- * @entries: Input: entries of the ring, a power of two from 64 to
- *           2^20, or 0 for the size of the file's completion queue
- *           (the module's ucq_entries). Output: the ring's entries
+ * @entries: Input: entries of the ring, a power of two from 64 to the
+ *           module's ucq_entries (the administrator's bound, at most
+ *           2^20), or 0 for that size. Output: the ring's entries
  * @off_head: Output: offset in the mapping of the __u32 head, the index
  *            of the next entry to consume; written by userspace only
  * @off_tail: Output: offset of the __u32 tail, the index of the next
