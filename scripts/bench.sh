@@ -29,7 +29,9 @@
 # ("rxe0:198.18.0.1 siw0:198.18.1.1"), BENCH_TCP (1: run iperf3),
 # BENCH_CONNS (30: connections timed one after the other, each way),
 # BENCH_RING (1: krdmactl bench -R on both sides, completions from the
-# mapped ring instead of POLL; default 0). Each
+# mapped ring instead of POLL; default 0), BENCH_SIGNAL (N: krdmactl
+# bench -u N, one WRITE or SEND in N signaled, as perftest's cq_mod;
+# default 1). Each
 # also as KRDMA_BENCH_*, which the guest gets: make bench KRDMA_BENCH_DEPTH=16
 # Nothing here asserts timings; a run that fails is recorded as failed.
 set -u
@@ -323,6 +325,7 @@ CONNS=${BENCH_CONNS:-${KRDMA_BENCH_CONNS:-30}}
 RING=${BENCH_RING:-${KRDMA_BENCH_RING:-0}}
 ringopt=()
 [[ $RING == 1 ]] && ringopt=(-R)
+SIGNAL=${BENCH_SIGNAL:-${KRDMA_BENCH_SIGNAL:-1}}
 KPORT=18516
 PPORT=18600
 
@@ -383,7 +386,7 @@ krdma_run() { # dev addr ops sizes file
 	sleep 0.5
 	timeout 120 "$K" bench "$2" -p $KPORT -j -o "$3" -s "$4" -d "$DEPTH" \
 		-b "$BATCH" -n "$ITERS" -m "$MIN_ITERS" -B "$BYTES" \
-		"${ringopt[@]}" >"$5" 2>>"$out/errors.log"
+		-u "$SIGNAL" "${ringopt[@]}" >"$5" 2>>"$out/errors.log"
 	rc=$?
 	wait $spid
 	return $rc
