@@ -28,6 +28,8 @@
  *
  * Writes as much as the caller has room for and sets the size field to
  * that.
+ *
+ * Return: 0, or -EFAULT when the caller's struct cannot be written.
  */
 int krdma_ucmd_respond(struct krdma_ucmd *ucmd, size_t size)
 {
@@ -50,7 +52,8 @@ static int krdma_cmd_query_module(struct krdma_ucmd *ucmd)
 	cmd->version = KRDMA_VERSION_CODE(KRDMA_MAJOR, KRDMA_MINOR,
 					  KRDMA_PATCH);
 	cmd->features = KRDMA_FEATURE_DEV_QUERY | KRDMA_FEATURE_CONN |
-			 KRDMA_FEATURE_KRDMA_PEER;
+			KRDMA_FEATURE_KRDMA_PEER | KRDMA_FEATURE_UNSIGNALED |
+			KRDMA_FEATURE_RING;
 	cmd->num_devices = krdma_device_count(ucmd->kfile->net);
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
 }
@@ -161,6 +164,7 @@ union krdma_ucmd_buffer {
 	struct krdma_grant grant;
 	struct krdma_submit submit;
 	struct krdma_poll poll;
+	struct krdma_ring_setup ring_setup;
 };
 
 /**
@@ -217,6 +221,8 @@ static const struct krdma_ioctl_op krdma_ioctl_ops[] = {
 		       struct krdma_submit, ops),
 	KRDMA_IOCTL_OP(KRDMA_IOC_POLL, krdma_cmd_poll,
 		       struct krdma_poll, __reserved),
+	KRDMA_IOCTL_OP(KRDMA_IOC_RING_SETUP, krdma_cmd_ring_setup,
+		       struct krdma_ring_setup, mmap_size),
 };
 
 static long krdma_fops_ioctl(struct file *filp, unsigned int cmd,
@@ -297,7 +303,18 @@ static __poll_t krdma_fops_poll(struct file *filp, poll_table *wait)
 	struct krdma_file *kfile = filp->private_data;
 
 	poll_wait(filp, &kfile->ucq.wait, wait);
+	/*
+	 * The queue is read after this file is on the wait queue: pairs with
+	 * wq_has_sleeper() of the producer (poll_wait() has this barrier
+	 * only since 6.14 and its backports)
+	 */
+	smp_mb();
 	return krdma_ufile_poll_mask(kfile);
+}
+
+static int krdma_fops_mmap(struct file *filp, struct vm_area_struct *vma)
+{
+	return krdma_ufile_mmap(filp->private_data, vma);
 }
 
 static const struct file_operations krdma_fops = {
@@ -305,6 +322,7 @@ static const struct file_operations krdma_fops = {
 	.open = krdma_fops_open,
 	.release = krdma_fops_release,
 	.poll = krdma_fops_poll,
+	.mmap = krdma_fops_mmap,
 	.unlocked_ioctl = krdma_fops_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.llseek = noop_llseek,

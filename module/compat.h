@@ -13,6 +13,20 @@
 #ifndef _KRDMA_COMPAT_H
 #define _KRDMA_COMPAT_H
 
-/* Nothing yet: 6.1 and 6.12 offer everything krdma uses alike. */
+#include <linux/mm.h>
+
+/*
+ * Kbuild looks into the headers for what a kernel has (a backport
+ * counts): KRDMA_HAVE_* below. Nothing compares version numbers.
+ */
+
+#ifndef KRDMA_HAVE_VM_FLAGS_MOD
+/* 6.3 made vma->vm_flags read-only, changed through vm_flags_*() */
+static inline void vm_flags_mod(struct vm_area_struct *vma,
+				vm_flags_t set, vm_flags_t clear)
+{
+	vma->vm_flags = (vma->vm_flags | set) & ~clear;
+}
+#endif
 
 #endif /* _KRDMA_COMPAT_H */

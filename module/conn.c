@@ -85,6 +85,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
 	INIT_LIST_HEAD(&conn->reg_zombies);
 	INIT_LIST_HEAD(&conn->pending);
 	INIT_LIST_HEAD(&conn->chunks);
+	INIT_LIST_HEAD(&conn->recv_chunks);
 	INIT_LIST_HEAD(&conn->local_wrs);
 	INIT_LIST_HEAD(&conn->zombies);
 	INIT_LIST_HEAD(&conn->free_chunks);
@@ -319,6 +320,7 @@ static int krdma_conn_create_qp(struct krdma_conn *conn)
 	conn->max_recv_sge = attr.cap.max_recv_sge;
 	krdma_conn_set_grant_limits(conn, kdev->max_mr_pages);
 	conn->send_one_mr = kdev->send_one_mr;
+	conn->signal_payload = kdev->signal_payload;
 	return 0;
 
 err_free_cq:
@@ -1079,6 +1081,8 @@ static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 /**
  * krdma_listen_backlog - the backlog a listener asked for @backlog gets
  * @backlog: as passed to krdma_listen(); 0 for the default
+ *
+ * Return: the number of connections that may wait to be accepted.
  */
 u32 krdma_listen_backlog(u32 backlog)
 {

@@ -102,6 +102,8 @@ struct krdma_device *krdma_device_get_next(unsigned long *index,
 /**
  * krdma_device_count - number of devices visible from @net
  * @net: namespace the caller lives in (NULL: any)
+ *
+ * Return: how many registered devices @net sees.
  */
 u32 krdma_device_count(const struct net *net)
 {
@@ -340,6 +342,7 @@ static int krdma_add_one(struct ib_device *ibdev)
 	INIT_LIST_HEAD(&kdev->conns);
 	kdev->max_mr_pages = krdma_probe_mr_pages(ibdev);
 	kdev->send_one_mr = ibdev->ops.driver_id == RDMA_DRIVER_SIW;
+	kdev->signal_payload = ibdev->ops.driver_id == RDMA_DRIVER_SIW;
 
 	ret = xa_insert(&krdma_devices, kdev->index, kdev, GFP_KERNEL);
 	if (ret)

@@ -53,6 +53,10 @@ struct seq_file;
  *               transmit path keeps its page-list index from one SGE to
  *               the next (siw_tx_hdt()), so a second such SGE sends from
  *               the wrong page or fails (Documentation/design.rst)
+ * @signal_payload: the device sends the payload of an unsignaled WR by
+ *                  zero copy, from pages it may read again after the WR
+ *                  completed (siw: siw_tx_hdt()'s use_sendpage): every WR
+ *                  that sends PAGE_SIZE bytes or more is signaled
  *
  * Created by the ib_client .add callback, published in the krdma_devices
  * xarray once fully built, unpublished first thing in .remove. Lookups take
@@ -69,6 +73,7 @@ struct krdma_device {
 	bool removing;
 	u32 max_mr_pages;
 	bool send_one_mr;
+	bool signal_payload;
 };
 
 /**
@@ -320,6 +325,7 @@ enum krdma_conn_claim {
  * @max_grant_pages: pages one window may map: @mr_pages times the keys
  *                   one key table holds
  * @send_one_mr: the device's send_one_mr, kept with the QP
+ * @signal_payload: the device's signal_payload, kept with the QP
  * @rkeys: the peer's key tables this side has read, by their rkey
  *         (struct krdma_rkeys, referenced); at most KRDMA_RKEYS_CACHED
  * @wait: woken on every state change
@@ -343,11 +349,17 @@ enum krdma_conn_claim {
  *               @lock
  * @sdrain: completion of the teardown's send-queue drain marker
  * @rdrain: completion of the teardown's receive-queue drain marker
- * @sq_lock: protects @sq_free, @pending, @chunks and @local_wrs
- * @chunks: posted chunks not completed yet
+ * @sq_lock: protects @sq_free, @pending, @chunks, @recv_chunks,
+ *           @local_wrs, @finishing, @free_chunks and @deferred
+ * @chunks: posted send chunks not completed yet, in post order: a CQE
+ *          for one completes the unsignaled ones before it
+ * @recv_chunks: posted RECV chunks not completed yet
  * @local_wrs: krdma's own WRs (REG_MR, heartbeats) posted and not
  *             completed yet; what the device never completes is completed
  *             by the teardown once the CQ is gone
+ * @finishing: CQE handlers between taking their chunks off the lists and
+ *             finishing them (they still use the QP); the lists are idle
+ *             only when none is
  * @zombies: chunks completed by teardown whose CQE may still come
  * @free_chunks: chunks to reuse; freed with the connection's CQ
  * @deferred: operations posted from softirq context, for @post_work
@@ -356,6 +368,12 @@ enum krdma_conn_claim {
  * @rq_total: receive WRs the QP takes (less one for the drain)
  * @rq_free: receive WRs that may still be posted
  * @pending: operations accepted but not fully posted yet
+ * @post_refused: the driver refused a post: nothing more is posted on the
+ *                QP (a later success would be reported before what the
+ *                refusal left to the teardown); under @post_mutex
+ * @push_fence: an operation taken off @pending completes, without
+ *              @post_mutex, before anything after it is posted (a later
+ *              success says it is over); under @post_mutex
  * @post_work: posts @pending when WRs complete
  * @id: its number in the registry (debugfs, tracepoints), from 1
  * @owner: who holds it (under @lock)
@@ -389,6 +407,7 @@ struct krdma_conn {
 	u32 seg_shift;
 	u32 max_grant_pages;
 	bool send_one_mr;
+	bool signal_payload;
 	struct xarray rkeys;
 	wait_queue_head_t wait;
 	struct krdma_listener *listener;
@@ -406,17 +425,21 @@ struct krdma_conn {
 	struct list_head reg_zombies;
 	struct krdma_drain sdrain;
 	struct krdma_drain rdrain;
-	spinlock_t sq_lock; /* @sq_free, @pending, @chunks, @local_wrs */
+	spinlock_t sq_lock; /* @sq_free, @pending, the chunk lists, @deferred */
 	u32 sq_total;
 	u32 sq_free;
 	u32 rq_total;
 	atomic_t rq_free;
 	struct list_head pending;
 	struct list_head chunks;
+	struct list_head recv_chunks;
 	struct list_head local_wrs;
+	u32 finishing;
 	struct list_head zombies;
 	struct list_head free_chunks;
 	struct list_head deferred;
+	bool post_refused;
+	bool push_fence;
 	struct work_struct post_work;
 	u32 id;
 	struct krdma_owner owner;
@@ -560,6 +583,14 @@ void krdma_conn_drop_rkeys(struct krdma_conn *conn);
 void krdma_conn_set_grant_limits(struct krdma_conn *conn, u32 mr_pages);
 struct krdma_window *krdma_local_window_get(struct krdma_conn *conn,
 					    struct krdma_buf *buf);
+
+/*
+ * krdma_req.flags, internal: call @done on the success of an unsignaled
+ * operation too. The ioctl layer's operations ask for it (their memory is
+ * krdma's and their ring entry reserved); krdma_post() and
+ * krdma_post_list() refuse it.
+ */
+#define KRDMA_REQ_QUIET_DONE	BIT(31)
 
 /* xfer.c */
 void krdma_xfer_flush_pending(struct krdma_conn *conn);

@@ -10,10 +10,12 @@
 #include <linux/in6.h>
 #include <linux/jiffies.h>
 #include <linux/log2.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/vmalloc.h>
 #include <linux/krdma.h>
 
 #include "krdma.h"
@@ -45,17 +47,25 @@ struct krdma_uobj {
 
 /**
  * struct krdma_uop - an operation submitted from userspace
- * @req: the core's operation
  * @kfile: the file whose completion queue it completes into
  * @cookie: the caller's cookie
  * @conn_handle: the connection's handle, for the completion
+ * @req: the core's operation; last, allocated with room for the
+ *       operation's ranges only (krdma_uop_size())
  */
 struct krdma_uop {
-	struct krdma_req req;
 	struct krdma_file *kfile;
 	u64 cookie;
 	u32 conn_handle;
+	struct krdma_req req;
 };
+
+/* Bytes of a uop whose operation has @num_sge ranges (at most 16) */
+static size_t krdma_uop_size(u32 num_sge)
+{
+	return offsetof(struct krdma_uop, req) +
+	       krdma_req_size(max_t(u32, num_sge, 1));
+}
 
 static void krdma_uobj_get(struct krdma_uobj *uobj)
 {
@@ -164,9 +174,98 @@ static void krdma_uobj_close(struct krdma_file *kfile, struct krdma_uobj *uobj)
 	kfree(uobj);
 }
 
+/*
+ * A mapped ring: take the head userspace wrote, if it is one. It may
+ * only move forward, and not past the tail: anything else is ignored,
+ * and the ring stays as full as it was. The entries up to it are free
+ * again once it is read with acquire semantics (userspace stores it with
+ * release semantics after reading them).
+ */
+static void krdma_ucq_sync_head(struct krdma_ucq *ucq)
+{
+	u32 head, n;
+
+	lockdep_assert_held(&ucq->lock);
+	if (!ucq->map)
+		return;
+	/* Pairs with userspace's store-release after it read the entries */
+	head = smp_load_acquire(&ucq->map->hdr->head);
+	n = head - ucq->head;
+	if (!n || n > ucq->tail - ucq->head)
+		return;
+	WRITE_ONCE(ucq->head, head);
+	ucq->reserved -= n;
+}
+
 static bool krdma_ucq_ready(struct krdma_ucq *ucq)
 {
 	return READ_ONCE(ucq->tail) != READ_ONCE(ucq->head);
+}
+
+/* Wake who waits for a completion or for room, if anyone does */
+static void krdma_ucq_wake(struct krdma_ucq *ucq)
+{
+	if (wq_has_sleeper(&ucq->wait))
+		wake_up_interruptible(&ucq->wait);
+}
+
+/* The size of a new file's queue, and the most a mapped ring may have */
+static u32 krdma_ucq_default_size(void)
+{
+	return rounddown_pow_of_two(clamp_t(u32, ucq_entries, 64, 1U << 20));
+}
+
+static void krdma_ucq_map_free(struct krdma_ucq_map *map)
+{
+	unsigned int i;
+
+	vunmap(map->hdr);
+	for (i = 0; i < map->nr_pages; i++)
+		__free_page(map->pages[i]);
+	kvfree(map->pages);
+	kfree(map);
+}
+
+/*
+ * The memory of a mapped ring of @entries: order-0 pages, charged to the
+ * caller's memory cgroup as the unmapped queue is, not to RLIMIT_MEMLOCK
+ * (only the CPU touches it, nothing is pinned for the device).
+ */
+static struct krdma_ucq_map *krdma_ucq_map_alloc(u32 entries)
+{
+	struct krdma_ucq_map *map;
+	unsigned int i;
+
+	map = kzalloc(sizeof(*map), GFP_KERNEL_ACCOUNT);
+	if (!map)
+		return NULL;
+	map->nr_pages = 1 + DIV_ROUND_UP(entries *
+					 sizeof(struct krdma_completion),
+					 PAGE_SIZE);
+	map->pages = kvcalloc(map->nr_pages, sizeof(*map->pages),
+			      GFP_KERNEL_ACCOUNT);
+	if (!map->pages)
+		goto err_free_map;
+	for (i = 0; i < map->nr_pages; i++) {
+		map->pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+		if (!map->pages[i])
+			goto err_free_pages;
+	}
+	map->hdr = vmap(map->pages, map->nr_pages, VM_MAP, PAGE_KERNEL);
+	if (!map->hdr)
+		goto err_free_pages;
+	map->entries = entries;
+	map->hdr->ring_mask = entries - 1;
+	map->hdr->ring_entries = entries;
+	return map;
+
+err_free_pages:
+	while (i--)
+		__free_page(map->pages[i]);
+	kvfree(map->pages);
+err_free_map:
+	kfree(map);
+	return NULL;
 }
 
 /**
@@ -178,13 +277,12 @@ static bool krdma_ucq_ready(struct krdma_ucq *ucq)
 int krdma_ufile_init(struct krdma_file *kfile)
 {
 	struct krdma_ucq *ucq = &kfile->ucq;
-	u32 size = clamp_t(u32, ucq_entries, 64, 1U << 20);
 
 	xa_init_flags(&kfile->objects, XA_FLAGS_ALLOC1);
 	spin_lock_init(&ucq->lock);
 	init_waitqueue_head(&ucq->wait);
 	mutex_init(&ucq->poll_mutex);
-	ucq->size = rounddown_pow_of_two(size);
+	ucq->size = krdma_ucq_default_size();
 	ucq->ring = kvcalloc(ucq->size, sizeof(*ucq->ring), GFP_KERNEL_ACCOUNT);
 	return ucq->ring ? 0 : -ENOMEM;
 }
@@ -220,16 +318,30 @@ void krdma_ufile_uninit(struct krdma_file *kfile)
 	}
 	WARN_ON(kfile->ucq.reserved != kfile->ucq.tail - kfile->ucq.head);
 	xa_destroy(&kfile->objects);
-	kvfree(kfile->ucq.ring);
+	if (kfile->ucq.map)
+		krdma_ucq_map_free(kfile->ucq.map);
+	else
+		kvfree(kfile->ucq.ring);
 }
 
 /**
  * krdma_ufile_poll_mask - readiness of a file for poll()
  * @kfile: the file's state
+ *
+ * Return: EPOLLIN | EPOLLRDNORM while a completion waits, else 0.
  */
 __poll_t krdma_ufile_poll_mask(struct krdma_file *kfile)
 {
-	return krdma_ucq_ready(&kfile->ucq) ? EPOLLIN | EPOLLRDNORM : 0;
+	struct krdma_ucq *ucq = &kfile->ucq;
+
+	unsigned long flags;
+
+	if (READ_ONCE(ucq->map)) {
+		spin_lock_irqsave(&ucq->lock, flags);
+		krdma_ucq_sync_head(ucq);
+		spin_unlock_irqrestore(&ucq->lock, flags);
+	}
+	return krdma_ucq_ready(ucq) ? EPOLLIN | EPOLLRDNORM : 0;
 }
 
 int krdma_cmd_destroy(struct krdma_ucmd *ucmd)
@@ -589,12 +701,30 @@ out_put_conn:
  * The completion queue
  */
 
+/*
+ * Any context. Every operation of the ioctl layer comes here once
+ * (KRDMA_REQ_QUIET_DONE): an unsignaled one that succeeded gives its
+ * entry back unfilled.
+ */
 static void krdma_uop_done(struct krdma_req *req, const struct krdma_wc *wc)
 {
 	struct krdma_uop *uop = container_of(req, struct krdma_uop, req);
 	struct krdma_ucq *ucq = &uop->kfile->ucq;
 	struct krdma_completion *e;
 	unsigned long flags;
+	bool full;
+
+	if (wc->status == IB_WC_SUCCESS && (req->flags & KRDMA_REQ_UNSIGNALED)) {
+		spin_lock_irqsave(&ucq->lock, flags);
+		full = ucq->reserved == ucq->size;
+		ucq->reserved--;
+		spin_unlock_irqrestore(&ucq->lock, flags);
+		/* Only a SUBMIT waiting for room cares, and only if it was full */
+		if (full)
+			krdma_ucq_wake(ucq);
+		kfree(uop);
+		return;
+	}
 
 	spin_lock_irqsave(&ucq->lock, flags);
 	e = &ucq->ring[ucq->tail & (ucq->size - 1)];
@@ -609,8 +739,11 @@ static void krdma_uop_done(struct krdma_req *req, const struct krdma_wc *wc)
 	e->conn = uop->conn_handle;
 	e->vendor_err = wc->vendor_err;
 	WRITE_ONCE(ucq->tail, ucq->tail + 1);
+	if (ucq->map)
+		/* The entry before the tail: pairs with userspace's acquire */
+		smp_store_release(&ucq->map->hdr->tail, ucq->tail);
 	spin_unlock_irqrestore(&ucq->lock, flags);
-	wake_up_interruptible(&ucq->wait);
+	krdma_ucq_wake(ucq);
 	kfree(uop);
 }
 
@@ -619,6 +752,8 @@ static bool krdma_ucq_try_reserve(struct krdma_ucq *ucq)
 	bool ok;
 
 	spin_lock_irq(&ucq->lock);
+	if (ucq->reserved == ucq->size)
+		krdma_ucq_sync_head(ucq);
 	ok = ucq->reserved < ucq->size;
 	if (ok)
 		ucq->reserved++;
@@ -626,16 +761,33 @@ static bool krdma_ucq_try_reserve(struct krdma_ucq *ucq)
 	return ok;
 }
 
+/*
+ * How often a SUBMIT waiting for room reads a mapped ring's head again:
+ * userspace moves it without telling the kernel
+ */
+#define KRDMA_UCQ_HEAD_POLL (HZ / 100)
+
 static int krdma_ucq_reserve(struct krdma_ucq *ucq, bool wait)
 {
-	while (!krdma_ucq_try_reserve(ucq)) {
-		if (!wait)
-			return -EAGAIN;
-		if (wait_event_interruptible(ucq->wait,
-					     READ_ONCE(ucq->reserved) < ucq->size))
-			return -EINTR;
-	}
-	return 0;
+	long left;
+
+	if (krdma_ucq_try_reserve(ucq))
+		return 0;
+	if (!wait)
+		return -EAGAIN;
+	/*
+	 * Woken by each completion and POLL; a mapped ring's head, which
+	 * userspace moves without a call, is read again every 10 ms (the
+	 * ring cannot be set up while this waits: the queue is not empty)
+	 */
+	do {
+		left = wait_event_interruptible_timeout(ucq->wait,
+							krdma_ucq_try_reserve(ucq),
+							READ_ONCE(ucq->map) ?
+							KRDMA_UCQ_HEAD_POLL :
+							MAX_SCHEDULE_TIMEOUT);
+	} while (!left);
+	return left < 0 ? -EINTR : 0;
 }
 
 static void krdma_ucq_unreserve(struct krdma_ucq *ucq)
@@ -643,7 +795,7 @@ static void krdma_ucq_unreserve(struct krdma_ucq *ucq)
 	spin_lock_irq(&ucq->lock);
 	ucq->reserved--;
 	spin_unlock_irq(&ucq->lock);
-	wake_up_interruptible(&ucq->wait);
+	krdma_ucq_wake(ucq);
 }
 
 static bool krdma_op_is_remote(u32 opcode)
@@ -682,10 +834,13 @@ static int krdma_uop_fill(struct krdma_file *kfile, struct krdma_conn *conn,
 	u64 total = 0;
 	u32 i;
 
-	if (op->flags || op->__reserved)
+	if (op->flags & ~KRDMA_OP_F_UNSIGNALED || op->__reserved)
 		return -EINVAL;
 	if (op->num_sge > KRDMA_MAX_SGE)
 		return -EINVAL;
+	/* The core calls done for the success of an unsignaled one too */
+	if (op->flags & KRDMA_OP_F_UNSIGNALED)
+		req->flags = KRDMA_REQ_UNSIGNALED | KRDMA_REQ_QUIET_DONE;
 	if (op->num_sge == 1)
 		usge = &op->sge;
 	else if (op->num_sge > 1 &&
@@ -775,7 +930,12 @@ static int krdma_submit_one(struct krdma_file *kfile, const struct krdma_op *op,
 		return -ENOENT;
 	if (plug->conn != conn)
 		krdma_submit_unplug(plug);
-	uop = kzalloc(sizeof(*uop), GFP_KERNEL_ACCOUNT);
+	if (op->num_sge > KRDMA_MAX_SGE) {
+		ret = -EINVAL;
+		goto out_put_conn;
+	}
+	/* Room for the ranges it names (krdma_uop_fill() fills no more) */
+	uop = kzalloc(krdma_uop_size(op->num_sge), GFP_KERNEL_ACCOUNT);
 	if (!uop) {
 		ret = -ENOMEM;
 		goto out_put_conn;
@@ -872,6 +1032,11 @@ static int krdma_ucq_take(struct krdma_ucmd *ucmd, struct krdma_ucq *ucq)
 	int ret = 0;
 
 	mutex_lock(&ucq->poll_mutex);
+	/* Userspace consumes a mapped ring: two consumers of head would race */
+	if (ucq->map) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
 	spin_lock_irq(&ucq->lock);
 	head = ucq->head;
 	avail = ucq->tail - head;
@@ -899,7 +1064,7 @@ static int krdma_ucq_take(struct krdma_ucmd *ucmd, struct krdma_ucq *ucq)
 out_unlock:
 	mutex_unlock(&ucq->poll_mutex);
 	if (ret > 0)
-		wake_up_interruptible(&ucq->wait);
+		krdma_ucq_wake(ucq);
 	return ret;
 }
 
@@ -930,4 +1095,107 @@ int krdma_cmd_poll(struct krdma_ucmd *ucmd)
 			return -EINTR;
 	}
 	return n < 0 ? n : 0;
+}
+
+/*
+ * The mapped completion ring
+ */
+
+static void krdma_ring_setup_fill(struct krdma_ring_setup *cmd,
+				  struct krdma_ucq_map *map)
+{
+	cmd->entries = map->entries;
+	cmd->off_head = offsetof(struct krdma_ring_hdr, head);
+	cmd->off_tail = offsetof(struct krdma_ring_hdr, tail);
+	cmd->off_ring_mask = offsetof(struct krdma_ring_hdr, ring_mask);
+	cmd->off_ring_entries = offsetof(struct krdma_ring_hdr, ring_entries);
+	cmd->off_flags = offsetof(struct krdma_ring_hdr, flags);
+	cmd->off_cqes = PAGE_SIZE;
+	cmd->mmap_size = (u64)map->nr_pages << PAGE_SHIFT;
+}
+
+/*
+ * The first call swaps the queue's memory for the ring's, under the
+ * queue's lock and only while nothing is reserved: no operation is in
+ * flight, so no completion can be written into the old memory after it.
+ * Nothing is copied to userspace under a lock: what is reported never
+ * changes once set up, and a later call reports it again.
+ */
+int krdma_cmd_ring_setup(struct krdma_ucmd *ucmd)
+{
+	struct krdma_ring_setup *cmd = ucmd->cmd;
+	struct krdma_ucq *ucq = &ucmd->kfile->ucq;
+	struct krdma_completion *old = NULL;
+	struct krdma_ucq_map *map, *new = NULL;
+	u32 entries = cmd->entries;
+	int ret = 0;
+
+	if (cmd->flags || cmd->__reserved)
+		return -EINVAL;
+	/* At most what the administrator lets every file have (ucq_entries) */
+	if (entries && (!is_power_of_2(entries) || entries < 64 ||
+			entries > krdma_ucq_default_size()))
+		return -EINVAL;
+
+	mutex_lock(&ucq->poll_mutex);
+	map = ucq->map;
+	if (map) {
+		if (entries && entries != map->entries)
+			ret = -EBUSY;
+		goto out_unlock;
+	}
+	new = krdma_ucq_map_alloc(entries ?: ucq->size);
+	if (!new) {
+		ret = -ENOMEM;
+		goto out_unlock;
+	}
+	spin_lock_irq(&ucq->lock);
+	if (ucq->reserved) {
+		ret = -EBUSY;
+	} else {
+		old = ucq->ring;
+		ucq->ring = (void *)new->hdr + PAGE_SIZE;
+		ucq->size = new->entries;
+		WRITE_ONCE(ucq->head, 0);
+		WRITE_ONCE(ucq->tail, 0);
+		/* mmap() takes no lock of the queue: publish the whole map */
+		smp_store_release(&ucq->map, new);
+		map = new;
+		new = NULL;
+	}
+	spin_unlock_irq(&ucq->lock);
+out_unlock:
+	mutex_unlock(&ucq->poll_mutex);
+	if (new)
+		krdma_ucq_map_free(new);
+	kvfree(old);
+	if (ret)
+		return ret;
+	krdma_ring_setup_fill(cmd, map);
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
+/**
+ * krdma_ufile_mmap - map the completion ring into userspace
+ * @kfile: the file's state
+ * @vma: the new mapping: shared, at KRDMA_RING_OFF_CQ, at most the ring
+ *
+ * Context: mmap_lock held for writing (no lock of the queue is taken: the
+ * ring's pages never change once RING_SETUP made them).
+ * Return: 0, -EINVAL (no ring yet, a private mapping, another offset, too
+ * long) or -EPERM (executable).
+ */
+int krdma_ufile_mmap(struct krdma_file *kfile, struct vm_area_struct *vma)
+{
+	/* Pairs with the store-release of RING_SETUP: the map is whole */
+	struct krdma_ucq_map *map = smp_load_acquire(&kfile->ucq.map);
+	unsigned long nr = vma_pages(vma);
+
+	if (!map || vma->vm_pgoff != (KRDMA_RING_OFF_CQ >> PAGE_SHIFT) ||
+	    !(vma->vm_flags & VM_SHARED) || nr > map->nr_pages)
+		return -EINVAL;
+	if (vma->vm_flags & VM_EXEC)
+		return -EPERM;
+	vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP, VM_MAYEXEC);
+	return vm_insert_pages(vma, vma->vm_start, map->pages, &nr);
 }

@@ -9,6 +9,7 @@
 #ifndef _KRDMA_UFILE_H
 #define _KRDMA_UFILE_H
 
+#include <linux/cache.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -18,6 +19,45 @@
 struct krdma_completion;
 struct krdma_user;
 struct net;
+struct page;
+struct vm_area_struct;
+
+/**
+ * struct krdma_ring_hdr - page 0 of a mapped completion ring
+ * @head: the consumer's index, written by userspace only
+ * @tail: the producer's index, written by the kernel only
+ * @ring_mask: entries - 1, for userspace; the kernel keeps its own
+ * @ring_entries: entries, for userspace
+ * @flags: 0, for userspace
+ *
+ * The entries follow at PAGE_SIZE. head and tail have cache lines of
+ * their own: the consumer's stores do not slow the producer's.
+ */
+struct krdma_ring_hdr {
+	u32 head ____cacheline_aligned_in_smp;
+	u32 tail ____cacheline_aligned_in_smp;
+	u32 ring_mask ____cacheline_aligned_in_smp;
+	u32 ring_entries;
+	u32 flags;
+};
+
+/**
+ * struct krdma_ucq_map - the memory of a mapped completion ring
+ * @pages: @nr_pages order-0 pages, mapped into userspace at mmap()
+ * @nr_pages: one header page and the entries' pages
+ * @entries: the ring's entries (the header's copy is userspace's to
+ *           overwrite; the kernel reads only head from it)
+ * @hdr: the kernel's mapping of all of @pages (vmap)
+ *
+ * Made by RING_SETUP and unchanged until the file is released, which
+ * comes after the last user mapping is gone (a VMA holds the file).
+ */
+struct krdma_ucq_map {
+	struct page **pages;
+	unsigned int nr_pages;
+	u32 entries;
+	struct krdma_ring_hdr *hdr;
+};
 
 /**
  * struct krdma_ucq - the completion queue of one open file
@@ -30,7 +70,11 @@ struct net;
  *            and not taken yet; never more than @size, so a completion
  *            always has room
  * @wait: pollers (queue not empty) and submitters (room freed)
- * @poll_mutex: one KRDMA_IOC_POLL at a time copies out of @ring
+ * @poll_mutex: one KRDMA_IOC_POLL at a time copies out of @ring; one
+ *              RING_SETUP at a time
+ * @map: the mapped ring, once RING_SETUP made it (@ring then points into
+ *       it, and @head is the last head accepted from userspace); set
+ *       once, under @poll_mutex and @lock, read by mmap() without either
  */
 struct krdma_ucq {
 	spinlock_t lock; /* @head, @tail, @reserved */
@@ -40,7 +84,8 @@ struct krdma_ucq {
 	u32 tail;
 	u32 reserved;
 	wait_queue_head_t wait;
-	struct mutex poll_mutex; /* one copier out of @ring */
+	struct mutex poll_mutex; /* one copier out of @ring, one setup */
+	struct krdma_ucq_map *map;
 };
 
 /**
@@ -89,5 +134,7 @@ int krdma_cmd_buf_reg(struct krdma_ucmd *ucmd);
 int krdma_cmd_grant(struct krdma_ucmd *ucmd);
 int krdma_cmd_submit(struct krdma_ucmd *ucmd);
 int krdma_cmd_poll(struct krdma_ucmd *ucmd);
+int krdma_cmd_ring_setup(struct krdma_ucmd *ucmd);
+int krdma_ufile_mmap(struct krdma_file *kfile, struct vm_area_struct *vma);
 
 #endif /* _KRDMA_UFILE_H */

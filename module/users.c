@@ -151,6 +151,8 @@ void krdma_user_put(struct krdma_user *user)
 /**
  * krdma_user_uid - the uid a user is known by (initial user namespace)
  * @user: the user
+ *
+ * Return: the uid, as seen from the initial user namespace.
  */
 u32 krdma_user_uid(const struct krdma_user *user)
 {

@@ -13,7 +13,7 @@
 #include <linux/stringify.h>
 
 #define KRDMA_MAJOR	0
-#define KRDMA_MINOR	2
+#define KRDMA_MINOR	3
 #define KRDMA_PATCH	0
 
 #define KRDMA_VERSION_STR __stringify(KRDMA_MAJOR) "." \

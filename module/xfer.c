@@ -56,9 +56,13 @@ enum krdma_chunk_kind {
  * @sges: SGEs of @wr or @rwr
  * @inline_sg: @sgt's entries when they are few (@sgt_inline)
  * @sgt_inline: @sgt uses @inline_sg, not an allocated table
- * @entry: in conn->chunks while posted, conn->zombies once reaped,
- *         conn->free_chunks once free
+ * @entry: in conn->chunks (conn->recv_chunks) while posted, conn->zombies
+ *         once reaped, conn->free_chunks once free
  * @state: KRDMA_CHUNK_* state, under conn->sq_lock
+ * @signaled: its last WR is signaled: it gets a CQE when it succeeds.
+ *            Unsignaled chunks (of unsignaled operations only) are
+ *            completed by the CQE of a later send chunk, which implies
+ *            them: every ib_post_send() of krdma ends with a signaled WR
  *
  * A chunk's memory lives as long as its connection's CQ: freed chunks go
  * to a per-connection free list. A CQE that names a chunk not in state
@@ -85,6 +89,7 @@ struct krdma_chunk {
 	bool sgt_inline;
 	struct list_head entry;
 	enum krdma_chunk_state state;
+	bool signaled;
 };
 
 /*
@@ -109,6 +114,19 @@ static enum dma_data_direction krdma_op_dir(u32 opcode)
 	return krdma_op_reads_local(opcode) ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
 }
 
+/* Whether the outcome @status of @req is reported through its done */
+static bool krdma_req_reports(const struct krdma_req *req, u32 status)
+{
+	return status != IB_WC_SUCCESS ||
+	       (req->flags & (KRDMA_REQ_UNSIGNALED | KRDMA_REQ_QUIET_DONE)) !=
+	       KRDMA_REQ_UNSIGNALED;
+}
+
+/*
+ * The operation is over: report it (an unsignaled one only if it
+ * failed, or to the ioctl layer) and drop what it holds. Called with no
+ * krdma lock held: done may post again.
+ */
 static void krdma_req_complete(struct krdma_req *req)
 {
 	struct krdma_conn *conn = req->conn;
@@ -134,7 +152,9 @@ static void krdma_req_complete(struct krdma_req *req)
 	krdma_stats_done(conn, req->opcode, wc.status, wc.vendor_err,
 			 req->opcode == KRDMA_OP_RECV ? req->byte_len :
 							req->total);
-	req->done(req, &wc);	/* may free req */
+	/* Not reported: req is the caller's again from here */
+	if (krdma_req_reports(req, wc.status))
+		req->done(req, &wc);	/* may free req */
 
 	for (i = 0; i < n; i++)
 		krdma_buf_put(bufs[i]);
@@ -156,34 +176,72 @@ static void krdma_req_dec(struct krdma_req *req)
 		krdma_req_complete(req);
 }
 
-/* Track a chunk that is about to be posted */
+/*
+ * Track a chunk that is about to be posted. Send chunks are linked in
+ * the order they are posted (under post_mutex, as they join a chain).
+ */
 static void krdma_chunk_link(struct krdma_conn *conn, struct krdma_chunk *chunk)
 {
 	spin_lock_bh(&conn->sq_lock);
 	chunk->state = KRDMA_CHUNK_POSTED;
-	list_add_tail(&chunk->entry, &conn->chunks);
+	list_add_tail(&chunk->entry, chunk->kind == KRDMA_CHUNK_RECV ?
+		      &conn->recv_chunks : &conn->chunks);
 	spin_unlock_bh(&conn->sq_lock);
 }
 
-/*
- * Stop tracking a posted chunk; false if it is not posted (any more):
- * reaped by teardown, or a duplicate CQE for a chunk completed already.
- */
-static bool krdma_chunk_unlink(struct krdma_conn *conn,
-			       struct krdma_chunk *chunk)
+/* Nothing posted is waiting for its completion; under sq_lock */
+static bool krdma_chunks_none(struct krdma_conn *conn)
 {
+	return list_empty(&conn->chunks) && list_empty(&conn->recv_chunks);
+}
+
+/*
+ * A CQE names @chunk: stop tracking it and, for a send chunk, the
+ * unsignaled send chunks posted before it, which the send queue
+ * completed before it (moved to @implied, in order). Signaled chunks
+ * before it stay: they get their own CQE (on iWARP a READ completes
+ * after later WRITEs). False if @chunk is not posted (any more): reaped
+ * by teardown, or a duplicate CQE for a chunk completed already; then
+ * nothing is taken.
+ */
+static bool krdma_chunk_take(struct krdma_conn *conn,
+			     struct krdma_chunk *chunk,
+			     struct list_head *implied)
+{
+	struct krdma_chunk *prev, *tmp;
 	bool mine;
 
 	spin_lock_bh(&conn->sq_lock);
 	mine = chunk->state == KRDMA_CHUNK_POSTED;
+	if (mine && chunk->kind != KRDMA_CHUNK_RECV) {
+		list_for_each_entry_safe(prev, tmp, &conn->chunks, entry) {
+			if (prev == chunk)
+				break;
+			if (prev->signaled)
+				continue;
+			list_move_tail(&prev->entry, implied);
+			prev->state = KRDMA_CHUNK_READY;
+		}
+	}
 	if (mine) {
 		list_del(&chunk->entry);
 		chunk->state = KRDMA_CHUNK_READY;
+		conn->finishing++;
 	}
-	if (list_empty(&conn->chunks))
-		wake_up_all(&conn->wait);
 	spin_unlock_bh(&conn->sq_lock);
 	return mine;
+}
+
+/* A CQE handler finished what it took: a teardown waiting may go on */
+static void krdma_chunk_taken_done(struct krdma_conn *conn)
+{
+	bool none;
+
+	spin_lock_bh(&conn->sq_lock);
+	none = !--conn->finishing;
+	spin_unlock_bh(&conn->sq_lock);
+	if (none && wq_has_sleeper(&conn->wait))
+		wake_up_all(&conn->wait);
 }
 
 /* Release what a chunk holds on the device, not its memory */
@@ -274,6 +332,9 @@ static int krdma_wc_errno(enum ib_wc_status status)
 static void krdma_chunk_complete(struct krdma_conn *conn,
 				 struct krdma_chunk *chunk,
 				 const struct ib_wc *wc);
+static void krdma_chunk_finish(struct krdma_conn *conn,
+			       struct krdma_chunk *chunk,
+			       const struct ib_wc *wc);
 
 /*
  * A flush of a connection still CONNECTED: krdma leaves CONNECTED before
@@ -294,10 +355,27 @@ static void krdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krdma_chunk *chunk = container_of(wc->wr_cqe, struct krdma_chunk,
 						 cqe);
 	struct krdma_conn *conn = cq->cq_context;
+	struct ib_wc implied_wc = {};
+	struct krdma_chunk *prev, *tmp;
+	LIST_HEAD(implied);
 
-	if (!krdma_chunk_unlink(conn, chunk))
+	if (!krdma_chunk_take(conn, chunk, &implied))
 		return;
+	/*
+	 * The chunks before it first, in order: an operation they end is
+	 * over before the one this CQE ends is reported. They succeeded if
+	 * this one did (an RC send queue completes in order, and the first
+	 * failure flushes every WR after it); otherwise krdma cannot tell,
+	 * and reports them flushed.
+	 */
+	implied_wc.status = wc->status == IB_WC_SUCCESS ? IB_WC_SUCCESS :
+							  IB_WC_WR_FLUSH_ERR;
+	list_for_each_entry_safe(prev, tmp, &implied, entry) {
+		list_del(&prev->entry);
+		krdma_chunk_finish(conn, prev, &implied_wc);
+	}
 	krdma_chunk_complete(conn, chunk, wc);
+	krdma_chunk_taken_done(conn);
 }
 
 /* Complete a chunk whose CQE came, or that teardown gave up waiting for */
@@ -305,16 +383,28 @@ static void krdma_chunk_complete(struct krdma_conn *conn,
 				 struct krdma_chunk *chunk,
 				 const struct ib_wc *wc)
 {
+	if (wc->status != IB_WC_SUCCESS &&
+	    (wc->status != IB_WC_WR_FLUSH_ERR || krdma_flush_unexpected(conn))) {
+		pr_debug("conn %p: op %u: %s (vendor error %#x)\n",
+			 conn, chunk->req->opcode, ib_wc_status_msg(wc->status),
+			 wc->vendor_err);
+		krdma_conn_qp_failed(conn, krdma_wc_errno(wc->status));
+	}
+	krdma_chunk_finish(conn, chunk, wc);
+}
+
+/*
+ * What a chunk's completion does to its operation and the queues, its
+ * own CQE's or one implied by a later CQE: the latter leaves the
+ * connection's state to that CQE.
+ */
+static void krdma_chunk_finish(struct krdma_conn *conn,
+			       struct krdma_chunk *chunk,
+			       const struct ib_wc *wc)
+{
 	struct krdma_req *req = chunk->req;
 
 	if (wc->status != IB_WC_SUCCESS) {
-		if (wc->status != IB_WC_WR_FLUSH_ERR ||
-		    krdma_flush_unexpected(conn)) {
-			pr_debug("conn %p: op %u: %s (vendor error %#x)\n",
-				 conn, req->opcode,
-				 ib_wc_status_msg(wc->status), wc->vendor_err);
-			krdma_conn_qp_failed(conn, krdma_wc_errno(wc->status));
-		}
 		if (krdma_req_fail(req, wc->status))
 			req->vendor_err = wc->vendor_err;
 	} else if (chunk->kind == KRDMA_CHUNK_RECV) {
@@ -497,30 +587,71 @@ static int krdma_chunk_map(struct krdma_conn *conn, struct krdma_chunk *chunk,
  */
 static int krdma_post_failed(struct krdma_conn *conn, int ret)
 {
+	lockdep_assert_held(&conn->post_mutex);
+
 	pr_debug("conn %p: post failed: %d\n", conn, ret);
+	conn->post_refused = true;
 	krdma_conn_qp_failed(conn, ret);
 	return -EIO;
 }
 
 /*
+ * Nothing more may be posted on @conn's QP: it is being torn down, or
+ * the driver refused a post (the teardown is queued, and the state is
+ * still CONNECTED until it runs)
+ */
+static bool krdma_conn_post_dead(const struct krdma_conn *conn)
+{
+	lockdep_assert_held(&conn->post_mutex);
+
+	return krdma_conn_stopped(conn) || conn->post_refused;
+}
+
+/*
+ * The driver refused the post of @chain's first @n chunks: some of their
+ * WRs may have been posted, the rest not, and whatever was refused must
+ * not be completed by a later CQE. Every one of them waits, as a
+ * signaled chunk does, for a CQE of its own (a flush) or the teardown's
+ * reaping; one that was posted unsignaled and succeeded is then reported
+ * flushed. The connection fails: this is its last post.
+ */
+static void krdma_chain_refused(struct krdma_conn *conn,
+				struct krdma_chain *chain, u32 n)
+{
+	u32 i;
+
+	lockdep_assert_held(&conn->post_mutex);
+
+	spin_lock_bh(&conn->sq_lock);
+	for (i = 0; i < n; i++)
+		chain->chunk[i]->signaled = true;
+	spin_unlock_bh(&conn->sq_lock);
+}
+
+/*
  * Post the chunks of @chain as one list of WRs, in order. Each chunk's
- * last WR is signaled with its own CQE (rdma_rw_ctx_wrs() without a
- * chain_wr does that; with one it would leave the CQE to the chained WR),
- * and linked to the next chunk's first. Each chunk is tracked already: if
- * the post fails, the connection fails and its teardown completes every
- * one of them.
+ * last WR carries its own CQE (rdma_rw_ctx_wrs() without a chain_wr does
+ * that; with one it would leave the CQE to the chained WR), and is linked
+ * to the next chunk's first. It is signaled if the chunk asked for it or
+ * ends the chain: every post ends with a signaled WR, whose CQE completes
+ * the unsignaled chunks before it. An unsignaled WR keeps its wr_cqe, for
+ * the CQE of an error or a flush, which devices always make. Each chunk
+ * is tracked already: if the post fails, the connection fails and its
+ * teardown completes every one of them.
  */
 static int krdma_chain_post(struct krdma_conn *conn, struct krdma_chain *chain)
 {
 	struct ib_send_wr *head = NULL, **tail = &head, *wr;
 	struct krdma_chunk *chunk;
-	u32 i;
+	u32 i, n = chain->n;
 	int ret;
 
 	lockdep_assert_held(&conn->post_mutex);
 
-	for (i = 0; i < chain->n; i++) {
+	for (i = 0; i < n; i++) {
 		chunk = chain->chunk[i];
+		/* Before the post: a CQE may take the chunks before this one */
+		chunk->signaled |= i == n - 1;
 		if (chunk->kind == KRDMA_CHUNK_RW)
 			wr = rdma_rw_ctx_wrs(&chunk->rw, conn->qp,
 					     conn->port_num, &chunk->cqe, NULL);
@@ -529,6 +660,10 @@ static int krdma_chain_post(struct krdma_conn *conn, struct krdma_chain *chain)
 		*tail = wr;
 		while (wr->next)
 			wr = wr->next;
+		if (chunk->signaled)
+			wr->send_flags |= IB_SEND_SIGNALED;
+		else
+			wr->send_flags &= ~IB_SEND_SIGNALED;
 		tail = &wr->next;
 	}
 	chain->posted += chain->n;
@@ -544,8 +679,10 @@ static int krdma_chain_post(struct krdma_conn *conn, struct krdma_chain *chain)
 	local_bh_disable();
 	ret = ib_post_send(conn->qp, head, NULL);
 	local_bh_enable();
-	if (ret)
+	if (ret) {
+		krdma_chain_refused(conn, chain, n);
 		return krdma_post_failed(conn, ret);
+	}
 	return 0;
 }
 
@@ -565,10 +702,18 @@ static int krdma_chain_add(struct krdma_conn *conn, struct krdma_chain *chain,
 {
 	int ret = 0;
 
+	lockdep_assert_held(&conn->post_mutex);
+
 	if (chain->n == KRDMA_CHAIN_MAX)
 		ret = krdma_chain_post(conn, chain);
-	if (!ret)
+	if (!ret) {
 		chain->chunk[chain->n++] = chunk;
+		return 0;
+	}
+	/* Never posted: no later CQE implies it */
+	spin_lock_bh(&conn->sq_lock);
+	chunk->signaled = true;
+	spin_unlock_bh(&conn->sq_lock);
 	return ret;
 }
 
@@ -586,6 +731,24 @@ static u32 krdma_req_rkey(const struct krdma_req *req, u64 addr, u64 *len)
 	if (len)
 		*len = min(*len, krdma_piece_left(addr, rk->shift));
 	return rk->keys[addr >> rk->shift];
+}
+
+/*
+ * Whether a chunk of @req that moves @bytes from or to local memory must
+ * be signaled whatever ends its chain: those of an operation that is not
+ * unsignaled; a READ's or an atomic's, whose data lands in local memory
+ * (on iWARP a READ completes after WRITEs posted later: no CQE implies
+ * it); and, on a device that sends unsignaled payload by zero copy, one
+ * that sends a page or more.
+ */
+static bool krdma_chunk_must_signal(const struct krdma_conn *conn,
+				    const struct krdma_req *req, u64 bytes)
+{
+	if (!(req->flags & KRDMA_REQ_UNSIGNALED))
+		return true;
+	if (!krdma_op_reads_local(req->opcode))
+		return true;
+	return conn->signal_payload && bytes >= PAGE_SIZE;
 }
 
 /* The next WRITE/READ chunk; -EAGAIN: no room now; 1: nothing left */
@@ -624,6 +787,7 @@ static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req,
 	}
 	chunk->kind = KRDMA_CHUNK_RW;
 	chunk->nr_wrs = nr;
+	chunk->signaled = krdma_chunk_must_signal(conn, req, len);
 	if (nr > conn->sq_total) {
 		krdma_chunk_free(conn, chunk);
 		return -EMSGSIZE;
@@ -652,6 +816,8 @@ static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req,
 static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req,
 			       struct krdma_chain *chain)
 {
+	/* The zero-length tail of a WRITE_IMM sends no payload */
+	u64 bytes = req->opcode == KRDMA_OP_WRITE_IMM ? 0 : req->total;
 	struct krdma_chunk *chunk;
 	int nsge = 0, ret;
 
@@ -668,7 +834,8 @@ static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req,
 	}
 
 	chunk->wr.send.wr_cqe = &chunk->cqe;
-	chunk->wr.send.send_flags = IB_SEND_SIGNALED;
+	/* IB_SEND_SIGNALED, or not, when its chain is posted */
+	chunk->signaled = krdma_chunk_must_signal(conn, req, bytes);
 	chunk->wr.send.sg_list = nsge ? chunk->sges : NULL;
 	chunk->wr.send.num_sge = nsge;
 	switch (req->opcode) {
@@ -735,6 +902,7 @@ static int krdma_post_recv(struct krdma_conn *conn, struct krdma_req *req)
 		}
 	}
 	chunk->rwr.wr_cqe = &chunk->cqe;
+	chunk->signaled = true;	/* a RECV always completes */
 	chunk->rwr.sg_list = nsge ? chunk->sges : NULL;
 	chunk->rwr.num_sge = nsge;
 
@@ -771,9 +939,20 @@ static int krdma_push_req(struct krdma_conn *conn, struct krdma_req *req,
 	case KRDMA_OP_WRITE:
 	case KRDMA_OP_WRITE_IMM:
 	case KRDMA_OP_READ:
-		while (!(ret = krdma_post_rw_chunk(conn, req, chain)))
+		/*
+		 * "Nothing left" before "the batch is spent": an operation
+		 * whose last chunk joined the chain leaves the pending list
+		 * now, so its posting reference is dropped before that chunk
+		 * is posted, and is never the last one of a success.
+		 */
+		while (!(ret = krdma_post_rw_chunk(conn, req, chain))) {
+			if (req->sge_idx == req->num_sge) {
+				ret = 1;
+				break;
+			}
 			if (krdma_chain_spent(chain))
 				return -EAGAIN;
+		}
 		if (ret == 1 && req->opcode == KRDMA_OP_WRITE_IMM &&
 		    !req->tail_posted) {
 			ret = krdma_post_wr_chunk(conn, req, chain);
@@ -804,9 +983,14 @@ static int krdma_push_req(struct krdma_conn *conn, struct krdma_req *req,
 /*
  * Post one batch of the pending operations, in order, while the send
  * queue has room: at most KRDMA_CHAIN_MAX chunks, one ib_post_send().
- * Return: true when the batch is spent and more may be pending.
+ * An operation whose posting reference is its last (it failed to be
+ * posted, or was flushed, with nothing in flight) ends the batch: it is
+ * returned in @over, to complete once post_mutex is dropped (its done
+ * may post) and before anything after it is posted (a later success
+ * implies it is over).
+ * Return: true when more may be pending.
  */
-static bool krdma_push_batch(struct krdma_conn *conn)
+static bool krdma_push_batch(struct krdma_conn *conn, struct krdma_req **over)
 {
 	struct krdma_chain chain;
 	struct krdma_req *req;
@@ -814,6 +998,10 @@ static bool krdma_push_batch(struct krdma_conn *conn)
 
 	lockdep_assert_held(&conn->post_mutex);
 
+	*over = NULL;
+	/* Its owner posts what follows once the fenced operation is over */
+	if (conn->push_fence && !krdma_conn_post_dead(conn))
+		return false;
 	chain.n = 0;
 	chain.posted = 0;
 	for (;;) {
@@ -823,7 +1011,7 @@ static bool krdma_push_batch(struct krdma_conn *conn)
 		spin_unlock_bh(&conn->sq_lock);
 		if (!req)
 			break;
-		if (krdma_conn_stopped(conn)) {
+		if (krdma_conn_post_dead(conn)) {
 			krdma_req_fail(req, IB_WC_WR_FLUSH_ERR);
 		} else if (krdma_chain_spent(&chain)) {
 			more = true;
@@ -837,7 +1025,14 @@ static bool krdma_push_batch(struct krdma_conn *conn)
 		spin_lock_bh(&conn->sq_lock);
 		list_del(&req->entry);
 		spin_unlock_bh(&conn->sq_lock);
-		krdma_req_dec(req);	/* the posting reference */
+		/* The posting reference */
+		if (atomic_dec_and_test(&req->inflight)) {
+			*over = req;
+			/* A success after it would say it is over: hold it */
+			conn->push_fence = !krdma_conn_post_dead(conn);
+			more = true;
+			break;
+		}
 	}
 	krdma_chain_post(conn, &chain);
 	return more;
@@ -847,24 +1042,35 @@ static bool krdma_push_batch(struct krdma_conn *conn)
  * Post the pending operations, in order, while the send queue has room,
  * one batch per hold of post_mutex: whoever waits for it (another
  * poster, the post work, the teardown) waits for one batch at most,
- * however much is pending. A caller with a fatal signal pending leaves
- * the rest to the post work, and returns.
+ * however much is pending. An operation a batch ends is completed
+ * between two batches, without post_mutex. A caller with a fatal signal
+ * pending leaves the rest to the post work, and returns.
  */
 static void krdma_push(struct krdma_conn *conn)
 {
+	struct krdma_req *over = NULL;
 	bool more;
 
 	lockdep_assert_not_held(&conn->lock);
 	do {
 		mutex_lock(&conn->post_mutex);
-		more = krdma_push_batch(conn);
-		/* Queued while post_mutex holds the teardown off its cancel */
-		if (more && fatal_signal_pending(current) &&
+		/* The operation this call completed is over: lift its fence */
+		if (over)
+			conn->push_fence = false;
+		more = krdma_push_batch(conn, &over);
+		/*
+		 * Queued while post_mutex holds the teardown off its cancel.
+		 * Not with an operation to complete: this call lifts its
+		 * fence after, and only then may leave the rest.
+		 */
+		if (more && !over && fatal_signal_pending(current) &&
 		    !krdma_conn_stopped(conn)) {
 			queue_work(krdma_wq, &conn->post_work);
 			more = false;
 		}
 		mutex_unlock(&conn->post_mutex);
+		if (over)
+			krdma_req_complete(over);
 		if (more)
 			cond_resched();
 	} while (more);
@@ -926,7 +1132,7 @@ static int krdma_post_atomic(struct krdma_conn *conn, struct krdma_req *req)
 {
 	int ret = 0;
 
-	if (!req->done)
+	if (!req->done || req->flags & ~KRDMA_REQ_UNSIGNALED)
 		return -EINVAL;
 	spin_lock_bh(&conn->sq_lock);
 	if (!krdma_conn_postable(conn)) {
@@ -954,12 +1160,22 @@ void krdma_post_work(struct work_struct *work)
 	krdma_push(conn);
 }
 
+static bool krdma_chunks_finished(struct krdma_conn *conn)
+{
+	bool done;
+
+	spin_lock_bh(&conn->sq_lock);
+	done = !conn->finishing;
+	spin_unlock_bh(&conn->sq_lock);
+	return done;
+}
+
 static bool krdma_chunks_idle(struct krdma_conn *conn)
 {
 	bool idle;
 
 	spin_lock_bh(&conn->sq_lock);
-	idle = list_empty(&conn->chunks);
+	idle = krdma_chunks_none(conn) && !conn->finishing;
 	spin_unlock_bh(&conn->sq_lock);
 	return idle;
 }
@@ -993,12 +1209,21 @@ void krdma_xfer_reap(struct krdma_conn *conn)
 			   KRDMA_REAP_TIMEOUT);
 
 	spin_lock_bh(&conn->sq_lock);
-	list_for_each_entry(chunk, &conn->chunks, entry) {
+	list_splice_tail_init(&conn->chunks, &conn->zombies);
+	list_splice_tail_init(&conn->recv_chunks, &conn->zombies);
+	list_for_each_entry(chunk, &conn->zombies, entry) {
 		chunk->state = KRDMA_CHUNK_REAPED;
 		n++;
 	}
-	list_splice_tail_init(&conn->chunks, &conn->zombies);
 	spin_unlock_bh(&conn->sq_lock);
+	/*
+	 * No CQE handler can take a chunk from here (none is POSTED); one
+	 * that took its chunks before still finishes them with the QP
+	 * (softirq work of this CQ, short): the QP stays until it is done
+	 */
+	WARN_ON_ONCE(!wait_event_timeout(conn->wait,
+					 krdma_chunks_finished(conn),
+					 KRDMA_REAP_TIMEOUT));
 	if (!n)
 		return;
 
@@ -1185,6 +1410,18 @@ static int krdma_check_req(struct krdma_conn *conn, struct krdma_req *req,
 
 	if (req->num_sge > KRDMA_OP_MAX_SGE || !req->done)
 		return -EINVAL;
+	if (req->flags & ~(KRDMA_REQ_UNSIGNALED | KRDMA_REQ_QUIET_DONE))
+		return -EINVAL;
+	if (req->flags & KRDMA_REQ_UNSIGNALED) {
+		/* A RECV's completion is how its message arrives */
+		if (req->opcode == KRDMA_OP_RECV)
+			return -EINVAL;
+		/* iWARP completes a READ after WRITEs posted later */
+		if (iwarp && (req->opcode == KRDMA_OP_READ ||
+			      req->opcode == KRDMA_OP_FETCH_ADD ||
+			      req->opcode == KRDMA_OP_CMP_SWAP))
+			return -EOPNOTSUPP;
+	}
 	ret = krdma_check_sges(req, total);
 	if (ret)
 		return ret;
@@ -1374,7 +1611,7 @@ int krdma_post_local_wrs(struct krdma_conn *conn, struct ib_send_wr *wr,
 	wr->next = NULL;
 
 	mutex_lock(&conn->post_mutex);
-	if (krdma_conn_stopped(conn)) {
+	if (krdma_conn_post_dead(conn)) {
 		ret = -ENOTCONN;
 	} else if (!krdma_sq_reserve(conn, lw->nr_wrs)) {
 		ret = -EAGAIN;
@@ -1388,8 +1625,10 @@ int krdma_post_local_wrs(struct krdma_conn *conn, struct ib_send_wr *wr,
 		 * Refused: a CQE may still come (a partial flush), else the
 		 * teardown, which this starts, completes it
 		 */
-		if (ret)
+		if (ret) {
+			conn->post_refused = true;
 			krdma_conn_qp_failed(conn, ret);
+		}
 	}
 	mutex_unlock(&conn->post_mutex);
 	if (ret) {
@@ -1433,42 +1672,101 @@ int krdma_post_heartbeat(struct krdma_conn *conn)
 	return krdma_post_local_wrs(conn, &wr.wr, 1, KRDMA_HEARTBEAT_TIMEOUT);
 }
 
+/*
+ * krdma_post() and krdma_post_list() of one operation: queued, and
+ * posted too when @push. From softirq context it is only queued, for the
+ * post work, whatever @push says.
+ */
+static int krdma_post_one(struct krdma_conn *conn, struct krdma_req *req,
+			  bool push)
+{
+	u32 opcode = req->opcode;	/* req may be gone once accepted */
+	int ret;
+
+	/* The ioctl layer's alone: a consumer's req is its own */
+	if (req->flags & KRDMA_REQ_QUIET_DONE)
+		return -EINVAL;
+	if (!in_task())
+		ret = krdma_post_atomic(conn, req);
+	else
+		ret = krdma_post_task(conn, req, true, push);
+	if (!ret)
+		krdma_stats_posted(conn, opcode);
+	return ret;
+}
+
 /**
  * krdma_post - start an operation on a connection
  * @conn: the connection
  * @req: the operation, filled in by the caller; owned by krdma until
- *       @req->done is called
+ *       @req->done is called (unsignaled: until it is implied over)
  *
  * Checks the operation and queues it; operations on one connection are
  * posted in the order they were accepted. On success @req->done is
  * called exactly once, from any context (softirq included, possibly
- * before this returns); on failure never.
+ * before this returns), with no krdma lock held; on failure never. With
+ * KRDMA_REQ_UNSIGNALED in @req->flags, @req->done is called only if the
+ * operation fails; it is over once an operation accepted after it on
+ * @conn, not unsignaled and not a RECV, completed with success, or once
+ * krdma_disconnect() or krdma_conn_close() returned.
  *
  * From softirq context (a completion callback chaining the next
  * operation, say) the operation is only queued, for a work item to check
  * and post it: the errors below then come as a completion status instead
  * (WR_FLUSH_ERR for -ENOTCONN, LOC_QP_OP_ERR for the others), and only
- * -ENOTCONN and -EINVAL (no @done) are returned.
+ * -ENOTCONN and -EINVAL (no @done, an unknown flag) are returned.
  *
- * Context: process context (may sleep) or softirq context; not hardirq.
+ * Context: process context (may sleep) or softirq context; not hardirq,
+ * not under a spinlock. May be called from a done callback.
  * Return: 0; -EINVAL, -EOVERFLOW, -EACCES, -EOPNOTSUPP, -EMSGSIZE for an
  * operation that cannot be done; -ENOTCONN when not connected; -ENOBUFS
  * when the receive queue is full (RECV).
  */
 int krdma_post(struct krdma_conn *conn, struct krdma_req *req)
 {
-	u32 opcode = req->opcode;	/* req may be gone once accepted */
-	int ret;
-
-	if (!in_task())
-		ret = krdma_post_atomic(conn, req);
-	else
-		ret = krdma_post_task(conn, req, true, true);
-	if (!ret)
-		krdma_stats_posted(conn, opcode);
-	return ret;
+	return krdma_post_one(conn, req, true);
 }
 EXPORT_SYMBOL_NS_GPL(krdma_post, KRDMA);
+
+/**
+ * krdma_post_list - start several operations on a connection, together
+ * @conn: the connection
+ * @reqs: the operations, as for krdma_post()
+ * @n: how many
+ * @accepted: if not NULL, set to the number of operations accepted
+ *
+ * krdma_post() of @reqs[0] to @reqs[@n - 1], in order, stopping at the
+ * first one refused. The operations accepted are queued first and
+ * posted together, once: as chains of work requests, one ib_post_send()
+ * each. Those accepted belong to krdma as after krdma_post(); the one
+ * refused and those after it are untouched. With all but the last
+ * unsignaled (KRDMA_REQ_UNSIGNALED), the batch is reported by the last
+ * one's done.
+ *
+ * Context: as krdma_post(); from softirq context each operation is
+ * queued for the post work.
+ * Return: 0 when all @n were accepted, else the error of krdma_post()
+ * for @reqs[*@accepted].
+ */
+int krdma_post_list(struct krdma_conn *conn, struct krdma_req *const *reqs,
+		    unsigned int n, unsigned int *accepted)
+{
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < n; i++) {
+		ret = krdma_post_one(conn, reqs[i], false);
+		if (ret)
+			break;
+	}
+	if (accepted)
+		*accepted = i;
+	/* What was accepted goes out even if a later one was refused */
+	if (i && in_task())
+		krdma_push(conn);
+	return ret;
+}
+EXPORT_SYMBOL_NS_GPL(krdma_post_list, KRDMA);
 
 /*
  * krdma_post() of one operation of a batch, in process context: queued in
@@ -1504,7 +1802,7 @@ static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
 	req->lwin = NULL;
 	/* Under post_mutex the QP, and conn->kdev, cannot go away */
 	mutex_lock(&conn->post_mutex);
-	if (!krdma_conn_postable(conn)) {
+	if (!krdma_conn_postable(conn) || conn->post_refused) {
 		ret = -ENOTCONN;
 		goto out_unlock;
 	}
@@ -1518,7 +1816,7 @@ static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
 		if (ret)
 			return ret;
 		mutex_lock(&conn->post_mutex);
-		if (!krdma_conn_postable(conn))
+		if (!krdma_conn_postable(conn) || conn->post_refused)
 			ret = -ENOTCONN;
 	}
 	if (ret)
@@ -1595,7 +1893,8 @@ static void krdma_sync_done(struct krdma_req *req, const struct krdma_wc *wc)
  *
  * Context: process context; sleeps.
  * Return: 0 when the operation completed (its status is in @wc: check it),
- * -ETIMEDOUT, or an error of krdma_post().
+ * -ETIMEDOUT, or an error of krdma_post(); -EINVAL for an unsignaled
+ * operation, whose success would never be reported.
  */
 int krdma_post_sync(struct krdma_conn *conn, struct krdma_req *req,
 		    long timeout, struct krdma_wc *wc)
@@ -1603,6 +1902,8 @@ int krdma_post_sync(struct krdma_conn *conn, struct krdma_req *req,
 	struct krdma_sync sync;
 	int ret;
 
+	if (req->flags & KRDMA_REQ_UNSIGNALED)
+		return -EINVAL;
 	init_completion(&sync.done);
 	req->done = krdma_sync_done;
 	req->context = &sync;

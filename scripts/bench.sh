@@ -27,7 +27,11 @@
 # BENCH_ITERS (10000, most per size), BENCH_MIN_ITERS (20), BENCH_BYTES
 # (128M per size: iterations = bytes / size within the two), BENCH_DEVS
 # ("rxe0:198.18.0.1 siw0:198.18.1.1"), BENCH_TCP (1: run iperf3),
-# BENCH_CONNS (30: connections timed one after the other, each way). Each
+# BENCH_CONNS (30: connections timed one after the other, each way),
+# BENCH_RING (1: krdmactl bench -R on both sides, completions from the
+# mapped ring instead of POLL; default 0), BENCH_SIGNAL (N: krdmactl
+# bench -u N, one WRITE or SEND in N signaled, as perftest's cq_mod;
+# default 1). Each
 # also as KRDMA_BENCH_*, which the guest gets: make bench KRDMA_BENCH_DEPTH=16
 # Nothing here asserts timings; a run that fails is recorded as failed.
 set -u
@@ -318,6 +322,10 @@ MIN_ITERS=${BENCH_MIN_ITERS:-${KRDMA_BENCH_MIN_ITERS:-20}}
 BYTES=${BENCH_BYTES:-${KRDMA_BENCH_BYTES:-128M}}
 DEVS=${BENCH_DEVS:-${KRDMA_BENCH_DEVS:-rxe0:198.18.0.1 siw0:198.18.1.1}}
 CONNS=${BENCH_CONNS:-${KRDMA_BENCH_CONNS:-30}}
+RING=${BENCH_RING:-${KRDMA_BENCH_RING:-0}}
+ringopt=()
+[[ $RING == 1 ]] && ringopt=(-R)
+SIGNAL=${BENCH_SIGNAL:-${KRDMA_BENCH_SIGNAL:-1}}
 KPORT=18516
 PPORT=18600
 
@@ -372,11 +380,13 @@ EOF
 # krdmactl bench against its own server: one JSON per device and kind
 krdma_run() { # dev addr ops sizes file
 	local srv=$out/krdma-$1-server.log rc
-	timeout 120 "$K" bench -l -c 1 -p $KPORT -S "$maxsize" >>"$srv" 2>&1 &
+	timeout 120 "$K" bench -l -c 1 -p $KPORT -S "$maxsize" "${ringopt[@]}" \
+		>>"$srv" 2>&1 &
 	local spid=$!
 	sleep 0.5
 	timeout 120 "$K" bench "$2" -p $KPORT -j -o "$3" -s "$4" -d "$DEPTH" \
-		-b "$BATCH" -n "$ITERS" -m "$MIN_ITERS" -B "$BYTES" >"$5" 2>>"$out/errors.log"
+		-b "$BATCH" -n "$ITERS" -m "$MIN_ITERS" -B "$BYTES" \
+		-u "$SIGNAL" "${ringopt[@]}" >"$5" 2>>"$out/errors.log"
 	rc=$?
 	wait $spid
 	return $rc

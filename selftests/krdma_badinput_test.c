@@ -1015,7 +1015,11 @@ static const struct row rows[] = {
 	R("opcode 0", I_SUBMIT, m_op_u32, OPOFF(opcode), 0, EINVAL),
 	R("opcode 9", I_SUBMIT, m_op_u32, OPOFF(opcode), 9, EINVAL),
 	R("opcode 0xffffffff", I_SUBMIT, m_op_u32, OPOFF(opcode), ~0U, EINVAL),
-	R("operation flags not 0", I_SUBMIT, m_op_u32, OPOFF(flags), 1, EINVAL),
+	/* Bit 0 is KRDMA_OP_F_UNSIGNALED, valid on this WRITE */
+	R("unknown operation flag bit 1", I_SUBMIT, m_op_u32, OPOFF(flags), 2,
+	  EINVAL),
+	R("unknown operation flag bit 31", I_SUBMIT, m_op_u32, OPOFF(flags),
+	  1u << 31, EINVAL),
 	R("operation reserved not 0", I_SUBMIT, m_op_u32, OPOFF(__reserved), 1,
 	  EINVAL),
 	R("token seg_shift 1", I_SUBMIT, m_op_u32, OPOFF(remote.seg_shift), 1,

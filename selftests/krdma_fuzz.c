@@ -1043,8 +1043,11 @@ static void fill_op(struct ctx *c, int s, struct krdma_op *op,
 	op->imm_data = rnd(rs);
 	op->compare_add = rn(rs, 4);
 	op->swap = rnd(rs);
+	/* KRDMA_OP_F_UNSIGNALED often, an unknown bit now and then */
+	if (chance(rs, 4))
+		op->flags = KRDMA_OP_F_UNSIGNALED;
 	if (chance(rs, 2))
-		op->flags = 1;
+		op->flags |= 2u << rn(rs, 31);
 	if (chance(rs, 2))
 		op->__reserved = 1;
 }
@@ -1272,6 +1275,63 @@ static void op_raw(struct ctx *c)
 		*(uint32_t *)buf = rn(rs, 200);
 	}
 	do_ioctl(c->t, c->fd, cmd, arg, "raw");
+}
+
+/*
+ * The mapped completion ring: set up (a valid size mostly), mapped in any
+ * way, its head written with anything, unmapped. A file in ring mode
+ * makes POLL EBUSY for the other threads, and its completions pile up
+ * until the ring is full (EAGAIN): both documented.
+ */
+static void op_ring(struct ctx *c)
+{
+	static const uint32_t entries[] = { 0, 64, 128, 4096, 63, 1U << 21 };
+	static const int prots[] = {
+		PROT_READ | PROT_WRITE, PROT_READ, PROT_READ | PROT_EXEC,
+		PROT_NONE,
+	};
+	struct krdma_ring_setup r = { .size = sizeof(r) };
+	uint64_t *rs = c->rs;
+	uint8_t *p;
+	size_t len;
+	long off;
+
+	r.entries = entries[rn(rs, 6)];
+	if (chance(rs, 5))
+		r.flags = 1 + rn(rs, 3);
+	if (chance(rs, 5))
+		r.__reserved = 1;
+	r.size = rand_size(rs, sizeof(r));
+	if (do_ioctl(c->t, c->fd, KRDMA_IOC_RING_SETUP, &r, "ring_setup") ||
+	    !r.mmap_size || r.mmap_size > (64ULL << 20))
+		return;
+	len = r.mmap_size;
+	off = 0;
+	if (chance(rs, 20))
+		len += pagesz * (1 + rn(rs, 2));
+	if (chance(rs, 10))
+		off = pagesz * (1 + rn(rs, 4));
+	c->t->what = "mmap(ring)";
+	p = mmap(NULL, len, prots[rn(rs, 4)],
+		 chance(rs, 85) ? MAP_SHARED : MAP_PRIVATE, c->fd, off);
+	if (p == MAP_FAILED)
+		return;
+	if (mprotect(p, pagesz, PROT_READ | PROT_WRITE) == 0) {
+		/* The head: forward, past the tail, anything */
+		if (chance(rs, 50))
+			__atomic_store_n((uint32_t *)(p + r.off_head),
+					 __atomic_load_n((uint32_t *)(p + r.off_tail),
+							 __ATOMIC_ACQUIRE),
+					 __ATOMIC_RELEASE);
+		else
+			*(uint32_t *)(p + r.off_head) = rnd(rs);
+		if (chance(rs, 20)) {
+			*(uint32_t *)(p + r.off_ring_mask) = rnd(rs);
+			*(uint32_t *)(p + r.off_ring_entries) = rnd(rs);
+			*(uint32_t *)(p + r.off_flags) = rnd(rs);
+		}
+	}
+	munmap(p, len);
 }
 
 /* Replace a shared file with a new one, under the other threads' feet */
@@ -2104,6 +2164,7 @@ static const struct opdesc opsw[] = {
 	{ op_conn_query, 4 },
 	{ op_query, 3 },
 	{ op_raw, 4 },
+	{ op_ring, 1 },
 	{ op_ephemeral, 1 },
 	{ op_signal, 1 },
 	{ op_mprotect, 2 },

@@ -42,7 +42,7 @@ exports_ok() {
 		krdma_conn_close krdma_conn_info krdma_buf_reg_kernel \
 		krdma_buf_reg_pages krdma_buf_dereg krdma_grant_create \
 		krdma_grant_token krdma_grant_destroy krdma_post \
-		krdma_post_sync krdma_buf_reg_sgt krdma_conn_put \
+		krdma_post_sync krdma_post_list krdma_buf_reg_sgt krdma_conn_put \
 		krdma_session_create krdma_session_conn krdma_session_info \
 		krdma_session_destroy; do
 		if ! awk -v s="$sym" '$2 == s && $5 == "KRDMA" && $4 == "EXPORT_SYMBOL_GPL" { f = 1 } END { exit !f }' Module.symvers; then

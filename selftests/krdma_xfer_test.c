@@ -750,6 +750,408 @@ TEST_F_TIMEOUT(xfer, batch_of_64_mixed, 120)
 	mem_put(self->sfd, &rbuf);
 }
 
+/*
+ * Unsignaled operations (KRDMA_OP_F_UNSIGNALED): no completion unless
+ * they fail; the completion of a later signaled one says they are over.
+ */
+
+/* The size of a file's completion queue: ucq_entries, as the module rounds it */
+static uint32_t ucq_size(void)
+{
+	unsigned int v = 4096;
+	uint32_t size = 64;
+	FILE *f = fopen("/sys/module/krdma/parameters/ucq_entries", "r");
+
+	if (f) {
+		if (fscanf(f, "%u", &v) != 1)
+			v = 4096;
+		fclose(f);
+	}
+	if (v > 1u << 20)
+		v = 1u << 20;
+	while (size * 2 <= v)
+		size *= 2;
+	return size;
+}
+
+/*
+ * @n operations of @opcode (WRITE or READ) of @len bytes each, all
+ * unsignaled but the last: exactly one completion, the last's, and when
+ * it has come every byte of every operation is where it belongs.
+ */
+static void unsignaled_rw_batch(struct __test_metadata *_metadata,
+				FIXTURE_DATA(xfer) *self, uint32_t opcode,
+				uint32_t n, size_t len)
+{
+	struct mem local = {}, remote = {};
+	struct krdma_completion wc[2];
+	struct krdma_token tok;
+	struct krdma_op *ops;
+	uint32_t i, sub = 0;
+	long bad;
+
+	ASSERT_LE(n, KRDMA_SUBMIT_MAX);
+	ops = calloc(n, sizeof(*ops));
+	ASSERT_NE(NULL, ops);
+	ASSERT_EQ(0, mem_get(self->cfd, &local, n * len,
+			     KRDMA_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(0, mem_get(self->sfd, &remote, n * len,
+			     KRDMA_ACCESS_REMOTE_READ |
+			     KRDMA_ACCESS_REMOTE_WRITE));
+	for (i = 0; i < n; i++)
+		pattern((opcode == KRDMA_OP_WRITE ? local.p : remote.p) +
+			i * len, len, i + 1);
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, remote.h, 0,
+					n * len, KRDMA_ACCESS_REMOTE_READ |
+					KRDMA_ACCESS_REMOTE_WRITE, NULL, &tok));
+	for (i = 0; i < n; i++) {
+		op_rw(&ops[i], opcode, self->cconn, local.h, i * len, len, &tok,
+		      i * len, i);
+		if (i < n - 1)
+			ops[i].flags = KRDMA_OP_F_UNSIGNALED;
+	}
+	ASSERT_EQ(0, krdma_submit_ops(self->cfd, ops, n, 0, &sub));
+	EXPECT_EQ(n, sub);
+
+	ASSERT_EQ(1, wait_wc(self->cfd, wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc[0].status)
+		TH_LOG("%s", krdma_wc_status_str(wc[0].status));
+	EXPECT_EQ(n - 1, wc[0].cookie);
+	EXPECT_EQ(len, wc[0].byte_len);
+	/* Nothing else comes, now or a moment later */
+	EXPECT_EQ(0, krdma_poll_wc(self->cfd, wc, 2, 300));
+
+	for (i = 0; i < n; i++) {
+		if (opcode == KRDMA_OP_WRITE) {
+			/* iWARP: placed a moment after the completion */
+			kt_wait_bytes(remote.p + i * len, local.p + i * len, len,
+				      KT_PLACE_MS);
+			bad = check_pattern(remote.p + i * len, len, i + 1);
+		} else {
+			bad = check_pattern(local.p + i * len, len, i + 1);
+		}
+		EXPECT_EQ(-1, bad)
+			TH_LOG("op %u of %u (%zu bytes): byte %ld differs", i,
+			       n, len, bad);
+	}
+	mem_put(self->cfd, &local);
+	mem_put(self->sfd, &remote);
+	free(ops);
+}
+
+TEST_F_TIMEOUT(xfer, unsignaled_writes_one_completion, 180)
+{
+	/* One chain; several chains; below and above siw's zero copy; chunks */
+	unsignaled_rw_batch(_metadata, self, KRDMA_OP_WRITE, 32, 64);
+	unsignaled_rw_batch(_metadata, self, KRDMA_OP_WRITE, 200, 4095);
+	unsignaled_rw_batch(_metadata, self, KRDMA_OP_WRITE, 200, 4096);
+	unsignaled_rw_batch(_metadata, self, KRDMA_OP_WRITE, 8, MiB + 3);
+	unsignaled_rw_batch(_metadata, self, KRDMA_OP_WRITE, 1, 100);
+}
+
+TEST_F_TIMEOUT(xfer, unsignaled_reads_one_completion, 180)
+{
+	if (variant->iwarp)
+		SKIP(return, "iWARP refuses unsignaled READs");
+	unsignaled_rw_batch(_metadata, self, KRDMA_OP_READ, 32, 64);
+	unsignaled_rw_batch(_metadata, self, KRDMA_OP_READ, 100, 8192);
+	unsignaled_rw_batch(_metadata, self, KRDMA_OP_READ, 4, MiB + 5);
+}
+
+/* SENDs, all unsignaled but the last: one completion; every RECV filled */
+TEST_F_TIMEOUT(xfer, unsignaled_sends_one_completion, 120)
+{
+	const uint32_t n = 64;
+	const size_t len = 3000;
+	struct krdma_completion wc[64];
+	struct mem src = {}, dst = {};
+	struct krdma_op ops[64];
+	uint64_t seen = 0;
+	uint32_t i, sub;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &src, n * len, 0));
+	ASSERT_EQ(0, mem_get(self->sfd, &dst, n * 4096,
+			     KRDMA_ACCESS_LOCAL_WRITE));
+	for (i = 0; i < n; i++) {
+		pattern(src.p + i * len, len, 100 + i);
+		op_rw(&ops[i], KRDMA_OP_RECV, self->sconn, dst.h, i * 4096,
+		      4096, NULL, 0, i);
+	}
+	ASSERT_EQ(0, krdma_submit_ops(self->sfd, ops, n, 0, &sub));
+	ASSERT_EQ(n, sub);
+	for (i = 0; i < n; i++) {
+		op_rw(&ops[i], KRDMA_OP_SEND, self->cconn, src.h, i * len, len,
+		      NULL, 0, 1000 + i);
+		if (i < n - 1)
+			ops[i].flags = KRDMA_OP_F_UNSIGNALED;
+	}
+	ASSERT_EQ(0, krdma_submit_ops(self->cfd, ops, n, 0, &sub));
+	ASSERT_EQ(n, sub);
+
+	ASSERT_EQ(1, wait_wc(self->cfd, wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc[0].status);
+	EXPECT_EQ(1000 + n - 1, wc[0].cookie);
+	EXPECT_EQ(0, krdma_poll_wc(self->cfd, wc, 1, 300));
+
+	/* The RECVs are signaled: every one completes, in order */
+	ASSERT_EQ(n, wait_wc(self->sfd, wc, n));
+	for (i = 0; i < n; i++) {
+		EXPECT_EQ(KRDMA_WC_SUCCESS, wc[i].status);
+		EXPECT_EQ(len, wc[i].byte_len);
+		EXPECT_EQ(i, wc[i].cookie);
+		seen |= 1ULL << wc[i].cookie;
+	}
+	EXPECT_EQ(~0ULL, seen);
+	for (i = 0; i < n; i++) {
+		EXPECT_EQ(-1, check_pattern(dst.p + i * 4096, len, 100 + i))
+			TH_LOG("message %u", i);
+		EXPECT_EQ(-1, check_fill(dst.p + i * 4096 + len, 4096 - len,
+					 GUARD));
+	}
+	mem_put(self->cfd, &src);
+	mem_put(self->sfd, &dst);
+}
+
+/*
+ * An unsignaled operation holds a completion queue entry while in flight
+ * and gives it back when it succeeds: more of them than the queue has
+ * entries, in batches, never fill it.
+ */
+TEST_F_TIMEOUT(xfer, unsignaled_ring_entries_come_back, 300)
+{
+	const uint32_t n = KRDMA_SUBMIT_MAX;
+	uint32_t rounds = ucq_size() / n + 2, r, i, sub;
+	struct krdma_completion wc;
+	struct krdma_op ops[KRDMA_SUBMIT_MAX];
+	struct mem src = {}, dst = {};
+	struct krdma_token tok;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &src, n * 64, 0));
+	ASSERT_EQ(0, mem_get(self->sfd, &dst, n * 64,
+			     KRDMA_ACCESS_REMOTE_WRITE));
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, dst.h, 0,
+					n * 64, KRDMA_ACCESS_REMOTE_WRITE,
+					NULL, &tok));
+	for (r = 0; r < rounds; r++) {
+		pattern(src.p, n * 64, r);
+		for (i = 0; i < n; i++) {
+			op_rw(&ops[i], KRDMA_OP_WRITE, self->cconn, src.h,
+			      i * 64, 64, &tok, i * 64, r * n + i);
+			if (i < n - 1)
+				ops[i].flags = KRDMA_OP_F_UNSIGNALED;
+		}
+		/* Without KRDMA_SUBMIT_WAIT: a leaked entry shows as EAGAIN */
+		ASSERT_EQ(0, krdma_submit_ops(self->cfd, ops, n, 0, &sub))
+			TH_LOG("round %u of %u", r, rounds);
+		ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+		EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+		EXPECT_EQ(r * n + n - 1, wc.cookie);
+		kt_wait_bytes(dst.p, src.p, n * 64, KT_PLACE_MS);
+		ASSERT_EQ(-1, check_pattern(dst.p, n * 64, r))
+			TH_LOG("round %u", r);
+	}
+	EXPECT_EQ(0, krdma_poll_wc(self->cfd, &wc, 1, 0));
+	mem_put(self->cfd, &src);
+	mem_put(self->sfd, &dst);
+}
+
+/* The flag's errno contract; nothing refused ever completes */
+TEST_F(xfer, unsignaled_refused_where_it_cannot_work)
+{
+	struct krdma_query_module qm;
+	struct krdma_completion wc;
+	struct mem rw = {}, remote = {};
+	struct krdma_token tok;
+	struct krdma_op op;
+
+	ASSERT_EQ(0, krdma_query_module(self->cfd, &qm));
+	EXPECT_NE(0, qm.features & KRDMA_FEATURE_UNSIGNALED);
+	ASSERT_EQ(0, mem_get(self->cfd, &rw, 8192, KRDMA_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(0, mem_get(self->sfd, &remote, 8192,
+			     KRDMA_ACCESS_REMOTE_READ |
+			     KRDMA_ACCESS_REMOTE_WRITE |
+			     (self->atomics ? KRDMA_ACCESS_REMOTE_ATOMIC : 0)));
+	pattern(remote.p, 8192, 9);
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, remote.h, 0,
+					8192, KRDMA_ACCESS_REMOTE_READ |
+					KRDMA_ACCESS_REMOTE_WRITE |
+					(self->atomics ?
+					 KRDMA_ACCESS_REMOTE_ATOMIC : 0),
+					NULL, &tok));
+
+	/* A RECV's completion is how its message arrives */
+	op_rw(&op, KRDMA_OP_RECV, self->cconn, rw.h, 0, 100, NULL, 0, 1);
+	op.flags = KRDMA_OP_F_UNSIGNALED;
+	EXPECT_EQ(-EINVAL, submit1(self->cfd, &op));
+	/* Unknown bits, with the known one or alone */
+	op_rw(&op, KRDMA_OP_WRITE, self->cconn, rw.h, 0, 100, &tok, 0, 2);
+	op.flags = KRDMA_OP_F_UNSIGNALED | 4;
+	EXPECT_EQ(-EINVAL, submit1(self->cfd, &op));
+
+	/* READ and atomics: InfiniBand and RoCE only */
+	op_rw(&op, KRDMA_OP_READ, self->cconn, rw.h, 0, 4096, &tok, 0, 3);
+	op.flags = KRDMA_OP_F_UNSIGNALED;
+	if (variant->iwarp) {
+		EXPECT_EQ(-EOPNOTSUPP, submit1(self->cfd, &op));
+		op_rw(&op, KRDMA_OP_FETCH_ADD, self->cconn, rw.h, 4096, 8,
+		      &tok, 0, 4);
+		op.flags = KRDMA_OP_F_UNSIGNALED;
+		EXPECT_EQ(-EOPNOTSUPP, submit1(self->cfd, &op));
+		EXPECT_EQ(0, krdma_poll_wc(self->cfd, &wc, 1, 100));
+	} else {
+		/* Accepted, silent; the signaled READ after it says it is over */
+		ASSERT_EQ(0, submit1(self->cfd, &op));
+		op_rw(&op, KRDMA_OP_READ, self->cconn, rw.h, 4096, 4096, &tok,
+		      4096, 5);
+		ASSERT_EQ(0, submit1(self->cfd, &op));
+		ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+		EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+		EXPECT_EQ(5, wc.cookie);
+		EXPECT_EQ(-1, check_pattern(rw.p, 8192, 9));
+		EXPECT_EQ(0, krdma_poll_wc(self->cfd, &wc, 1, 100));
+	}
+	mem_put(self->cfd, &rw);
+	mem_put(self->sfd, &remote);
+}
+
+/*
+ * A failing unsignaled operation reports its error, exactly once. On
+ * InfiniBand and RoCE a WRITE through a revoked token completes with
+ * REM_ACCESS_ERR at its initiator: the first of two unsignaled WRITEs
+ * posted together, so that its WR is unsignaled on the device too; the
+ * second, flushed by the failure, reports WR_FLUSH_ERR. (On iWARP a
+ * WRITE completes once sent, and the peer's refusal only fails the
+ * connection: nothing fails the operation itself.)
+ */
+TEST_F(xfer, unsignaled_failure_is_reported)
+{
+	struct mem src = {}, dst = {}, ok = {};
+	struct krdma_token tok, ok_tok;
+	struct krdma_completion wc[3];
+	struct krdma_op ops[2];
+	uint32_t grant, sub;
+
+	if (variant->iwarp)
+		SKIP(return, "iWARP reports a refused WRITE as a connection failure");
+	ASSERT_EQ(0, mem_get(self->cfd, &src, 4096, 0));
+	ASSERT_EQ(0, mem_get(self->sfd, &dst, 4096, KRDMA_ACCESS_REMOTE_WRITE));
+	ASSERT_EQ(0, mem_get(self->sfd, &ok, 4096, KRDMA_ACCESS_REMOTE_WRITE));
+	pattern(src.p, 4096, 21);
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, dst.h, 0, 4096,
+					KRDMA_ACCESS_REMOTE_WRITE, &grant,
+					&tok));
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, ok.h, 0, 4096,
+					KRDMA_ACCESS_REMOTE_WRITE, NULL,
+					&ok_tok));
+	ASSERT_EQ(0, krdma_destroy_handle(self->sfd, grant));
+	op_rw(&ops[0], KRDMA_OP_WRITE, self->cconn, src.h, 0, 4096, &tok, 0,
+	      77);
+	ops[0].flags = KRDMA_OP_F_UNSIGNALED;
+	op_rw(&ops[1], KRDMA_OP_WRITE, self->cconn, src.h, 0, 4096, &ok_tok, 0,
+	      78);
+	ops[1].flags = KRDMA_OP_F_UNSIGNALED;
+	ASSERT_EQ(0, krdma_submit_ops(self->cfd, ops, 2, 0, &sub));
+	ASSERT_EQ(2, sub);
+
+	ASSERT_EQ(2, wait_wc(self->cfd, wc, 2));
+	EXPECT_EQ(77, wc[0].cookie);
+	EXPECT_EQ(KRDMA_WC_REM_ACCESS_ERR, wc[0].status)
+		TH_LOG("got %s", krdma_wc_status_str(wc[0].status));
+	EXPECT_EQ(KRDMA_OP_WRITE, wc[0].opcode);
+	EXPECT_EQ(self->cconn, wc[0].conn);
+	EXPECT_EQ(0, wc[0].byte_len);
+	EXPECT_EQ(78, wc[1].cookie);
+	EXPECT_EQ(KRDMA_WC_WR_FLUSH_ERR, wc[1].status)
+		TH_LOG("got %s", krdma_wc_status_str(wc[1].status));
+	EXPECT_EQ(KRDMA_CONN_ERROR, kt_wait_conn_down(self->cfd, self->cconn));
+	/* Each once */
+	EXPECT_EQ(0, krdma_poll_wc(self->cfd, wc, 3, 300));
+	EXPECT_EQ(-1, check_fill(dst.p, 4096, GUARD));
+	mem_put(self->cfd, &src);
+	mem_put(self->sfd, &dst);
+	mem_put(self->sfd, &ok);
+}
+
+/*
+ * Unsignaled operations caught in flight by a disconnect report a flush,
+ * exactly once each; one that does not report succeeded, and its bytes
+ * are there. On InfiniBand and RoCE a SEND with no RECV to go to holds
+ * the send queue (the peer answers RNR without end), so every WRITE
+ * behind it is in flight for sure. On iWARP a 64 MiB WRITE goes first,
+ * and the WRITEs wait behind it in krdma's queue, almost surely.
+ */
+TEST_F_TIMEOUT(xfer, unsignaled_flushed_by_disconnect, 120)
+{
+	const uint32_t n = 16;
+	const size_t len = 4096, big = 64 * MiB;
+	struct krdma_completion wc[32];
+	struct mem src = {}, dst = {};
+	struct krdma_op ops[17];
+	struct krdma_token tok;
+	uint32_t i, sub, got, flushed = 0, reported[16] = {};
+	int r;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &src, big + n * len, 0));
+	ASSERT_EQ(0, mem_get(self->sfd, &dst, big + n * len,
+			     KRDMA_ACCESS_REMOTE_WRITE |
+			     KRDMA_ACCESS_LOCAL_WRITE));
+	pattern(src.p, big + n * len, 33);
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, dst.h, 0,
+					big + n * len,
+					KRDMA_ACCESS_REMOTE_WRITE, NULL, &tok));
+	if (variant->iwarp)
+		op_rw(&ops[0], KRDMA_OP_WRITE, self->cconn, src.h, 0, big, &tok,
+		      0, 100);
+	else
+		op_rw(&ops[0], KRDMA_OP_SEND, self->cconn, src.h, 0, 64, NULL,
+		      0, 100);
+	for (i = 0; i < n; i++) {
+		op_rw(&ops[1 + i], KRDMA_OP_WRITE, self->cconn, src.h,
+		      big + i * len, len, &tok, big + i * len, i);
+		ops[1 + i].flags = KRDMA_OP_F_UNSIGNALED;
+	}
+	ASSERT_EQ(0, krdma_submit_ops(self->cfd, ops, n + 1, 0, &sub));
+	ASSERT_EQ(n + 1, sub);
+	if (!variant->iwarp) {
+		/* Held: nothing completes */
+		EXPECT_EQ(0, krdma_poll_wc(self->cfd, wc, 1, 300));
+	}
+	ASSERT_EQ(0, krdma_disconnect_conn(self->cfd, self->cconn));
+
+	/* Everything is over once DISCONNECT returned */
+	got = 0;
+	while ((r = krdma_poll_wc(self->cfd, wc + got, 32 - got, 500)) > 0)
+		got += r;
+	for (i = 0; i < got; i++) {
+		if (wc[i].cookie == 100)
+			continue;
+		ASSERT_LT(wc[i].cookie, n);
+		EXPECT_EQ(KRDMA_WC_WR_FLUSH_ERR, wc[i].status)
+			TH_LOG("op %llu: %s",
+			       (unsigned long long)wc[i].cookie,
+			       krdma_wc_status_str(wc[i].status));
+		reported[wc[i].cookie]++;
+	}
+	for (i = 0; i < n; i++) {
+		EXPECT_GE(1, reported[i]) TH_LOG("op %u reported twice", i);
+		if (reported[i]) {
+			flushed++;
+			continue;
+		}
+		/* Not reported: it succeeded, and its bytes are there */
+		EXPECT_TRUE(kt_wait_bytes(dst.p + big + i * len,
+					  src.p + big + i * len, len,
+					  KT_PLACE_MS))
+			TH_LOG("op %u: neither reported nor placed", i);
+	}
+	/* Held behind the SEND: every one was in flight */
+	if (!variant->iwarp)
+		EXPECT_EQ(n, flushed);
+	TH_LOG("%u of %u unsignaled WRITEs flushed", flushed, n);
+	mem_put(self->cfd, &src);
+	mem_put(self->sfd, &dst);
+}
+
 static long ms_since(const struct timespec *t0)
 {
 	struct timespec t;
@@ -1310,7 +1712,10 @@ TEST_F(xfer, bad_submissions)
 	op_rw(&ops[0], 99, self->cconn, rw.h, 0, 100, NULL, 0, 0);
 	EXPECT_EQ(-EINVAL, submit1(self->cfd, &ops[0]));
 	op_rw(&ops[0], KRDMA_OP_SEND, self->cconn, rw.h, 0, 100, NULL, 0, 0);
-	ops[0].flags = 1;
+	/* Bit 0 is KRDMA_OP_F_UNSIGNALED; the others are unknown */
+	ops[0].flags = 1u << 31;
+	EXPECT_EQ(-EINVAL, submit1(self->cfd, &ops[0]));
+	ops[0].flags = 2;
 	EXPECT_EQ(-EINVAL, submit1(self->cfd, &ops[0]));
 	ops[0].flags = 0;
 	ops[0].sge.__reserved = 1;

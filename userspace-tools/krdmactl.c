@@ -31,7 +31,7 @@
 #include "libkrdma.h"
 #include "krdmactl.h"
 
-#define KRDMACTL_VERSION "0.2.0"
+#define KRDMACTL_VERSION "0.3.0"
 
 static const char *prog = "krdmactl";
 
@@ -1645,9 +1645,10 @@ static const struct {
 	  "Exit status: 0 when both ways were verified, 1 otherwise, 2 bad usage.\n" },
 	{ "bench", bench_main,
 	  "benchmark RDMA WRITE, READ, SEND and WRITE latency over sizes",
-	  "-l [-a ADDR] [-p PORT] [-c COUNT] [-S MAXSIZE]\n"
+	  "-l [-a ADDR] [-p PORT] [-c COUNT] [-S MAXSIZE] [-R]\n"
 	  "       krdmactl bench ADDR [-p PORT] [-o OPS] [-s SIZES] [-d DEPTH]\n"
-	  "                [-b BATCH] [-n ITERS] [-m MIN_ITERS] [-B BYTES] [-t MS] [-j]\n"
+	  "                [-b BATCH] [-n ITERS] [-m MIN_ITERS] [-B BYTES] [-t MS]\n"
+	  "                [-R] [-u N] [-j]\n"
 	  "With -l, serve bench clients (one at a time). Otherwise connect to\n"
 	  "`krdmactl bench -l` at ADDR and, for each operation and size, keep\n"
 	  "DEPTH operations in flight, submitted BATCH per call, completions\n"
@@ -1678,6 +1679,14 @@ static const struct {
 	  "                       within [N, ITERS], rounded up to a multiple\n"
 	  "                       of BATCH but for lat (default 256M)\n"
 	  "  -t, --timeout MS     longest wait without progress (default 10000)\n"
+	  "  -R, --ring           take completions from the completion queue\n"
+	  "                       mapped into the process, with no system call\n"
+	  "                       (module feature \"ring\"), not by POLL; either\n"
+	  "                       side, each for itself\n"
+	  "  -u, --signal-every N one WRITE or SEND in N asks for a completion,\n"
+	  "                       the others are unsignaled (as perftest's\n"
+	  "                       cq_mod; module feature \"unsignaled\"); READs\n"
+	  "                       stay signaled (default 1, at most DEPTH)\n"
 	  "  -j, --json           print JSON: {\"ifname\",\"transport\",\"date\",\n"
 	  "                       \"kernel\",\"machine\",\"results\":[{\"op\",\"size\",\n"
 	  "                       \"iters\",\"mb_per_s\",\"mmsg_per_s\",\"lat_us\":\n"

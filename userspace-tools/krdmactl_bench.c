@@ -124,7 +124,18 @@ struct kb_sess {
 	int errnum;			/* its errno (either sign), 0: none */
 	const char *hint;		/* advice for err, or NULL */
 	uint32_t connect_flags;		/* KRDMA_CONNECT_* */
+	struct krdma_ring ring;		/* --ring: the mapped queue */
 };
+
+/*
+ * Whether data operation @idx of @iters asks for a completion: one in
+ * @every (as perftest's cq_mod), and the last. A completion says that
+ * every operation before it is over too (one connection: in order).
+ */
+static bool kb_signaled(uint64_t idx, uint64_t iters, uint32_t every)
+{
+	return (idx + 1) % every == 0 || idx + 1 == iters;
+}
 
 static volatile sig_atomic_t kb_stop;
 
@@ -272,6 +283,40 @@ static int kb_send(struct kb_sess *s, struct kb_msg *m)
 }
 
 /*
+ * Up to @max completions, waiting up to @timeout_ms for the first: from
+ * the mapped ring (--ring: no system call unless it waits), else POLL
+ */
+static int kb_take(struct kb_sess *s, struct krdma_completion *wc,
+		   uint32_t max, uint32_t timeout_ms)
+{
+	if (s->ring.map)
+		return krdma_ring_wait(s->fd, &s->ring, wc, max, timeout_ms);
+	return krdma_poll_wc(s->fd, wc, max, timeout_ms);
+}
+
+/*
+ * --ring: the file's completion queue as a mapped ring, set up before
+ * anything is in flight. 0, or 1 with the reason printed.
+ */
+static int kb_ring_setup(struct kb_sess *s, bool ring)
+{
+	int ret;
+
+	if (!ring)
+		return 0;
+	ret = krdma_ring_setup(s->fd, 0, &s->ring);
+	if (!ret)
+		return 0;
+	if (ret == -ENOTTY)
+		errmsg_advice(ret, "load a krdma of feature \"ring\" (krdmactl version), or drop --ring",
+			      "bench: this krdma has no mapped completion ring");
+	else
+		errmsg("bench: cannot map the completion ring: %s",
+		       strerror(-ret));
+	return 1;
+}
+
+/*
  * Take completions, waiting up to @timeout_ms for the first. Control
  * RECVs go to the mailbox (the client reposts its slot), data
  * completions are counted and timed. 0 or -errno.
@@ -282,7 +327,7 @@ static int kb_poll(struct kb_sess *s, uint32_t timeout_ms)
 	uint64_t now = 0;
 	int n, i;
 
-	n = krdma_poll_wc(s->fd, wc, ARRAY_SIZE(wc), timeout_ms);
+	n = kb_take(s, wc, ARRAY_SIZE(wc), timeout_ms);
 	if (n == -EINTR)
 		return kb_stop ? -EINTR : 0;
 	if (n < 0) {
@@ -333,13 +378,22 @@ static int kb_poll(struct kb_sess *s, uint32_t timeout_ms)
 		case KB_K_CSEND:
 			break;
 		case KB_K_DATA:
+			/*
+			 * Done: @idx, and the unsignaled operations before it
+			 * (timed to this completion, which tells of them)
+			 */
+			if (idx < s->data_done)
+				break;
 			if (s->t_submit) {
+				uint64_t j;
+
 				if (!now)
 					now = kb_now();
-				s->lat_ns[idx] = now - s->t_submit[idx] > UINT32_MAX ?
-						 UINT32_MAX : now - s->t_submit[idx];
+				for (j = s->data_done; j <= idx; j++)
+					s->lat_ns[j] = now - s->t_submit[j] > UINT32_MAX ?
+						       UINT32_MAX : now - s->t_submit[j];
 			}
-			s->data_done++;
+			s->data_done = idx + 1;
 			break;
 		case KB_K_DRECV:
 			s->drecv_done++;
@@ -759,6 +813,8 @@ struct bench_opts {
 	bool ops[KB_NOPS];
 	uint32_t timeout_ms;
 	uint64_t max_size;	/* server */
+	bool ring;		/* completions from the mapped ring */
+	uint32_t signal_every;	/* one data operation in N signaled */
 };
 
 static int server_run(const struct bench_opts *o)
@@ -777,6 +833,10 @@ static int server_run(const struct bench_opts *o)
 	s.fd = tool_session("bench", o->addr, o->port, &addr, NULL, 0);
 	if (s.fd < 0)
 		return -s.fd;
+	if (kb_ring_setup(&s, o->ring)) {
+		close(s.fd);
+		return 1;
+	}
 	ret = kb_map(&s, 2 * KB_SLOTS * KB_SLOT, KRDMA_ACCESS_LOCAL_WRITE,
 		     &s.ctrl, &s.ctrl_len, &s.ctrl_h);
 	if (ret) {
@@ -836,7 +896,7 @@ static int server_run(const struct bench_opts *o)
 			krdma_destroy_handle(s.fd, s.data_h);
 		s.data_h = 0;
 		/* drain flushed completions of this client */
-		while (krdma_poll_wc(s.fd, drain, ARRAY_SIZE(drain), 200) > 0)
+		while (kb_take(&s, drain, ARRAY_SIZE(drain), 200) > 0)
 			;
 		if (s.data)
 			munmap(s.data, s.data_map);
@@ -844,6 +904,7 @@ static int server_run(const struct bench_opts *o)
 		ret = 0;
 	}
 out:
+	krdma_ring_unmap(&s.ring);
 	close(s.fd);
 	if (s.ctrl)
 		munmap(s.ctrl, s.ctrl_len);
@@ -893,6 +954,8 @@ static int client_run(struct kb_sess *s, const struct bench_opts *o,
 	struct krdma_op ops[KB_MAX_BATCH];
 	uint64_t posted = 0, t0, t1, credits = UINT64_MAX, last, done_before = 0;
 	uint32_t depth = o->depth, batch = o->batch;
+	/* READs stay signaled: iWARP refuses unsignaled ones */
+	uint32_t every = kop == KB_OP_READ ? 1 : o->signal_every;
 	struct rusage ru0, ru1;
 	struct kb_msg m;
 	bool fin = false;
@@ -984,6 +1047,8 @@ static int client_run(struct kb_sess *s, const struct bench_opts *o,
 						kop == KB_OP_READ ? KRDMA_OP_READ :
 						KRDMA_OP_SEND;
 				ops[i].cookie = KB_COOKIE(KB_K_DATA, posted + i);
+				if (!kb_signaled(posted + i, iters, every))
+					ops[i].flags = KRDMA_OP_F_UNSIGNALED;
 				ops[i].conn = s->conn;
 				ops[i].num_sge = 1;
 				ops[i].sge.buf = s->data_h;
@@ -1131,7 +1196,7 @@ static int kb_conn_wait(struct kb_sess *s, uint64_t cookie, const char *what)
 	int n, i;
 
 	while (!kb_stop && kb_now() < deadline) {
-		n = krdma_poll_wc(s->fd, wc, ARRAY_SIZE(wc), 100);
+		n = kb_take(s, wc, ARRAY_SIZE(wc), 100);
 		if (n == -EINTR)
 			continue;
 		if (n < 0) {
@@ -1232,6 +1297,10 @@ static int bench_conn(const struct bench_opts *o)
 			    sizeof(target));
 	if (s.fd < 0)
 		return -s.fd;
+	if (kb_ring_setup(&s, o->ring)) {
+		close(s.fd);
+		return 1;
+	}
 	s.connect_flags = tool_connect_flags(s.fd);
 	conn_ns = calloc(n, sizeof(*conn_ns));
 	close_ns = calloc(n, sizeof(*close_ns));
@@ -1306,6 +1375,7 @@ report:
 	fflush(stdout);
 	if (s.err[0])
 		errmsg_advice(0, s.hint, "bench: %s", s.err);
+	krdma_ring_unmap(&s.ring);
 	close(s.fd);
 	if (s.ctrl)
 		munmap(s.ctrl, s.ctrl_len);
@@ -1340,6 +1410,16 @@ static int bench_client(const struct bench_opts *o)
 			    sizeof(target));
 	if (s.fd < 0)
 		return -s.fd;
+	if (o->signal_every > 1 && !module_has(s.fd, KRDMA_FEATURE_UNSIGNALED)) {
+		errmsg_advice(-EOPNOTSUPP, "load a krdma of feature \"unsignaled\" (krdmactl version), or drop -u",
+			      "bench: this krdma has no unsignaled operations");
+		close(s.fd);
+		return 1;
+	}
+	if (kb_ring_setup(&s, o->ring)) {
+		close(s.fd);
+		return 1;
+	}
 	{
 		struct sigaction sa;
 
@@ -1405,8 +1485,9 @@ static int bench_client(const struct bench_opts *o)
 		s.tok.tag = m.tok_tag;
 	}
 	if (!ret && !o->json) {
-		printf("KRDMA BENCH %s via %s (%s): depth %u, batch %u, busy-polled completions\n",
-		       target, dev, transport, o->depth, o->batch);
+		printf("KRDMA BENCH %s via %s (%s): depth %u, batch %u, busy-polled completions (%s, one in %u)\n",
+		       target, dev, transport, o->depth, o->batch,
+		       o->ring ? "mapped ring" : "POLL", o->signal_every);
 		printf("%-5s %9s %8s %5s %5s %10s %8s %9s %9s %9s %8s\n",
 		       "op", "bytes", "iters", "depth", "batch", "MB/s",
 		       "Mmsg/s", "med_us", "p99_us", "p99.9_us", "cpu_s/GB");
@@ -1456,6 +1537,8 @@ report:
 		kb_json_head(&j, target, dev, transport);
 		json_u64(&j, "depth", o->depth);
 		json_u64(&j, "batch", o->batch);
+		json_u64(&j, "signal_every", o->signal_every);
+		json_str(&j, "completions", o->ring ? "ring" : "poll");
 		json_begin_array(&j, "results");
 		for (i = 0; i < nrows; i++) {
 			const struct kb_row *r = &rows[i];
@@ -1503,6 +1586,7 @@ report:
 	}
 	if (s.err[0])
 		errmsg_advice(0, s.hint, "bench: %s", s.err);
+	krdma_ring_unmap(&s.ring);
 	close(s.fd);
 	if (s.data)
 		munmap(s.data, s.data_map);
@@ -1613,6 +1697,8 @@ int bench_main(int argc, char *argv[])
 		{ "min-iters", required_argument, NULL, 'm' },
 		{ "bytes", required_argument, NULL, 'B' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "ring", no_argument, NULL, 'R' },
+		{ "signal-every", required_argument, NULL, 'u' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -1627,6 +1713,7 @@ int bench_main(int argc, char *argv[])
 		.bytes = 256ULL << 20,
 		.timeout_ms = 10000,
 		.max_size = 8ULL << 20,
+		.signal_every = 1,
 		.ops = { true, true, true, true },	/* not conn */
 		.json = json_output,
 	};
@@ -1636,7 +1723,7 @@ int bench_main(int argc, char *argv[])
 	kb_parse_sizes("64-8M", &o);
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":la:c:S:p:o:s:d:b:n:m:B:t:jh",
+	while ((c = getopt_long(argc, argv, ":la:c:S:p:o:s:d:b:n:m:B:t:Ru:jh",
 				longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
@@ -1694,6 +1781,14 @@ int bench_main(int argc, char *argv[])
 				goto bad;
 			o.timeout_ms = v;
 			break;
+		case 'R':
+			o.ring = true;
+			break;
+		case 'u':
+			if (kb_parse_u64(optarg, 1, KB_MAX_DEPTH, &v))
+				goto bad;
+			o.signal_every = v;
+			break;
 		case 'j':
 			o.json = true;
 			json_output = true;
@@ -1710,6 +1805,12 @@ int bench_main(int argc, char *argv[])
 		o.min_iters = o.iters;
 	if (o.batch > o.depth)
 		o.batch = o.depth;
+	/* A signaled one must fit in what is in flight, or none would come */
+	if (o.signal_every > o.depth) {
+		errmsg("bench: -u %u is more than the depth (-d %u): no operation in flight would ask for a completion",
+		       o.signal_every, o.depth);
+		return EXIT_USAGE;
+	}
 	if (o.server) {
 		if (o.json) {
 			errmsg("bench: -l has no JSON output (-j)");

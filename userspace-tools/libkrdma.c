@@ -8,10 +8,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libkrdma.h"
@@ -400,6 +403,10 @@ const char *krdma_feature_str(uint64_t feature_bit)
 		return "conn";
 	if (feature_bit == KRDMA_FEATURE_KRDMA_PEER)
 		return "krdma_peer";
+	if (feature_bit == KRDMA_FEATURE_UNSIGNALED)
+		return "unsignaled";
+	if (feature_bit == KRDMA_FEATURE_RING)
+		return "ring";
 	return NULL;
 }
 
@@ -720,6 +727,94 @@ int krdma_poll_wc(int fd, struct krdma_completion *wc, uint32_t max,
 	p.timeout_ms = timeout_ms;
 	ret = krdma_ioctl(fd, KRDMA_IOC_POLL, &p);
 	return ret ? ret : (int)p.count;
+}
+
+int krdma_ring_setup(int fd, uint32_t entries, struct krdma_ring *ring)
+{
+	struct krdma_ring_setup rs;
+	uint8_t *map;
+	int ret;
+
+	memset(ring, 0, sizeof(*ring));
+	memset(&rs, 0, sizeof(rs));
+	rs.size = sizeof(rs);
+	rs.entries = entries;
+	ret = krdma_ioctl(fd, KRDMA_IOC_RING_SETUP, &rs);
+	if (ret)
+		return ret;
+	map = mmap(NULL, rs.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		   KRDMA_RING_OFF_CQ);
+	if (map == MAP_FAILED)
+		return -errno;
+	ring->map = map;
+	ring->map_size = rs.mmap_size;
+	ring->head = (uint32_t *)(map + rs.off_head);
+	ring->tail = (const uint32_t *)(map + rs.off_tail);
+	/* The kernel's answer, not the mapping's copy, which anyone may write */
+	ring->entries = rs.entries;
+	ring->mask = rs.entries - 1;
+	ring->cqes = (const struct krdma_completion *)(map + rs.off_cqes);
+	return 0;
+}
+
+void krdma_ring_unmap(struct krdma_ring *ring)
+{
+	if (ring->map)
+		munmap(ring->map, ring->map_size);
+	memset(ring, 0, sizeof(*ring));
+}
+
+uint32_t krdma_ring_take(struct krdma_ring *ring,
+			 struct krdma_completion *wc, uint32_t max)
+{
+	uint32_t head = *ring->head;
+	/* The entries up to the tail are written before it moved */
+	uint32_t tail = __atomic_load_n(ring->tail, __ATOMIC_ACQUIRE);
+	uint32_t n = tail - head, i;
+
+	/* More than the ring holds: head was written by someone else */
+	if (n > ring->entries)
+		return 0;
+	if (n > max)
+		n = max;
+	for (i = 0; i < n; i++)
+		wc[i] = ring->cqes[(head + i) & ring->mask];
+	/* Read before the kernel may fill them again */
+	if (n)
+		__atomic_store_n(ring->head, head + n, __ATOMIC_RELEASE);
+	return n;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int krdma_ring_wait(int fd, struct krdma_ring *ring,
+		    struct krdma_completion *wc, uint32_t max, int timeout_ms)
+{
+	int64_t end = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	uint32_t n;
+	int left;
+
+	for (;;) {
+		n = krdma_ring_take(ring, wc, max);
+		if (n)
+			return (int)n;
+		left = timeout_ms < 0 ? -1 : (int)(end - now_ms());
+		if (timeout_ms >= 0 && left <= 0)
+			return 0;
+		if (poll(&pfd, 1, left) < 0) {
+			if (errno != EINTR)
+				return -errno;
+		} else if (pfd.revents & (POLLNVAL | POLLERR)) {
+			return pfd.revents & POLLNVAL ? -EBADF : -EIO;
+		}
+	}
 }
 
 const char *krdma_wc_status_str(uint32_t status)

@@ -206,6 +206,45 @@ int krdma_submit_ops(int fd, struct krdma_op *ops, uint32_t count,
 /* Up to max completions, waiting up to timeout_ms for the first: count */
 int krdma_poll_wc(int fd, struct krdma_completion *wc, uint32_t max,
 		  uint32_t timeout_ms);
+/*
+ * The file's completion queue as a ring mapped into the process
+ * (KRDMA_FEATURE_RING): completions are taken with no system call. Once
+ * set up, krdma_poll_wc() on the file fails with -EBUSY.
+ */
+struct krdma_ring {
+	void *map;
+	size_t map_size;
+	uint32_t *head;			/* the consumer's: written here */
+	const uint32_t *tail;		/* the kernel's */
+	uint32_t mask;
+	uint32_t entries;
+	const struct krdma_completion *cqes;
+};
+
+/*
+ * RING_SETUP (@entries 0: the queue's size; else a power of two, 64 to
+ * the module's ucq_entries) and the mapping: 0 or -errno (-EBUSY:
+ * operations in flight or completions waiting, or another size already
+ * set up). If only the mapping fails, the file stays in ring mode: call
+ * again to map it. One consumer per ring: whoever takes completions from
+ * it (a thread, or one process after fork()) is the only one.
+ */
+int krdma_ring_setup(int fd, uint32_t entries, struct krdma_ring *ring);
+void krdma_ring_unmap(struct krdma_ring *ring);
+/*
+ * Up to @max completions that are there now, oldest first: how many (0
+ * also when head was made garbage: more than the ring holds appears)
+ */
+uint32_t krdma_ring_take(struct krdma_ring *ring,
+			 struct krdma_completion *wc, uint32_t max);
+/*
+ * As krdma_poll_wc(), from the ring: waits in poll() up to @timeout_ms
+ * (-1: no limit) for the first. Count, or -errno (-EBADF: @fd is not
+ * open).
+ */
+int krdma_ring_wait(int fd, struct krdma_ring *ring,
+		    struct krdma_completion *wc, uint32_t max, int timeout_ms);
+
 /* "REM_ACCESS_ERR", as ibv_wc_status_str() names them, without IBV_WC_ */
 const char *krdma_wc_status_str(uint32_t status);
 const char *krdma_opcode_str(uint32_t opcode);

@@ -139,6 +139,10 @@ static void test_names(void)
 		  "dev_query");
 	check_str("feature krdma_peer",
 		  krdma_feature_str(KRDMA_FEATURE_KRDMA_PEER), "krdma_peer");
+	check_str("feature unsignaled",
+		  krdma_feature_str(KRDMA_FEATURE_UNSIGNALED), "unsignaled");
+	check_str("feature ring", krdma_feature_str(KRDMA_FEATURE_RING),
+		  "ring");
 	check_str("feature ?", krdma_feature_str(1ULL << 63), NULL);
 }
 

@@ -184,7 +184,7 @@ run "" version -j
 expect_rc 0 "version -j"
 json_check 'd["module"]["abi_version"] == 1 and d["abi_match"] and
 	d["module"]["feature_names"] == ["dev_query"] and
-	d["krdmactl"]["version"] == "0.2.0"' "version -j"
+	d["krdmactl"]["version"] == "0.3.0"' "version -j"
 
 run "abi=2" version
 expect_rc 0 "version, ABI mismatch"
@@ -435,7 +435,7 @@ expect_rc 0 "krdmactl -j d"
 json_check '"devices" in d' "krdmactl -j d"
 run "" -j ve
 expect_rc 0 "krdmactl -j ve"
-json_check 'd["krdmactl"]["version"] == "0.2.0"' "krdmactl -j ve"
+json_check 'd["krdmactl"]["version"] == "0.3.0"' "krdmactl -j ve"
 run "" expl -j 110
 expect_rc 0 "krdmactl expl -j 110"
 json_check 'd["explanations"][0]["name"] == "ETIMEDOUT"' "krdmactl expl -j 110"

@@ -21,7 +21,9 @@
 #include <linux/atomic.h>
 #include <linux/bits.h>
 #include <linux/list.h>
+#include <linux/slab.h>
 #include <linux/socket.h>
+#include <linux/stddef.h>
 #include <linux/types.h>
 #include <linux/krdma.h>
 
@@ -92,6 +94,13 @@ struct krdma_local_sge {
 
 #define KRDMA_OP_MAX_SGE 16
 
+/*
+ * krdma_req.flags. KRDMA_REQ_UNSIGNALED: no completion unless it fails:
+ * @done is called only with an error status (Documentation/kernel-api.rst,
+ * "Unsignaled operations").
+ */
+#define KRDMA_REQ_UNSIGNALED	BIT(0)
+
 struct krdma_req;
 struct krdma_rkeys;
 typedef void (*krdma_done_fn)(struct krdma_req *req,
@@ -99,10 +108,11 @@ typedef void (*krdma_done_fn)(struct krdma_req *req,
 
 /**
  * struct krdma_req - one operation: filled by the caller, then owned by
- *                    krdma until @done is called
+ *                    krdma until @done is called (or, unsignaled, until
+ *                    a later operation's success implies it)
  * @opcode: KRDMA_OP_*
+ * @flags: KRDMA_REQ_UNSIGNALED or 0; other bits are refused
  * @num_sge: entries of @sge in use
- * @sge: the local ranges
  * @remote_addr: WRITE, READ, atomics: the peer's address
  * @rkey: the peer's key, when its token's seg_shift is 0
  * @rkeys: NULL, or, for a token whose seg_shift is not 0, its key table
@@ -111,7 +121,8 @@ typedef void (*krdma_done_fn)(struct krdma_req *req,
  * @imm_data: WRITE_IMM, SEND_IMM: immediate data, host order
  * @compare_add: atomics
  * @swap: compare-and-swap
- * @done: called exactly once, in any context (softirq included)
+ * @done: called exactly once, in any context (softirq included), with no
+ *        krdma lock held; for an unsignaled operation only if it fails
  * @context: the caller's, untouched by krdma
  * @conn: set by krdma_post(): the connection (referenced until @done)
  * @entry: in @conn->pending
@@ -131,11 +142,14 @@ typedef void (*krdma_done_fn)(struct krdma_req *req,
  *        buffer on this connection (referenced until @done)
  * @post_error: why krdma could not post a piece of it (a negative errno;
  *              it then completes with LOC_QP_OP_ERR or LOC_LEN_ERR), or 0
+ * @sge: the local ranges; last, so that a request for fewer ranges may be
+ *       allocated short (krdma_req_size()): krdma reads @sge[0] to
+ *       @sge[@num_sge - 1] only
  */
 struct krdma_req {
 	u32 opcode;
+	u32 flags;
 	u32 num_sge;
-	struct krdma_local_sge sge[KRDMA_OP_MAX_SGE];
 	u64 remote_addr;
 	u32 rkey;
 	struct krdma_rkeys *rkeys;
@@ -162,7 +176,42 @@ struct krdma_req {
 	bool tail_posted;
 	struct krdma_window *lwin;
 	int post_error;
+
+	struct krdma_local_sge sge[KRDMA_OP_MAX_SGE];
 };
+
+/**
+ * krdma_req_size - bytes of a request with room for @n local ranges
+ * @n: the most ranges it will carry (num_sge), 0 to KRDMA_OP_MAX_SGE
+ *
+ * A request allocated with this size is valid for krdma_post() as long
+ * as its num_sge never exceeds @n. It must not be copied by assignment
+ * (that copies a whole struct krdma_req) nor declared on the stack.
+ *
+ * Return: the size in bytes.
+ */
+static inline size_t krdma_req_size(unsigned int n)
+{
+	return offsetof(struct krdma_req, sge) +
+	       (size_t)n * sizeof(struct krdma_local_sge);
+}
+
+/**
+ * krdma_req_alloc - a zeroed request with room for @n local ranges
+ * @n: the most ranges it will carry, at most KRDMA_OP_MAX_SGE
+ * @gfp: allocation flags
+ *
+ * See krdma_req_size(). Free it with kfree() once it is the caller's
+ * again.
+ *
+ * Return: the request, or NULL (no memory, or @n too large).
+ */
+static inline struct krdma_req *krdma_req_alloc(unsigned int n, gfp_t gfp)
+{
+	if (n > KRDMA_OP_MAX_SGE)
+		return NULL;
+	return kzalloc(krdma_req_size(n), gfp);
+}
 
 /**
  * struct krdma_conn_info - what krdma_conn_info() tells about a connection
@@ -291,6 +340,8 @@ void krdma_grant_destroy(struct krdma_window *grant);
 
 /* Transfers: module/xfer.c */
 int krdma_post(struct krdma_conn *conn, struct krdma_req *req);
+int krdma_post_list(struct krdma_conn *conn, struct krdma_req *const *reqs,
+		    unsigned int n, unsigned int *accepted);
 int krdma_post_sync(struct krdma_conn *conn, struct krdma_req *req,
 		    long timeout, struct krdma_wc *wc);
 

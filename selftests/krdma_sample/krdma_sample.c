@@ -615,6 +615,397 @@ out:
 	kfree(c);
 }
 
+/*
+ * Unsignaled operations, krdma_post_list() and short requests
+ */
+
+/* WRITE_IMM with no range: -EOPNOTSUPP on iWARP, -EINVAL elsewhere */
+static bool conn_is_iwarp(struct krdma_conn *conn)
+{
+	struct krdma_req *req = krdma_req_alloc(0, GFP_KERNEL);
+	bool iwarp;
+
+	if (!req)
+		return false;
+	req->opcode = KRDMA_OP_WRITE_IMM;
+	req->done = note_context;	/* never called: refused */
+	iwarp = krdma_post(conn, req) == -EOPNOTSUPP;
+	kfree(req);
+	return iwarp;
+}
+
+/* What the dones of one batch saw */
+struct quiet {
+	atomic_t dones;			/* every done call */
+	atomic_t quiet_dones;		/* those of unsignaled requests */
+	u32 quiet_status;		/* the last of those */
+	u32 status;			/* the signaled request's */
+	struct completion last;		/* the signaled request's done */
+	struct completion failed;	/* an unsignaled request's done */
+	struct krdma_conn *conn;	/* repost from done (flush case) */
+	struct krdma_req *repost;
+	int repost_ret;
+	bool repost_in_task;
+};
+
+static void quiet_done(struct krdma_req *req, const struct krdma_wc *wc)
+{
+	struct quiet *q = req->context;
+
+	atomic_inc(&q->dones);
+	if (req->flags & KRDMA_REQ_UNSIGNALED) {
+		atomic_inc(&q->quiet_dones);
+		q->quiet_status = wc->status;
+		/*
+		 * A done may post, in any context: on a connection being
+		 * torn down that is -ENOTCONN, never a deadlock
+		 */
+		if (q->repost) {
+			q->repost_in_task = in_task();
+			q->repost_ret = krdma_post(q->conn, q->repost);
+		}
+		complete(&q->failed);
+		return;
+	}
+	q->status = wc->status;
+	complete(&q->last);
+}
+
+static void quiet_init(struct quiet *q)
+{
+	memset(q, 0, sizeof(*q));
+	init_completion(&q->last);
+	init_completion(&q->failed);
+	q->repost_ret = 1;
+}
+
+/* Wait for the batch's last done; fail the connection if it never comes */
+static int quiet_wait(struct quiet *q, struct krdma_conn *conn)
+{
+	if (wait_for_completion_timeout(&q->last, TIMEOUT))
+		return 0;
+	krdma_disconnect(conn);
+	wait_for_completion(&q->last);
+	return -ETIMEDOUT;
+}
+
+/*
+ * @n WRITEs (or READs) of @len bytes in short requests, all unsignaled
+ * but the last, by one krdma_post_list(): one done, the last's, and every
+ * byte in place when it comes; twice, with the same requests, which are
+ * the caller's again after the last one's success.
+ */
+static void test_unsignaled_batch(const char *ip, struct pair *p, u32 opcode,
+				  unsigned int n, size_t len)
+{
+	const char *name = opcode == KRDMA_OP_WRITE ? "WRITE" : "READ";
+	struct kmem local = {}, remote = {};
+	struct krdma_window *grant = NULL;
+	struct krdma_req **reqs;
+	struct krdma_token tok;
+	unsigned int i, round, accepted;
+	struct quiet *q;
+	long bad = -1;
+	int ret;
+
+	reqs = kcalloc(n, sizeof(*reqs), GFP_KERNEL);
+	q = kmalloc(sizeof(*q), GFP_KERNEL);
+	ret = reqs && q ? 0 : -ENOMEM;
+	for (i = 0; !ret && i < n; i++) {
+		reqs[i] = krdma_req_alloc(1, GFP_KERNEL);
+		if (!reqs[i])
+			ret = -ENOMEM;
+	}
+	if (!ret)
+		ret = kmem_get(&local, MEM_VMALLOC, n * len,
+			       KRDMA_ACCESS_LOCAL_WRITE);
+	if (!ret)
+		ret = kmem_get(&remote, MEM_VMALLOC, n * len,
+			       KRDMA_ACCESS_REMOTE_READ |
+			       KRDMA_ACCESS_REMOTE_WRITE);
+	if (!ret) {
+		grant = krdma_grant_create(p->server, remote.buf, 0, n * len,
+					   KRDMA_ACCESS_REMOTE_READ |
+					   KRDMA_ACCESS_REMOTE_WRITE);
+		if (IS_ERR(grant)) {
+			ret = PTR_ERR(grant);
+			grant = NULL;
+		}
+	}
+	if (ret) {
+		result(false, "%s %u unsignaled %ss of %zu: setup: %d", ip, n,
+		       name, len, ret);
+		goto out;
+	}
+	krdma_grant_token(grant, &tok);
+
+	for (round = 0; round < 2; round++) {
+		quiet_init(q);
+		for (i = 0; i < n; i++) {
+			struct krdma_req *req = reqs[i];
+			u8 *src = opcode == KRDMA_OP_WRITE ? local.p : remote.p;
+
+			fill(src + i * len, len, round * 64 + i);
+			req->opcode = opcode;
+			req->flags = i < n - 1 ? KRDMA_REQ_UNSIGNALED : 0;
+			req->num_sge = 1;
+			req->sge[0].buf = local.buf;
+			req->sge[0].offset = i * len;
+			req->sge[0].length = len;
+			req->remote_addr = tok.addr + i * len;
+			req->rkey = tok.rkey;
+			req->rkeys = NULL;
+			req->done = quiet_done;
+			req->context = q;
+		}
+		ret = krdma_post_list(p->client, reqs, n, &accepted);
+		if (ret || accepted != n) {
+			result(false, "%s %u unsignaled %ss: post_list %d, %u accepted",
+			       ip, n, name, ret, accepted);
+			/* Those accepted still complete: wait for nothing */
+			krdma_disconnect(p->client);
+			goto out;
+		}
+		ret = quiet_wait(q, p->client);
+		for (i = 0; !ret && !q->status && i < n; i++) {
+			u8 *dst = (opcode == KRDMA_OP_WRITE ? remote.p :
+				   local.p) + i * len;
+
+			if (opcode == KRDMA_OP_WRITE)
+				wait_bytes(dst, (u8 *)local.p + i * len, len);
+			bad = check(dst, len, round * 64 + i);
+			if (bad != -1)
+				break;
+		}
+		result(!ret && !q->status && bad == -1 &&
+		       atomic_read(&q->dones) == 1,
+		       "%s %u %ss of %zu bytes, %u unsignaled, one krdma_post_list(): one done%s, every byte verified",
+		       ip, n, name, len, n - 1,
+		       round ? " (requests reused)" : "");
+		if (ret || q->status || bad != -1 || atomic_read(&q->dones) != 1)
+			diag("ret %d status %u dones %d op %u byte %ld", ret,
+			     q->status, atomic_read(&q->dones), i, bad);
+		if (ret || q->status)
+			break;
+	}
+out:
+	if (grant)
+		krdma_grant_destroy(grant);
+	kmem_put(&local, MEM_VMALLOC);
+	kmem_put(&remote, MEM_VMALLOC);
+	for (i = 0; reqs && i < n; i++)
+		kfree(reqs[i]);
+	kfree(reqs);
+	kfree(q);
+}
+
+/*
+ * An unsignaled WRITE queued behind a 64 MiB one is flushed by a
+ * disconnect: its done reports WR_FLUSH_ERR, once; and that done posts
+ * again (on the connection being torn down: -ENOTCONN), which used to
+ * deadlock when done ran under the connection's post mutex.
+ */
+static void test_unsignaled_flush(const char *ip)
+{
+	struct kmem big = {}, small = {}, remote = {};
+	struct krdma_req *reqs[2] = {}, *repost = NULL;
+	struct krdma_window *grant = NULL;
+	struct krdma_rkeys *rkeys = NULL;
+	struct krdma_token tok;
+	unsigned int i, accepted = 0;
+	struct quiet *q;
+	struct pair p;
+	int ret;
+
+	ret = pair_open(&p, ip, NULL);
+	if (ret) {
+		result(false, "%s unsignaled flush: pair_open %d", ip, ret);
+		return;
+	}
+	q = kmalloc(sizeof(*q), GFP_KERNEL);
+	reqs[0] = krdma_req_alloc(1, GFP_KERNEL);
+	reqs[1] = krdma_req_alloc(1, GFP_KERNEL);
+	repost = krdma_req_alloc(1, GFP_KERNEL);
+	ret = q && reqs[0] && reqs[1] && repost ? 0 : -ENOMEM;
+	if (!ret)
+		ret = kmem_get(&big, MEM_VMALLOC, SZ_64M, 0);
+	if (!ret)
+		ret = kmem_get(&small, MEM_KMALLOC, 4096, 0);
+	if (!ret)
+		ret = kmem_get(&remote, MEM_VMALLOC, SZ_64M + 4096,
+			       KRDMA_ACCESS_REMOTE_WRITE);
+	if (!ret) {
+		grant = krdma_grant_create(p.server, remote.buf, 0,
+					   SZ_64M + 4096,
+					   KRDMA_ACCESS_REMOTE_WRITE);
+		if (IS_ERR(grant)) {
+			ret = PTR_ERR(grant);
+			grant = NULL;
+		}
+	}
+	if (!ret) {
+		krdma_grant_token(grant, &tok);
+		/* More than one registration on siw: the key table */
+		if (tok.seg_shift) {
+			rkeys = krdma_rkeys_get(p.client, &tok);
+			if (IS_ERR(rkeys)) {
+				ret = PTR_ERR(rkeys);
+				rkeys = NULL;
+			}
+		}
+	}
+	if (ret) {
+		result(false, "%s unsignaled flush: setup %d", ip, ret);
+		goto out;
+	}
+	quiet_init(q);
+	q->conn = p.client;
+	q->repost = repost;
+	repost->opcode = KRDMA_OP_WRITE;
+	repost->num_sge = 1;
+	repost->sge[0].buf = small.buf;
+	repost->sge[0].length = 1;
+	repost->remote_addr = tok.addr;
+	repost->rkey = tok.rkey;
+	repost->rkeys = rkeys;
+	repost->done = quiet_done;	/* never called: refused */
+	repost->context = q;
+
+	for (i = 0; i < 2; i++) {
+		reqs[i]->opcode = KRDMA_OP_WRITE;
+		reqs[i]->num_sge = 1;
+		reqs[i]->sge[0].buf = i ? small.buf : big.buf;
+		reqs[i]->sge[0].length = i ? 4096 : SZ_64M;
+		reqs[i]->remote_addr = tok.addr + i * SZ_64M;
+		reqs[i]->rkey = tok.rkey;
+		reqs[i]->rkeys = rkeys;
+		reqs[i]->done = quiet_done;
+		reqs[i]->context = q;
+	}
+	reqs[1]->flags = KRDMA_REQ_UNSIGNALED;
+	ret = krdma_post_list(p.client, reqs, 2, &accepted);
+	if (ret || accepted != 2) {
+		result(false, "%s unsignaled flush: post_list %d, %u accepted",
+		       ip, ret, accepted);
+		if (accepted)
+			krdma_disconnect(p.client);
+		goto out;
+	}
+	/* The small WRITE waits behind 256 pieces of 256 KiB: flush it */
+	krdma_disconnect(p.client);
+	/* Both dones have run once krdma_disconnect() returned */
+	ret = completion_done(&q->last) && completion_done(&q->failed) ?
+	      0 : -ETIMEDOUT;
+	result(!ret && atomic_read(&q->quiet_dones) == 1 &&
+	       q->quiet_status == KRDMA_WC_WR_FLUSH_ERR,
+	       "%s an unsignaled WRITE flushed by a disconnect reports WR_FLUSH_ERR, once",
+	       ip);
+	result(q->repost_ret == -ENOTCONN,
+	       "%s a done callback (%s context) posts on a closing connection: -ENOTCONN",
+	       ip, q->repost_in_task ? "process" : "softirq");
+	if (ret || atomic_read(&q->quiet_dones) != 1 ||
+	    q->quiet_status != KRDMA_WC_WR_FLUSH_ERR || q->repost_ret != -ENOTCONN)
+		diag("ret %d quiet dones %d status %u repost %d (big: %u)",
+		     ret, atomic_read(&q->quiet_dones), q->quiet_status,
+		     q->repost_ret, q->status);
+out:
+	pair_close(&p);
+	krdma_rkeys_put(rkeys);
+	if (grant)
+		krdma_grant_destroy(grant);
+	kmem_put(&big, MEM_VMALLOC);
+	kmem_put(&small, MEM_KMALLOC);
+	kmem_put(&remote, MEM_VMALLOC);
+	kfree(reqs[0]);
+	kfree(reqs[1]);
+	kfree(repost);
+	kfree(q);
+}
+
+/* The flag's errno contract, and krdma_post_list() stopping at a refusal */
+static void test_unsignaled_errnos(const char *ip, struct pair *p,
+				   bool iwarp)
+{
+	struct krdma_req *reqs[2] = {};
+	struct kmem mem = {};
+	struct krdma_wc wc;
+	unsigned int accepted = 99;
+	struct quiet *q;
+	int ret, r[6];
+
+	q = kmalloc(sizeof(*q), GFP_KERNEL);
+	reqs[0] = krdma_req_alloc(1, GFP_KERNEL);
+	reqs[1] = krdma_req_alloc(1, GFP_KERNEL);
+	ret = q && reqs[0] && reqs[1] ? 0 : -ENOMEM;
+	if (!ret)
+		ret = kmem_get(&mem, MEM_KMALLOC, 4096,
+			       KRDMA_ACCESS_LOCAL_WRITE);
+	if (ret) {
+		result(false, "%s unsignaled errnos: setup %d", ip, ret);
+		goto out;
+	}
+	quiet_init(q);
+	reqs[0]->num_sge = 1;
+	reqs[0]->sge[0].buf = mem.buf;
+	reqs[0]->sge[0].length = 64;
+	reqs[0]->done = quiet_done;
+	reqs[0]->context = q;
+
+	reqs[0]->opcode = KRDMA_OP_RECV;
+	reqs[0]->flags = KRDMA_REQ_UNSIGNALED;
+	r[0] = krdma_post(p->client, reqs[0]);		/* -EINVAL */
+	reqs[0]->opcode = KRDMA_OP_SEND;
+	reqs[0]->flags = 1U << 5;
+	r[1] = krdma_post(p->client, reqs[0]);		/* -EINVAL */
+	reqs[0]->flags = 1U << 31;			/* krdma's own */
+	r[2] = krdma_post(p->client, reqs[0]);		/* -EINVAL */
+	reqs[0]->flags = KRDMA_REQ_UNSIGNALED;
+	r[3] = krdma_post_sync(p->client, reqs[0], TIMEOUT, &wc); /* -EINVAL */
+	reqs[0]->done = quiet_done;
+	reqs[0]->context = q;
+	reqs[0]->opcode = KRDMA_OP_READ;
+	reqs[0]->remote_addr = 0;
+	reqs[0]->rkey = 0;
+	r[4] = iwarp ? krdma_post(p->client, reqs[0]) : -EOPNOTSUPP;
+	r[5] = krdma_req_alloc(KRDMA_OP_MAX_SGE + 1, GFP_KERNEL) ? 0 : -ENOMEM;
+	result(r[0] == -EINVAL && r[1] == -EINVAL && r[2] == -EINVAL &&
+	       r[3] == -EINVAL && r[4] == -EOPNOTSUPP && r[5] == -ENOMEM &&
+	       !atomic_read(&q->dones),
+	       "%s unsignaled: refused on RECV, with unknown flags, by krdma_post_sync()%s",
+	       ip, iwarp ? ", on an iWARP READ" : "");
+	if (r[0] != -EINVAL || r[1] != -EINVAL || r[2] != -EINVAL ||
+	    r[3] != -EINVAL || r[4] != -EOPNOTSUPP || r[5] != -ENOMEM)
+		diag("%d %d %d %d %d %d", r[0], r[1], r[2], r[3], r[4], r[5]);
+
+	/* The second is refused: the first, a RECV, was accepted */
+	reqs[0]->opcode = KRDMA_OP_RECV;
+	reqs[0]->flags = 0;
+	reqs[1]->opcode = KRDMA_OP_RECV;
+	reqs[1]->flags = KRDMA_REQ_UNSIGNALED;
+	reqs[1]->done = quiet_done;
+	reqs[1]->context = q;
+	ret = krdma_post_list(p->client, reqs, 2, &accepted);
+	result(ret == -EINVAL && accepted == 1,
+	       "%s krdma_post_list() stops at the first refusal and says how many went",
+	       ip);
+	if (ret != -EINVAL || accepted != 1)
+		diag("ret %d accepted %u", ret, accepted);
+	if (!accepted)
+		goto out;
+	/* An empty SEND fills that RECV: then q and mem may go */
+	reqs[1]->opcode = KRDMA_OP_SEND;
+	reqs[1]->flags = 0;
+	reqs[1]->num_sge = 0;
+	ret = krdma_post_sync(p->server, reqs[1], TIMEOUT, &wc);
+	if (ret || quiet_wait(q, p->client))
+		diag("the RECV's SEND: %d, status %u", ret, wc.status);
+out:
+	kmem_put(&mem, MEM_KMALLOC);
+	kfree(reqs[0]);
+	kfree(reqs[1]);
+	kfree(q);
+}
+
 /* The peer goes away: the consumer is told through its event callback */
 static void test_peer_gone(const char *ip)
 {
@@ -837,6 +1228,7 @@ static void test_ip(const char *ip)
 {
 	struct krdma_conn_info info, sinfo;
 	struct pair p;
+	bool iwarp;
 	int ret;
 
 	ret = pair_open(&p, ip, NULL);
@@ -864,8 +1256,15 @@ static void test_ip(const char *ip)
 	test_send_recv(ip, &p, MEM_PAGES);
 	test_grant_scope(ip, &p);
 	test_chain(ip, &p);
+	iwarp = conn_is_iwarp(p.client);
+	test_unsignaled_errnos(ip, &p, iwarp);
+	test_unsignaled_batch(ip, &p, KRDMA_OP_WRITE, 32, 3000);
+	test_unsignaled_batch(ip, &p, KRDMA_OP_WRITE, 16, SZ_64K);
+	if (!iwarp)
+		test_unsignaled_batch(ip, &p, KRDMA_OP_READ, 32, 3000);
 	pair_close(&p);
 	test_peer_gone(ip);
+	test_unsignaled_flush(ip);
 	test_session(ip);
 }
 

@@ -79,6 +79,7 @@
 #define KRDMA_CMD_GRANT		0x8b
 #define KRDMA_CMD_SUBMIT	0x8c
 #define KRDMA_CMD_POLL		0x8d
+#define KRDMA_CMD_RING_SETUP	0x8e
 
 /*
  * Bits of krdma_query_module.features: what this module can do. A caller
@@ -89,6 +90,8 @@
 #define KRDMA_FEATURE_KRDMA_PEER	_BITULL(2)	/* KRDMA_LISTEN_KRDMA_PEER,
 							 * KRDMA_CONNECT_KRDMA_PEER
 							 */
+#define KRDMA_FEATURE_UNSIGNALED	_BITULL(3)	/* KRDMA_OP_F_UNSIGNALED */
+#define KRDMA_FEATURE_RING		_BITULL(4)	/* RING_SETUP, mmap */
 
 /* Encoding of krdma_query_module.version */
 #define KRDMA_VERSION_CODE(major, minor, patch) \
@@ -766,10 +769,16 @@ struct krdma_sge {
 
 #define KRDMA_MAX_SGE 16
 
+/*
+ * krdma_op.flags. KRDMA_OP_F_UNSIGNALED: no completion unless it fails
+ * (see struct krdma_op).
+ */
+#define KRDMA_OP_F_UNSIGNALED	_BITUL(0)
+
 /**
  * struct krdma_op - one operation of KRDMA_IOC_SUBMIT
  * @opcode: KRDMA_OP_*
- * @flags: Must be 0
+ * @flags: KRDMA_OP_F_UNSIGNALED or 0 (other bits: EINVAL)
  * @cookie: returned as is in the operation's completion
  * @conn: the connection
  * @num_sge: local ranges: 1 uses @sge; 2 to KRDMA_MAX_SGE use the array
@@ -798,6 +807,19 @@ struct krdma_sge {
  * no RDMA READ), EPROTO (the table read is not the token's: tag or count
  * differ), ENOTCONN, ETIMEDOUT, EIO (the READ failed: revoked token),
  * EINTR, ENOMEM.
+ *
+ * KRDMA_OP_F_UNSIGNALED (when QUERY_MODULE's features has
+ * KRDMA_FEATURE_UNSIGNALED): no completion unless the operation fails.
+ * A failure (a flush included: the connection failed, or was
+ * disconnected or destroyed, with it in flight) completes as for any
+ * operation, exactly once. The operation still holds a completion queue
+ * entry while in flight, given back with no completion when it succeeds.
+ * Once an operation that is neither unsignaled nor a RECV completes with
+ * KRDMA_WC_SUCCESS, every operation submitted before it on the same
+ * connection, RECVs aside (and, on iWARP, READs, which complete when
+ * their response arrives), has succeeded or has its failure in the
+ * queue before it; a failed completion implies nothing. Errors: EINVAL
+ * on a RECV; EOPNOTSUPP on a READ or an atomic of an iWARP connection.
  */
 struct krdma_op {
 	__u32 opcode;
@@ -927,7 +949,9 @@ struct krdma_completion {
  * first. Returns with @count 0 on timeout. The file is readable for
  * poll()/epoll when the queue is not empty. Completions are taken only
  * once both @completions and this struct were written: on EFAULT (either
- * not writable) nothing is taken, and the next POLL returns them.
+ * not writable) nothing is taken, and the next POLL returns them. EBUSY:
+ * the queue is a mapped ring (KRDMA_IOC_RING_SETUP), which userspace
+ * consumes itself.
  */
 struct krdma_poll {
 	__u32 size;
@@ -940,5 +964,68 @@ struct krdma_poll {
 };
 
 #define KRDMA_IOC_POLL _IO(KRDMA_TYPE, KRDMA_CMD_POLL)
+
+/* The mmap() offset of the completion ring */
+#define KRDMA_RING_OFF_CQ	0ULL
+
+/**
+ * struct krdma_ring_setup - ioctl(KRDMA_IOC_RING_SETUP)
+ * @size: sizeof(struct krdma_ring_setup)
+ * @flags: Must be 0
+ * @entries: Input: entries of the ring, a power of two from 64 to the
+ *           module's ucq_entries (the administrator's bound, at most
+ *           2^20), or 0 for that size. Output: the ring's entries
+ * @off_head: Output: offset in the mapping of the __u32 head, the index
+ *            of the next entry to consume; written by userspace only
+ * @off_tail: Output: offset of the __u32 tail, the index of the next
+ *            entry the kernel fills; written by the kernel only
+ * @off_ring_mask: Output: offset of the __u32 entries - 1
+ * @off_ring_entries: Output: offset of the __u32 entries
+ * @off_flags: Output: offset of the __u32 flags of the ring (0)
+ * @off_cqes: Output: offset of the first of @entries struct
+ *            krdma_completion; entry i is at index i & ring_mask
+ * @__reserved: Must be 0
+ * @mmap_size: Output: the length to mmap()
+ *
+ * Turns the file's completion queue into a ring mapped into the caller,
+ * which takes completions with no system call: read the tail with acquire
+ * semantics, consume the entries from head up to it, store the new head
+ * with release semantics. head and tail are free-running __u32 indexes.
+ * Then ``mmap(NULL, mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+ * KRDMA_RING_OFF_CQ)``; poll() and epoll report EPOLLIN while head and
+ * tail differ; KRDMA_IOC_POLL fails with EBUSY on a mapped ring.
+ *
+ * The first call switches the queue: only when no operation is in flight
+ * and no completion waits in the queue (EBUSY otherwise). Later calls,
+ * with @entries 0 or equal to the ring's, only report the offsets again,
+ * as a program that received the file, or one after execve(), needs to
+ * map the ring. The kernel never reads what userspace writes but head;
+ * it accepts a head that moves forward and not past the tail, and ignores
+ * any other value (the ring then stays as full as it was). Operations
+ * are accepted only with an entry reserved, so the ring never overflows:
+ * SUBMIT fails with EAGAIN while the ring is full (KRDMA_SUBMIT_WAIT
+ * waits, reading head again at each completion and every 10 ms).
+ *
+ * Errors: EINVAL (flags, @entries, reserved field); EBUSY (operations
+ * in flight or completions waiting at the first call; another @entries
+ * than the ring's later); ENOMEM. mmap() fails with EINVAL before
+ * RING_SETUP, for a private mapping, another offset or more than
+ * @mmap_size bytes, and with EPERM for an executable mapping.
+ */
+struct krdma_ring_setup {
+	__u32 size;
+	__u32 flags;
+	__u32 entries;
+	__u32 off_head;
+	__u32 off_tail;
+	__u32 off_ring_mask;
+	__u32 off_ring_entries;
+	__u32 off_flags;
+	__u32 off_cqes;
+	__u32 __reserved;
+	__aligned_u64 mmap_size;
+};
+
+#define KRDMA_IOC_RING_SETUP _IO(KRDMA_TYPE, KRDMA_CMD_RING_SETUP)
 
 #endif /* _UAPI_LINUX_KRDMA_H */
