@@ -238,6 +238,14 @@ static void krdma_conn_error_work(struct work_struct *work)
  */
 void krdma_conn_qp_failed(struct krdma_conn *conn, int error)
 {
+	/*
+	 * A driver that refuses a post with -ENOTCONN (siw, once its QP
+	 * left RTS) says that the connection went away under krdma: the
+	 * peer or the link reset it. "Not connected" is the state that
+	 * follows, not a reason.
+	 */
+	if (error == -ENOTCONN)
+		error = -ECONNRESET;
 	if (atomic_cmpxchg(&conn->qp_error, 0, error))
 		return;
 	krdma_conn_get(conn);
