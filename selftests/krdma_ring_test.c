@@ -534,12 +534,18 @@ TEST_F(ring, fork_shares_the_ring)
 
 	kt_pattern(self->src.p + 3 * PIECE, PIECE, 4);
 	ASSERT_EQ(0, krdma_ring_setup(self->cfd, RING, &self->r));
+	write_op(self, &op, 3, 777);
+	ASSERT_EQ(0, krdma_submit_ops(self->cfd, &op, 1, 0, NULL));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		/* The child's copy of the mapping is the same ring */
-		write_op(self, &op, 3, 777);
-		if (krdma_submit_ops(self->cfd, &op, 1, 0, NULL))
+		/*
+		 * The parent's buffer is not the child's to name (EPERM,
+		 * nothing posted); the child's copy of the mapping is the
+		 * same ring, and it takes the parent's completion
+		 */
+		op.cookie = 778;
+		if (krdma_submit_ops(self->cfd, &op, 1, 0, NULL) != -EPERM)
 			_exit(2);
 		_exit(krdma_ring_wait(self->cfd, &self->r, &wc, 1,
 				      KT_WAIT_MS) == 1 && wc.cookie == 777 ?
@@ -553,6 +559,8 @@ TEST_F(ring, fork_shares_the_ring)
 	ASSERT_EQ(1, *self->r.head);
 	ASSERT_EQ(777, self->r.cqes[0].cookie);
 	ASSERT_TRUE(pieces_arrived(self, 3, 4));
+	/* And the refused one left nothing behind */
+	ASSERT_EQ(0, krdma_ring_wait(self->cfd, &self->r, &wc, 1, 200));
 }
 
 TEST_F(ring, mapping_outlives_the_file)
