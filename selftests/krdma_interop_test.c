@@ -638,6 +638,15 @@ static void verbs_client(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, krdma_accept_conn(self->fd, self->listener, 0, WAIT_MS,
 				       &conn));
 	check_conn(_metadata, self, variant, conn, !opt);
+	/*
+	 * krdma_side() speaks first, and the connecting side must: on iWARP
+	 * the accepting side is established once it has sent its MPA reply,
+	 * and a SEND right behind it can reach the peer before the peer has
+	 * read the reply (siw then fails the connect: "peer sent extra
+	 * data", CONNECT_ERROR -EINVAL; seen under load). Wait for the peer
+	 * to say it is connected, as protocol.rst asks of a first sender.
+	 */
+	ASSERT_NE(NULL, peer_wait_line(self, "connected to ", WAIT_MS));
 	krdma_side(_metadata, self, conn, size, off);
 	EXPECT_EQ(PEER_OK, peer_wait_exit(self, PEER_EXIT_MS));
 	/* The peer disconnected when it was done */
