@@ -50,12 +50,16 @@ trap cleanup EXIT
 . selftests/lib.sh
 
 # run SECONDS ARGS...: krdmactl ARGS into $TMP/out, $TMP/err; status in $rc
+# (a call of 10 s or more says how long it took: where a loaded run's time
+# goes)
 run() {
-	local secs=$1
+	local secs=$1 t0=$SECONDS
 
 	shift
 	timeout -k 5 "$secs" "$K" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
 	rc=$?
+	((SECONDS - t0 < 10)) ||
+		echo "# krdmactl $* took $((SECONDS - t0)) s (exit $rc)"
 }
 
 json() {
@@ -287,8 +291,10 @@ depmod_args=(DEPMOD=true)
 depmod_runs() { # install|uninstall: its recipe runs depmod for this kernel
 	make -n "$1" 2>/dev/null | grep -qxF "depmod -a $(uname -r)"
 }
+t0=$SECONDS
 timeout -k 5 600 make install "${depmod_args[@]}" >"$TMP/out" 2>"$TMP/err" </dev/null
 rc=$?
+echo "# make install took $((SECONDS - t0)) s (exit $rc)"
 cp "$TMP/out" "$TMP/install.out"
 cat "$TMP/err" >>"$TMP/install.out"
 found_ko() {
@@ -337,8 +343,10 @@ if command -v mandb >/dev/null && command -v whatis >/dev/null; then
 else
 	skip "man -w krdmactl and whatis krdmactl find the installed page" "man-db is not installed"
 fi
+t0=$SECONDS
 timeout -k 5 300 make uninstall "${depmod_args[@]}" >"$TMP/out" 2>"$TMP/err" </dev/null
 rc=$?
+echo "# make uninstall took $((SECONDS - t0)) s (exit $rc)"
 listing >"$TMP/files_after"
 if ! cmp -s "$TMP/files_before" "$TMP/files_after"; then
 	diff "$TMP/files_before" "$TMP/files_after" >"$TMP/err"
