@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "libkrdma.h"
+#include "krdma_test_lib.h"
 #include "kselftest_harness.h"
 
 /*
@@ -198,8 +199,7 @@ static long read_field(const char *file, const char *key, int col)
 
 static void get_counters(struct counters *c)
 {
-	c->pin_acq = read_field("/proc/vmstat", "nr_foll_pin_acquired", 1);
-	c->pin_rel = read_field("/proc/vmstat", "nr_foll_pin_released", 1);
+	kt_pin_counters(&c->pin_acq, &c->pin_rel);
 	c->vm_pin = read_field("/proc/self/status", "VmPin", 1);
 	c->modref = read_field("/proc/modules", "krdma", 2);
 }

@@ -172,12 +172,6 @@ now_ms() {
 
 # --- the state of the machine ----------------------------------------------
 
-# Pages pinned with FOLL_PIN and not released yet
-pins() {
-	awk '$1 == "nr_foll_pin_acquired" { a = $2 }
-	     $1 == "nr_foll_pin_released" { r = $2 }
-	     END { print a - r }' /proc/vmstat
-}
 mem_avail_mib() {
 	awk '$1 == "MemAvailable:" { print int($2 / 1024) }' /proc/meminfo
 }
@@ -688,6 +682,22 @@ case_reload() {
 	[[ -c /dev/krdma ]] || fail "no /dev/krdma after insmod"
 }
 
+# siw before Linux 6.11 moves every QP of a device to ERROR from a work
+# item when its netdev goes down (siw_netdev_down(), for
+# NETDEV_GOING_DOWN), walking the device's QP list without its lock or a
+# reference on the QPs: a QP destroyed meanwhile, by its process reacting
+# to the error or by the device's removal, is used after it was freed
+# (KASAN: use-after-free in siw_netdev_down, then a general protection
+# fault, on the 6.1 debug kernel). Upstream removed the handler ("RDMA/siw:
+# Remove NETDEV_GOING_DOWN event handler"); 6.1's siw still has it, and
+# nothing krdma does can order its own QP teardown after that work. On
+# such a kernel the two cases that take a siw netdev down are skipped
+# (testing.rst, "Driver bugs the tests steer around").
+SIW_RACE="siw's NETDEV_GOING_DOWN work (siw_netdev_down) races QP destruction on this kernel: a use-after-free in siw, fixed upstream in 6.11"
+siw_racy_going_down() {
+	grep -q ' siw_netdev_down\b' /proc/kallsyms
+}
+
 # --- main -----------------------------------------------------------------------
 
 for f in "$S" "$K" "$KO" "$SAMPLE_KO"; do
@@ -708,14 +718,22 @@ echo "1..$((2 * 7 + 4))"
 echo "# pins at the start: $pins0; MemAvailable $avail MiB: holding $hold MiB; time limits x$SLOW"
 for d in "${DEVS[@]}"; do
 	read -r tag type addr <<<"$d"
-	run_case "$tag: netdev deleted under load: both ends ERROR, all ops completed, the device gone" \
-		case_netdev_deleted "$type"
+	name="$tag: netdev deleted under load: both ends ERROR, all ops completed, the device gone"
+	if [[ $type == siw ]] && siw_racy_going_down; then
+		skip "$name" "$SIW_RACE"
+	else
+		run_case "$name" case_netdev_deleted "$type"
+	fi
 	run_case "$tag: peer process killed mid-transfer (each end in turn): ERROR ECONNRESET, all ops completed" \
 		case_peer_killed "$type" "$addr"
 	run_case "$tag: peer module (krdma_sample) unloaded mid-transfer: ERROR ECONNRESET, prompt rmmod" \
 		case_module_unloaded "$type" "$addr"
-	run_case "$tag: link down under load: the connection fails in time, a new one works after link up" \
-		case_link_down "$type"
+	name="$tag: link down under load: the connection fails in time, a new one works after link up"
+	if [[ $type == siw ]] && siw_racy_going_down; then
+		skip "$name" "$SIW_RACE"
+	else
+		run_case "$name" case_link_down "$type"
+	fi
 	run_case "$tag: process killed with $hold MiB registered and 16 WRITEs in flight: pages back" \
 		case_process_killed "$addr" "$hold"
 	run_case "$tag: 32 threads x submit/poll/destroy on one fd, closed under them" \

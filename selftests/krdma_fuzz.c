@@ -92,6 +92,7 @@
 #include <unistd.h>
 
 #include "libkrdma.h"
+#include "krdma_test_lib.h"
 
 #define NSLOTS		3	/* shared files */
 #define MAX_THREADS	16
@@ -2326,24 +2327,6 @@ static void *watchdog_main(void *arg)
 /* ------------------------------------------------------------------ */
 /* End of run checks */
 
-static void pin_counters(long *acq, long *rel)
-{
-	char name[64];
-	long v;
-	FILE *f = fopen("/proc/vmstat", "r");
-
-	*acq = *rel = -1;
-	if (!f)
-		return;
-	while (fscanf(f, "%63s %ld", name, &v) == 2) {
-		if (!strcmp(name, "nr_foll_pin_acquired"))
-			*acq = v;
-		else if (!strcmp(name, "nr_foll_pin_released"))
-			*rel = v;
-	}
-	fclose(f);
-}
-
 static long module_refcnt(void)
 {
 	char name[64], size[32];
@@ -2704,7 +2687,7 @@ int main(int argc, char **argv)
 	kmsg_fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
 	if (kmsg_fd >= 0)
 		lseek(kmsg_fd, 0, SEEK_END);
-	pin_counters(&acq0, &rel0);
+	kt_pin_counters(&acq0, &rel0);
 	ref0 = module_refcnt();
 
 	for (i = 0; i < NSLOTS; i++) {
@@ -2815,7 +2798,7 @@ int main(int argc, char **argv)
 	 * it, bounded (30 s), and say when it took long
 	 */
 	for (i = 0; i < 1500; i++) {
-		pin_counters(&acq, &rel);
+		kt_pin_counters(&acq, &rel);
 		ref = module_refcnt();
 		if (acq - acq0 == rel - rel0 && ref == ref0)
 			break;

@@ -231,6 +231,36 @@ static inline int kt_connect_pair(int sfd, uint32_t listener,
 }
 
 /* VmPin of this process (pages pinned and charged to its mm), in KiB */
+/*
+ * The pages pinned with FOLL_PIN system-wide, as /proc/vmstat counts them
+ * (-1 where it has no such counters). Each CPU's pending deltas are folded
+ * in first (vm.stat_refresh, root only): otherwise each counter can lag by
+ * a few pages for up to vm.stat_interval, and two reads a moment apart
+ * disagree although nothing changed.
+ */
+static inline void kt_pin_counters(long *acq, long *rel)
+{
+	char name[64];
+	long v;
+	FILE *f = fopen("/proc/sys/vm/stat_refresh", "w");
+
+	if (f) {
+		fputs("1\n", f);
+		fclose(f);
+	}
+	*acq = *rel = -1;
+	f = fopen("/proc/vmstat", "r");
+	if (!f)
+		return;
+	while (fscanf(f, "%63s %ld", name, &v) == 2) {
+		if (!strcmp(name, "nr_foll_pin_acquired"))
+			*acq = v;
+		else if (!strcmp(name, "nr_foll_pin_released"))
+			*rel = v;
+	}
+	fclose(f);
+}
+
 static inline long kt_vmpin_kb(void)
 {
 	char line[128];

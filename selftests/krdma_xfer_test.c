@@ -1744,24 +1744,6 @@ TEST_F(xfer, bad_submissions)
 	mem_put(self->cfd, &rw);
 }
 
-static void pin_counters(long *acq, long *rel)
-{
-	char name[64];
-	long v;
-	FILE *f = fopen("/proc/vmstat", "r");
-
-	*acq = *rel = -1;
-	if (!f)
-		return;
-	while (fscanf(f, "%63s %ld", name, &v) == 2) {
-		if (!strcmp(name, "nr_foll_pin_acquired"))
-			*acq = v;
-		else if (!strcmp(name, "nr_foll_pin_released"))
-			*rel = v;
-	}
-	fclose(f);
-}
-
 /* close() with 64 operations in flight, 100 times: nothing stays pinned */
 TEST_F(xfer, disconnect_keeps_the_handle)
 {
@@ -2171,7 +2153,7 @@ TEST_F_TIMEOUT(xfer, close_with_64_in_flight_100_times, 600)
 
 	/* Buffers are released by a work item: wait for it, bounded */
 	for (i = 0; i < 500; i++) {
-		pin_counters(&acq, &rel);
+		kt_pin_counters(&acq, &rel);
 		if (acq == rel)
 			break;
 		nanosleep(&ts, NULL);

@@ -168,7 +168,10 @@ leftovers() {
 # pinned shows here even if its own check missed it (other pinners, the
 # 9p share for one, pin for a while too, so this only reports).
 pinned() {
-	local k v a= r=
+	local k v a='' r=''
+
+	# the per-CPU deltas folded in first (selftests/lib.sh, pins())
+	echo 1 2>/dev/null >/proc/sys/vm/stat_refresh
 	while read -r k v; do
 		case $k in
 		nr_foll_pin_acquired) a=$v ;;

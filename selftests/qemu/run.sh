@@ -365,6 +365,12 @@ append_tree=
 # tsc=unstable: the guest keeps time by the HPET, which QEMU derives from
 # the host's monotonic clock, and sched_clock() clamps the leap.
 append_clock="tsc=unstable"
+# An oops ends the run at once (oops=panic, then panic=-1 and QEMU's
+# -no-reboot): a guest that goes on after one only hangs in whatever the
+# dead task held, and its tests then run into their timeouts (a general
+# protection fault in a siw work item cost a CI run 40 minutes that way).
+# Its console, with the oops, is in the report below either way.
+append_oops="oops=panic"
 # guest-main.sh keeps a sixth for after the tests (kmemleak, rmmod, the
 # results): the tests keep the 1800 s (7200 s) they always had
 timeout_s=${KRDMA_QEMU_TIMEOUT:-$([[ -n $tree ]] && echo 8640 || echo 2160)}
@@ -394,7 +400,7 @@ qemu_cmd=(
 	"$qemu" -accel "$accel" -m "${KRDMA_QEMU_MEM:-$([[ -n $tree ]] && echo 3G || echo 2G)}" -smp "${KRDMA_QEMU_SMP:-2}"
 	-nodefaults -no-user-config -display none -nic none -no-reboot
 	-kernel "$kernel_image" -initrd "$initramfs"
-	-append "console=ttyS0 panic=-1 log_buf_len=16M printk.devkmsg=on $append_clock $append_tree ${KRDMA_QEMU_APPEND:-}"
+	-append "console=ttyS0 panic=-1 $append_oops log_buf_len=16M printk.devkmsg=on $append_clock $append_tree ${KRDMA_QEMU_APPEND:-}"
 	-serial "file:$(q9 "$out/console.log")"
 	-serial "file:$(q9 "$out/output.log")"
 	-fsdev "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap"

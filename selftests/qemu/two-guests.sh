@@ -94,7 +94,9 @@ g_link() { # guest link type addr
 	return 1
 }
 
+# (exact: each CPU's pending vmstat deltas folded in first)
 g_pins() {
+	echo 1 2>/dev/null >/proc/sys/vm/stat_refresh
 	awk '$1 == "nr_foll_pin_acquired" { a = $2 }
 	     $1 == "nr_foll_pin_released" { r = $2 }
 	     END { print a - r }' /proc/vmstat
