@@ -182,6 +182,42 @@ pinned() {
 	[[ -n $a && -n $r ]] && pins=$((a - r))
 }
 
+# ubufs: the user buffers (pinned user memory) krdma holds now, from its
+# debugfs; empty when krdma is not loaded or debugfs not mounted
+KRDMA_BUFFERS=${KRDMA_DEBUGFS:-/sys/kernel/debug/krdma}/buffers
+ubufs_now() {
+	local line n=0
+
+	ubufs=
+	[[ -r $KRDMA_BUFFERS ]] || return 0
+	while IFS= read -r line; do
+		[[ $line == *" kind=user "* ]] && n=$((n + 1))
+	done 2>/dev/null <"$KRDMA_BUFFERS" || return 0
+	ubufs=$n
+}
+
+# After a program that started with no user buffer in krdma: wait, up to
+# KRDMA_RELEASE_S (60 s; krdma's teardown is bounded by its 5 s drains),
+# for every one of its buffers to be released. A closed file's objects
+# go from a work item, after the process is gone: polled, as nothing
+# signals it. Sets $ubufs_left to what is still there after the bound.
+ubufs_released() {
+	local end
+
+	ubufs_left=
+	[[ $ubufs_before == 0 ]] || return 0
+	clock
+	end=$((now + ${KRDMA_RELEASE_S:-60} * 1000))
+	for (( ; ; )); do
+		ubufs_now
+		[[ -z $ubufs || $ubufs == 0 ]] && return 0
+		clock
+		((now < end)) || break
+		sleep 0.1
+	done
+	ubufs_left=$ubufs
+}
+
 # The kernel stacks of every task in D state and of the PIDs given
 dump_stacks() {
 	local t tid comm line
@@ -256,6 +292,8 @@ for entry in "${programs[@]}"; do
 	: >"$log"
 	pinned
 	pins_before=$pins
+	ubufs_now
+	ubufs_before=$ubufs
 	clock
 	start=$now
 	run=$prog
@@ -356,6 +394,13 @@ for entry in "${programs[@]}"; do
 		f=$((f + 1)) note="only $((p + f + s)) of $plan planned results (exit $rc)"
 	fi
 	((killed == 0)) || note+="; killed $killed process(es) it left"
+	ubufs_released
+	if [[ -n $ubufs_left ]]; then
+		f=$((f + 1))
+		note+="; $ubufs_left user buffer(s) still pinned by krdma ${KRDMA_RELEASE_S:-60}s after it ended"
+		grep ' kind=user ' "$KRDMA_BUFFERS" 2>/dev/null | head -n 20 |
+			sed 's/^/# run_tests: left: /'
+	fi
 	pinned
 	[[ $pins_before == "$pins" ]] ||
 		echo "# run_tests: $prog: pages pinned system-wide: $pins_before before, $pins after"
