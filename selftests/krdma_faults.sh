@@ -692,10 +692,20 @@ case_reload() {
 # Remove NETDEV_GOING_DOWN event handler"); 6.1's siw still has it, and
 # nothing krdma does can order its own QP teardown after that work. On
 # such a kernel the two cases that take a siw netdev down are skipped
-# (testing.rst, "Driver bugs the tests steer around").
+# (testing.rst, "Driver bugs the tests hit").
 SIW_RACE="siw's NETDEV_GOING_DOWN work (siw_netdev_down) races QP destruction on this kernel: a use-after-free in siw, fixed upstream in 6.11"
 siw_racy_going_down() {
 	grep -q ' siw_netdev_down\b' /proc/kallsyms
+}
+
+# run_netdev_case NAME FUNCTION TYPE: run_case, or a skip where TYPE is
+# siw and this kernel's siw has that race
+run_netdev_case() {
+	if [[ $3 == siw ]] && siw_racy_going_down; then
+		skip "$1" "$SIW_RACE"
+	else
+		run_case "$@"
+	fi
 }
 
 # --- main -----------------------------------------------------------------------
@@ -718,22 +728,14 @@ echo "1..$((2 * 7 + 4))"
 echo "# pins at the start: $pins0; MemAvailable $avail MiB: holding $hold MiB; time limits x$SLOW"
 for d in "${DEVS[@]}"; do
 	read -r tag type addr <<<"$d"
-	name="$tag: netdev deleted under load: both ends ERROR, all ops completed, the device gone"
-	if [[ $type == siw ]] && siw_racy_going_down; then
-		skip "$name" "$SIW_RACE"
-	else
-		run_case "$name" case_netdev_deleted "$type"
-	fi
+	run_netdev_case "$tag: netdev deleted under load: both ends ERROR, all ops completed, the device gone" \
+		case_netdev_deleted "$type"
 	run_case "$tag: peer process killed mid-transfer (each end in turn): ERROR ECONNRESET, all ops completed" \
 		case_peer_killed "$type" "$addr"
 	run_case "$tag: peer module (krdma_sample) unloaded mid-transfer: ERROR ECONNRESET, prompt rmmod" \
 		case_module_unloaded "$type" "$addr"
-	name="$tag: link down under load: the connection fails in time, a new one works after link up"
-	if [[ $type == siw ]] && siw_racy_going_down; then
-		skip "$name" "$SIW_RACE"
-	else
-		run_case "$name" case_link_down "$type"
-	fi
+	run_netdev_case "$tag: link down under load: the connection fails in time, a new one works after link up" \
+		case_link_down "$type"
 	run_case "$tag: process killed with $hold MiB registered and 16 WRITEs in flight: pages back" \
 		case_process_killed "$addr" "$hold"
 	run_case "$tag: 32 threads x submit/poll/destroy on one fd, closed under them" \

@@ -230,7 +230,6 @@ static inline int kt_connect_pair(int sfd, uint32_t listener,
 	return krdma_accept_conn(sfd, listener, 0, 10000, sconn);
 }
 
-/* VmPin of this process (pages pinned and charged to its mm), in KiB */
 /*
  * The pages pinned with FOLL_PIN system-wide, as /proc/vmstat counts them
  * (-1 where it has no such counters). Each CPU's pending deltas are folded
@@ -261,6 +260,7 @@ static inline void kt_pin_counters(long *acq, long *rel)
 	fclose(f);
 }
 
+/* VmPin of this process (pages pinned and charged to its mm), in KiB */
 static inline long kt_vmpin_kb(void)
 {
 	char line[128];
