@@ -37,11 +37,15 @@ read -r start _ </proc/uptime
 err() { echo "krdma-setup: ERROR: $*"; errors=$((errors + 1)); }
 run() { "$@" || err "failed: $*"; }
 
-# Hung task reports after 30 s, no panic; an oops must not panic (we want
-# the log).
+# Hung task reports after 30 s, no panic (the test that waits says
+# which). An oops or a soft lockup ends the guest at once (run.sh boots
+# oops=panic softlockup_panic=1; said again here, so that nothing the
+# boot ran has turned them off): a guest that goes on after one only
+# hangs in whatever the dead task held, and the log has it either way.
 echo 30 >/proc/sys/kernel/hung_task_timeout_secs
 echo 0 >/proc/sys/kernel/hung_task_panic
-echo 0 >/proc/sys/kernel/panic_on_oops
+echo 1 >/proc/sys/kernel/panic_on_oops
+echo 1 >/proc/sys/kernel/softlockup_panic
 
 run ip link set lo up
 # A kernel built in a tree (run.sh KRDMA_KERNEL_TREE) has no modules

@@ -369,8 +369,10 @@ append_clock="tsc=unstable"
 # -no-reboot): a guest that goes on after one only hangs in whatever the
 # dead task held, and its tests then run into their timeouts (a general
 # protection fault in a siw work item cost a CI run 40 minutes that way).
-# Its console, with the oops, is in the report below either way.
-append_oops="oops=panic"
+# Its console, with the oops, is in the report below either way. A soft
+# lockup too: a CPU that never comes back out of the kernel (a CI run lost
+# its 6.12 guest's last 30 minutes to one).
+append_oops="oops=panic softlockup_panic=1"
 # guest-main.sh keeps a sixth for after the tests (kmemleak, rmmod, the
 # results): the tests keep the 1800 s (7200 s) they always had
 timeout_s=${KRDMA_QEMU_TIMEOUT:-$([[ -n $tree ]] && echo 8640 || echo 2160)}
