@@ -75,7 +75,8 @@ static void krdma_buf_unpin(struct krdma_buf *buf)
 
 static void krdma_buf_free_work(struct work_struct *work)
 {
-	struct krdma_buf *buf = container_of(work, struct krdma_buf, free_work);
+	struct krdma_buf *buf = container_of(to_rcu_work(work),
+					     struct krdma_buf, free_work);
 
 	krdma_registry_del_buf(buf);
 	if (buf->mm)
@@ -89,8 +90,16 @@ static void krdma_buf_release(struct kref *ref)
 	struct krdma_buf *buf = container_of(ref, struct krdma_buf, ref);
 
 	WARN_ON(!list_empty(&buf->grants));
-	/* The last user may be a completion in softirq context */
-	queue_work(krdma_wq, &buf->free_work);
+	/*
+	 * The last user may be a completion in softirq context: the pages go
+	 * from a work item, after an RCU grace period. siw's ib_dereg_mr()
+	 * does not wait for a receive that checked the MR's key before it:
+	 * that receive goes on copying into the pages, from the socket's
+	 * data_ready callback under a read_lock(), so with preemption off.
+	 * The grace period waits for every such section, and so for the
+	 * last write of the device into these pages.
+	 */
+	queue_rcu_work(krdma_wq, &buf->free_work);
 }
 
 /**
@@ -122,7 +131,7 @@ static struct krdma_buf *krdma_buf_alloc(unsigned long npages, gfp_t gfp)
 	kref_init(&buf->ref);
 	mutex_init(&buf->lock);
 	INIT_LIST_HEAD(&buf->grants);
-	INIT_WORK(&buf->free_work, krdma_buf_free_work);
+	INIT_RCU_WORK(&buf->free_work, krdma_buf_free_work);
 	buf->npages = npages;
 	return buf;
 }
@@ -403,7 +412,10 @@ EXPORT_SYMBOL_NS_GPL(krdma_buf_reg_kernel, KRDMA);
  *
  * Revokes every grant of the buffer, so that no token works on it any
  * more, and drops the owner's reference. Operations still using the pages
- * keep them pinned until they complete.
+ * keep them pinned until they complete. The pages of a kernel buffer are
+ * the caller's again once this returned and its operations completed:
+ * the device's last write into them is over (an RCU grace period, see
+ * krdma_buf_release()).
  *
  * Context: process context; sleeps.
  */
@@ -426,6 +438,8 @@ void krdma_buf_dereg(struct krdma_buf *buf)
 		mutex_lock(&buf->lock);
 	}
 	mutex_unlock(&buf->lock);
+	if (!buf->mm)
+		synchronize_rcu();
 	krdma_buf_put(buf);
 }
 EXPORT_SYMBOL_NS_GPL(krdma_buf_dereg, KRDMA);

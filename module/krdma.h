@@ -164,7 +164,8 @@ int krdma_device_read_gid(struct krdma_device *kdev, u32 port, u32 index,
  * @lock: protects @grants and @dead
  * @grants: the grants of windows of this buffer
  * @dead: deregistered: no new grant
- * @free_work: releases the pages in process context
+ * @free_work: releases the pages in process context, after an RCU grace
+ *             period (the device's last write, krdma_buf_release())
  * @id: its number in the registry (debugfs), from 1
  * @owner: who registered it
  */
@@ -182,7 +183,7 @@ struct krdma_buf {
 	struct mutex lock; /* @grants, @dead */
 	struct list_head grants;
 	bool dead;
-	struct work_struct free_work;
+	struct rcu_work free_work;
 	u32 id;
 	struct krdma_owner owner;
 };

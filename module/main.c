@@ -47,7 +47,12 @@ static void __exit krdma_mod_exit(void)
 {
 	krdma_chardev_uninit();
 	krdma_device_uninit();
-	/* Flushes the buffers' free_work: the registry is empty after it */
+	/*
+	 * The buffers' free_work waits for a grace period before it is
+	 * queued: let every one be queued, then flush them. The registry is
+	 * empty after it.
+	 */
+	rcu_barrier();
 	destroy_workqueue(krdma_wq);
 	krdma_stats_uninit();
 }

@@ -1589,6 +1589,7 @@ int krdma_post_local_wrs(struct krdma_conn *conn, struct ib_send_wr *wr,
 {
 	struct ib_send_wr *first = wr;
 	struct krdma_local_wr *lw;
+	bool tracked = false;
 	long left;
 	int ret;
 
@@ -1620,6 +1621,7 @@ int krdma_post_local_wrs(struct krdma_conn *conn, struct ib_send_wr *wr,
 		spin_lock_bh(&conn->sq_lock);
 		list_add_tail(&lw->entry, &conn->local_wrs);
 		spin_unlock_bh(&conn->sq_lock);
+		tracked = true;
 		ret = ib_post_send(conn->qp, first, NULL);
 		/*
 		 * Refused: a CQE may still come (a partial flush), else the
@@ -1632,10 +1634,15 @@ int krdma_post_local_wrs(struct krdma_conn *conn, struct ib_send_wr *wr,
 	}
 	mutex_unlock(&conn->post_mutex);
 	if (ret) {
-		if (ret == -ENOTCONN || ret == -EAGAIN)
-			kfree(lw);
-		else
+		/*
+		 * Once on conn->local_wrs, the CQE or the teardown owns a
+		 * reference, whatever ib_post_send() returned (siw says
+		 * -ENOTCONN while another context holds its QP's state lock)
+		 */
+		if (tracked)
 			krdma_local_wr_put(lw);
+		else
+			kfree(lw);
 		return ret;
 	}
 
