@@ -657,5 +657,6 @@ void krdma_stats_done(struct krdma_conn *conn, u32 opcode, u32 status,
 		      u32 vendor_err, u64 bytes);
 void krdma_conn_trace_state(struct krdma_conn *conn, u32 old_state,
 			    int error);
+bool krdma_post_refused(void);
 
 #endif /* _KRDMA_H */

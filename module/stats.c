@@ -44,6 +44,27 @@ static atomic64_t krdma_closed_ops[KRDMA_OPC_COUNT][KRDMA_OPS_NR];
 
 static struct dentry *krdma_debugfs;
 
+/*
+ * debugfs refuse_posts: the next N posts of krdma's send queue work (its
+ * REG_MRs, heartbeats and operations) are refused as if the driver had
+ * refused them with -ENOTCONN, which siw does while another context
+ * holds its QP's state lock: the connection fails, and its teardown
+ * completes what was refused. For the tests of that path.
+ */
+static atomic_t krdma_refuse_posts = ATOMIC_INIT(0);
+
+/**
+ * krdma_post_refused - whether this post is to be refused (debugfs)
+ *
+ * Context: any.
+ * Return: true, once for each count written to refuse_posts.
+ */
+bool krdma_post_refused(void)
+{
+	return unlikely(atomic_read(&krdma_refuse_posts)) &&
+	       atomic_dec_if_positive(&krdma_refuse_posts) >= 0;
+}
+
 static const char * const krdma_op_class_names[KRDMA_OPC_COUNT] = {
 	[KRDMA_OPC_WRITE] = "write",
 	[KRDMA_OPC_READ] = "read",
@@ -556,6 +577,8 @@ void krdma_stats_init(void)
 			    &krdma_users_file_fops);
 	debugfs_create_file("stats", 0400, krdma_debugfs, NULL,
 			    &krdma_stats_fops);
+	debugfs_create_atomic_t("refuse_posts", 0600, krdma_debugfs,
+				&krdma_refuse_posts);
 }
 
 /**

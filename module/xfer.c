@@ -677,7 +677,8 @@ static int krdma_chain_post(struct krdma_conn *conn, struct krdma_chain *chain)
 	 * drops by half. post_send may be called in atomic context anyway.
 	 */
 	local_bh_disable();
-	ret = ib_post_send(conn->qp, head, NULL);
+	ret = krdma_post_refused() ? -ENOTCONN :
+				     ib_post_send(conn->qp, head, NULL);
 	local_bh_enable();
 	if (ret) {
 		krdma_chain_refused(conn, chain, n);
@@ -1622,7 +1623,8 @@ int krdma_post_local_wrs(struct krdma_conn *conn, struct ib_send_wr *wr,
 		list_add_tail(&lw->entry, &conn->local_wrs);
 		spin_unlock_bh(&conn->sq_lock);
 		tracked = true;
-		ret = ib_post_send(conn->qp, first, NULL);
+		ret = krdma_post_refused() ? -ENOTCONN :
+					     ib_post_send(conn->qp, first, NULL);
 		/*
 		 * Refused: a CQE may still come (a partial flush), else the
 		 * teardown, which this starts, completes it

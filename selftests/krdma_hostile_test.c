@@ -35,6 +35,12 @@
  *   accept_copy_out_failure             ... does not consume the connection
  *   grant_copy_out_failure              ... leaves no grant
  *   submit_copy_out_failure             ... submits nothing
+ *   refused_post_fails_the_connection_cleanly
+ *                                       a GRANT or WRITE whose post the
+ *                                       driver refuses (debugfs
+ *                                       refuse_posts) fails the connection;
+ *                                       nothing is written after its free
+ *                                       (SLUB validate, KASAN)
  *   read_only_memory_granted_for_read   a read-only mapping registered and
  *                                       granted REMOTE_READ serves READs
  *   grant_after_remap_uses_pinned_pages a grant exposes the buffer's pinned
@@ -65,6 +71,7 @@
  *
  * Copyright (c) 2026 The krdma authors
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -105,6 +112,9 @@
 static const char *const bad_klog[] = {
 	"stack-protector", "refcount_t", "BUG:", "kernel BUG", "WARNING:",
 	"Oops", "kvmalloc", "vmalloc error", "page allocation failure",
+	/* SLUB's checks (slub_debug) and page poisoning */
+	"BUG kmalloc", "Poison overwritten", "Redzone overwritten",
+	"memory corruption",
 };
 
 /* The group /dev/krdma is given, (gid_t)-1 when there is no rdma group */
@@ -1625,6 +1635,171 @@ TEST_F(dev, submit_copy_out_failure)
 	EXPECT_EQ(-1, kt_check_pattern(self->win.p, PG, 10));
 	munmap(rp, PG);
 	kt_mem_put(self->cfd, &src);
+}
+
+/* krdma's debugfs knob: the next N posts are refused as by the driver */
+#define REFUSE_POSTS "/sys/kernel/debug/krdma/refuse_posts"
+
+static int refuse_posts(int n)
+{
+	char buf[16];
+
+	snprintf(buf, sizeof(buf), "%d", n);
+	return write_file(REFUSE_POSTS, buf);
+}
+
+/*
+ * Have SLUB check every object of the kmalloc caches now (their validate
+ * files): a write into a freed object is reported at once, not when the
+ * object is handed out again. Checks something only where the caches are
+ * debugged (the stock kernels' guests: slub_debug=FZP,kmalloc-*).
+ */
+static void validate_kmalloc_caches(void)
+{
+	char path[300];
+	struct dirent *d;
+	struct stat st;
+	DIR *dir = opendir("/sys/kernel/slab");
+
+	if (!dir)
+		return;
+	while ((d = readdir(dir))) {
+		if (strncmp(d->d_name, "kmalloc-", 8))
+			continue;
+		snprintf(path, sizeof(path), "/sys/kernel/slab/%s", d->d_name);
+		/* Merged caches are links to the one that holds them */
+		if (lstat(path, &st) || !S_ISDIR(st.st_mode))
+			continue;
+		strncat(path, "/validate", sizeof(path) - strlen(path) - 1);
+		write_file(path, "1");
+	}
+	closedir(dir);
+}
+
+/* Until krdma's debugfs lists no connection (10 s at most) */
+static bool wait_no_connections(void)
+{
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	char line[256];
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		FILE *f = fopen("/sys/kernel/debug/krdma/connections", "r");
+		bool any = false;
+
+		if (!f)
+			return false;
+		while (fgets(line, sizeof(line), f))
+			any |= !strncmp(line, "id=", 3);
+		fclose(f);
+		if (!any)
+			return true;
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
+/*
+ * The driver refuses a post (siw says ENOTCONN while another context
+ * holds its QP's state lock), simulated with krdma's refuse_posts:
+ * - GRANT, whose REG_MR post is refused: ENOTCONN, the connection goes
+ *   to ERROR, and its teardown completes krdma's record of the REG_MR.
+ *   Until 2026-12-05 the record was freed at once and the teardown
+ *   wrote into it: SLUB reports it (validate), KASAN on the debug kernel.
+ * - a WRITE whose post is refused: it completes with an error status,
+ *   the target is untouched, the connection goes to ERROR.
+ * Then everything is closed: nothing is left, the kernel log is clean,
+ * and a new connection on the same listener moves verified bytes.
+ */
+TEST_F_TIMEOUT(dev, refused_post_fails_the_connection_cleanly, 90)
+{
+	struct krdma_completion wc;
+	struct krdma_token tok2;
+	struct kt_mem m = {}, src = {};
+	uint32_t s2, c2, l, st, status;
+	struct krdma_addr any;
+	struct krdma_op op;
+	char mark[128];
+	int ret;
+
+	if (access(REFUSE_POSTS, W_OK))
+		SKIP(return, "no %s (debugfs not mounted?)", REFUSE_POSTS);
+	klog_mark(mark, sizeof(mark), "refused_post_fails_the_connection_cleanly");
+
+	/* GRANT: its REG_MR post refused */
+	ASSERT_EQ(0, kt_mem_get(self->cfd, &m, 64 * KiB,
+				KRDMA_ACCESS_REMOTE_READ));
+	ASSERT_EQ(0, refuse_posts(1));
+	ret = krdma_grant_window(self->cfd, self->cconn, m.h, 0, 64 * KiB,
+				 KRDMA_ACCESS_REMOTE_READ, NULL, NULL);
+	refuse_posts(0);
+	EXPECT_EQ(-ENOTCONN, ret) TH_LOG("GRANT with its post refused: %s",
+					 ret ? strerror(-ret) : "success");
+	st = kt_wait_conn_down(self->cfd, self->cconn);
+	EXPECT_EQ(KRDMA_CONN_ERROR, st) TH_LOG("connection state %u", st);
+
+	/* A WRITE, on a new pair: its post refused */
+	ASSERT_EQ(0, kt_connect_pair(self->sfd, self->listener, &self->addr,
+				     self->cfd, &s2, &c2));
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, s2, self->win.h, 0, PG,
+					KRDMA_ACCESS_REMOTE_WRITE, NULL,
+					&tok2));
+	memset(self->win.p, KT_GUARD, PG);
+	ASSERT_EQ(0, kt_mem_get(self->cfd, &src, PG, 0));
+	kt_pattern(src.p, PG, 11);
+	kt_op(&op, KRDMA_OP_WRITE, c2, src.h, 0, PG, &tok2, 0, 11);
+	ASSERT_EQ(0, refuse_posts(1));
+	ret = run_op(self->cfd, &op, &status);
+	refuse_posts(0);
+	EXPECT_TRUE(ret == -EIO || ret == -ENOTCONN)
+		TH_LOG("WRITE with its post refused: %s, status %s",
+		       ret ? strerror(-ret) : "success",
+		       krdma_wc_status_str(status));
+	st = kt_wait_conn_down(self->cfd, c2);
+	EXPECT_EQ(KRDMA_CONN_ERROR, st) TH_LOG("connection state %u", st);
+	EXPECT_EQ(0, krdma_poll_wc(self->cfd, &wc, 1, 0))
+		TH_LOG("a second completion: cookie %llu, %s",
+		       (unsigned long long)wc.cookie,
+		       krdma_wc_status_str(wc.status));
+	EXPECT_EQ(-1, kt_check_fill(self->win.p, PG, KT_GUARD))
+		TH_LOG("the refused WRITE reached the target");
+
+	/* Everything closed: the teardowns ran, nothing was written freed */
+	kt_mem_put(self->cfd, &src);
+	kt_mem_put(self->cfd, &m);
+	close(self->cfd);
+	close(self->sfd);
+	self->cfd = self->sfd = -1;
+	EXPECT_TRUE(wait_no_connections())
+		TH_LOG("connections still listed 10 s after the close");
+	validate_kmalloc_caches();
+	EXPECT_KLOG_CLEAN(mark);
+
+	/* A new pair on new files works: bytes checked */
+	self->sfd = krdma_open();
+	self->cfd = krdma_open();
+	ASSERT_LE(0, self->sfd);
+	ASSERT_LE(0, self->cfd);
+	ASSERT_EQ(0, krdma_parse_addr(variant->ip, 0, &any));
+	ASSERT_EQ(0, krdma_listen_on(self->sfd, &any, 4, &l, &self->addr));
+	ASSERT_EQ(0, kt_connect_pair(self->sfd, l, &self->addr, self->cfd,
+				     &s2, &c2));
+	ASSERT_EQ(0, kt_mem_get(self->sfd, &m, PG, KRDMA_ACCESS_LOCAL_WRITE |
+				KRDMA_ACCESS_REMOTE_WRITE));
+	memset(m.p, KT_GUARD, PG);
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, s2, m.h, 0, PG,
+					KRDMA_ACCESS_REMOTE_WRITE, NULL,
+					&tok2));
+	ASSERT_EQ(0, kt_mem_get(self->cfd, &src, PG, 0));
+	kt_pattern(src.p, PG, 12);
+	kt_op(&op, KRDMA_OP_WRITE, c2, src.h, 0, PG, &tok2, 0, 12);
+	ret = run_op(self->cfd, &op, &status);
+	EXPECT_EQ(0, ret) TH_LOG("WRITE: %s, status %s", strerror(-ret),
+				 krdma_wc_status_str(status));
+	kt_wait_bytes(m.p, src.p, PG, KT_PLACE_MS);
+	EXPECT_EQ(-1, kt_check_pattern(m.p, PG, 12));
+	kt_mem_put(self->cfd, &src);
+	kt_mem_put(self->sfd, &m);
 }
 
 /*
