@@ -414,8 +414,10 @@ EXPORT_SYMBOL_NS_GPL(krdma_buf_reg_kernel, KRDMA);
  * more, and drops the owner's reference. Operations still using the pages
  * keep them pinned until they complete. The pages of a kernel buffer are
  * the caller's again once this returned and its operations completed:
- * the device's last write into them is over (an RCU grace period, see
- * krdma_buf_release()).
+ * the device's last write into them is over (for a buffer a peer may
+ * write, an RCU grace period, see krdma_buf_release(); this is what
+ * makes the call slow, so that a buffer registered for one operation,
+ * with KRDMA_ACCESS_LOCAL_WRITE at most, is cheap to deregister).
  *
  * Context: process context; sleeps.
  */
@@ -438,7 +440,14 @@ void krdma_buf_dereg(struct krdma_buf *buf)
 		mutex_lock(&buf->lock);
 	}
 	mutex_unlock(&buf->lock);
-	if (!buf->mm)
+	/*
+	 * Only a peer's RDMA WRITE or atomic through a window may go on
+	 * after the window is gone (siw, see krdma_buf_release()); whatever
+	 * else writes the pages (a RECV, a READ's or an atomic's response)
+	 * is an operation that holds the buffer until it completed.
+	 */
+	if (!buf->mm && (buf->access & (KRDMA_ACCESS_REMOTE_WRITE |
+					KRDMA_ACCESS_REMOTE_ATOMIC)))
 		synchronize_rcu();
 	krdma_buf_put(buf);
 }

@@ -709,6 +709,33 @@ static int krdma_cm_status_errno(struct rdma_cm_event *ev)
 	}
 }
 
+/*
+ * Let the owner post the RECVs for the peer's first messages on the new
+ * QP, before the connection can carry any (krdma_conn_params.prepare).
+ * Called in the CM handler, under conn->lock: the RECVs take post_mutex,
+ * the one place it is taken under conn->lock. Nobody else can hold it
+ * yet: the connection has not been returned to anyone, and a teardown
+ * takes it only after conn->lock.
+ */
+static int krdma_conn_prepare(struct krdma_conn *conn)
+{
+	int ret;
+
+	lockdep_assert_held(&conn->lock);
+
+	if (!conn->params.prepare)
+		return 0;
+	WRITE_ONCE(conn->preparing, true);
+	ret = conn->params.prepare(conn, conn->params.context);
+	WRITE_ONCE(conn->preparing, false);
+	if (ret > 0)
+		ret = -EINVAL;	/* not an errno: refuse all the same */
+	if (ret)
+		pr_debug("conn %p: refused by its prepare callback: %d\n",
+			 conn, ret);
+	return ret;
+}
+
 static int krdma_conn_connect_locked(struct krdma_conn *conn)
 {
 	struct ib_device_attr *attrs = &conn->cm_id->device->attrs;
@@ -717,6 +744,10 @@ static int krdma_conn_connect_locked(struct krdma_conn *conn)
 	int ret;
 
 	ret = krdma_conn_create_qp(conn);
+	if (ret)
+		return ret;
+	/* On failure the teardown flushes what it posted, with the QP */
+	ret = krdma_conn_prepare(conn);
 	if (ret)
 		return ret;
 	krdma_fill_hdr(conn, &hdr);
@@ -1003,6 +1034,9 @@ static int krdma_listener_request(struct krdma_listener *l,
 	ret = krdma_conn_create_qp(conn);
 	if (ret)
 		goto err_free_conn;
+	ret = krdma_conn_prepare(conn);
+	if (ret)
+		goto err_fail;
 
 	krdma_fill_hdr(conn, &hdr);
 	param.private_data = &hdr;
@@ -1019,21 +1053,24 @@ static int krdma_listener_request(struct krdma_listener *l,
 	conn->responder_resources = param.responder_resources;
 	ret = rdma_accept(id, &param);
 	if (ret)
-		goto err_destroy_qp;
+		goto err_fail;
 	id->context = conn;
 	mutex_unlock(&conn->lock);
 	return 0;
 
-err_destroy_qp:
-	/* rdma_cm destroys the id when we return non-zero; the rest is ours */
-	krdma_conn_stop(conn, ret);
-	rdma_destroy_qp(id);
-	ib_free_cq(conn->cq);
-	ib_dealloc_pd(conn->pd);
-	mutex_lock(&conn->kdev->conns_lock);
-	list_del_init(&conn->dev_entry);
-	mutex_unlock(&conn->kdev->conns_lock);
-	krdma_device_put(conn->kdev);
+err_fail:
+	/*
+	 * The QP exists, and may hold RECVs of the prepare callback, which
+	 * complete only through it: the connection fails as one that was
+	 * being accepted, and close_work tears it down, the id included
+	 * (rdma_cm must not destroy it: return 0).
+	 */
+	krdma_listener_reject(id, reason);
+	id->context = conn;
+	krdma_conn_fail(conn, ret);
+	krdma_conn_close_unclaimed(conn);
+	mutex_unlock(&conn->lock);
+	return 0;
 err_free_conn:
 	conn->cm_id = NULL;
 	mutex_unlock(&conn->lock);

@@ -291,8 +291,10 @@ enum krdma_conn_claim {
  * @lock: serialises rdma_cm calls for @cm_id, state changes and teardown
  * @post_mutex: serialises posting to the send queue, one batch at a
  *              time; the teardown takes it once after the move to
- *              KRDMA_CS_CLOSING, to wait for a batch in progress. Never
- *              taken under @lock
+ *              KRDMA_CS_CLOSING, to wait for a batch in progress. Taken
+ *              under @lock only by the RECVs of @params.prepare, when
+ *              nobody else can hold it (krdma_conn_prepare()); never the
+ *              other way round
  * @state: KRDMA_CS_*, changed only by krdma_conn_set_state(): under @lock,
  *         and the move to KRDMA_CS_CLOSING also under @sq_lock; read
  *         anywhere with READ_ONCE()
@@ -369,6 +371,9 @@ enum krdma_conn_claim {
  * @rq_total: receive WRs the QP takes (less one for the drain)
  * @rq_free: receive WRs that may still be posted
  * @pending: operations accepted but not fully posted yet
+ * @preparing: @params.prepare runs: RECVs may be posted while the
+ *             connection is still CONNECTING (written under @lock, read
+ *             under @post_mutex)
  * @post_refused: the driver refused a post: nothing more is posted on the
  *                QP (a later success would be reported before what the
  *                refusal left to the teardown); under @post_mutex
@@ -439,6 +444,7 @@ struct krdma_conn {
 	struct list_head zombies;
 	struct list_head free_chunks;
 	struct list_head deferred;
+	bool preparing;
 	bool post_refused;
 	bool push_fence;
 	struct work_struct post_work;

@@ -234,8 +234,9 @@ static void krdma_session_work(struct work_struct *work)
  *
  * Context: process context; may sleep.
  * Return: the session (end it with krdma_session_destroy()), or
- * ERR_PTR(-EINVAL) for a bad address family or back-off, or
- * ERR_PTR(-ENOMEM).
+ * ERR_PTR(-EINVAL) for a bad address family or back-off, or a
+ * @params->conn.prepare (not for sessions: their connections come and go
+ * under krdma), or ERR_PTR(-ENOMEM).
  */
 struct krdma_session *
 krdma_session_create(struct net *net, struct sockaddr *dst,
@@ -245,7 +246,7 @@ krdma_session_create(struct net *net, struct sockaddr *dst,
 	struct krdma_session *s;
 
 	if ((dst->sa_family != AF_INET && dst->sa_family != AF_INET6) ||
-	    (src && src->sa_family != dst->sa_family))
+	    (src && src->sa_family != dst->sa_family) || params->conn.prepare)
 		return ERR_PTR(-EINVAL);
 
 	s = kzalloc(sizeof(*s), GFP_KERNEL);

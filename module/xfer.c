@@ -1128,6 +1128,20 @@ static bool krdma_conn_postable(struct krdma_conn *conn)
 	return READ_ONCE(conn->state) == KRDMA_CS_CONNECTED;
 }
 
+/*
+ * A RECV of krdma_conn_params.prepare: the QP exists and the connection
+ * is not up yet (nor torn down: the teardown waits for conn->lock, which
+ * the prepare callback runs under)
+ */
+static bool krdma_conn_preparing(struct krdma_conn *conn,
+				 struct krdma_req *req)
+{
+	lockdep_assert_held(&conn->post_mutex);
+
+	return req->opcode == KRDMA_OP_RECV && READ_ONCE(conn->preparing) &&
+	       READ_ONCE(conn->state) == KRDMA_CS_CONNECTING;
+}
+
 /* krdma_post() from softirq context: queue it for the post work */
 static int krdma_post_atomic(struct krdma_conn *conn, struct krdma_req *req)
 {
@@ -1770,8 +1784,12 @@ int krdma_post_list(struct krdma_conn *conn, struct krdma_req *const *reqs,
 	}
 	if (accepted)
 		*accepted = i;
-	/* What was accepted goes out even if a later one was refused */
-	if (i && in_task())
+	/*
+	 * What was accepted goes out even if a later one was refused. From a
+	 * prepare callback only RECVs were taken, and they are posted: there
+	 * is nothing to push, and conn->lock is held.
+	 */
+	if (i && in_task() && !READ_ONCE(conn->preparing))
 		krdma_push(conn);
 	return ret;
 }
@@ -1804,6 +1822,7 @@ void krdma_xfer_push(struct krdma_conn *conn)
 static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
 			   bool can_register, bool push)
 {
+	bool early;
 	u64 total;
 	u32 i;
 	int ret;
@@ -1811,7 +1830,8 @@ static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
 	req->lwin = NULL;
 	/* Under post_mutex the QP, and conn->kdev, cannot go away */
 	mutex_lock(&conn->post_mutex);
-	if (!krdma_conn_postable(conn) || conn->post_refused) {
+	early = krdma_conn_preparing(conn, req);
+	if ((!krdma_conn_postable(conn) && !early) || conn->post_refused) {
 		ret = -ENOTCONN;
 		goto out_unlock;
 	}
@@ -1819,8 +1839,9 @@ static int krdma_post_task(struct krdma_conn *conn, struct krdma_req *req,
 	if (ret == 1) {
 		/* Checked already; only the connection may change meanwhile */
 		mutex_unlock(&conn->post_mutex);
-		if (!can_register)
-			return -EMSGSIZE;	/* no registration from here */
+		/* No registration from here, nor before the QP can send */
+		if (!can_register || early)
+			return -EMSGSIZE;
 		ret = krdma_post_get_lwin(conn, req);
 		if (ret)
 			return ret;

@@ -50,13 +50,25 @@ struct sg_table;
  *         completed; @error is why (-ECONNRESET, -ENODEV, ...). Process
  *         context, no krdma lock held: it may call krdma functions, but
  *         not krdma_conn_close() of this connection.
- * @context: passed to @event
+ * @prepare: optional: called once for every connection, after its queue
+ *           pair exists and before it is connected (krdma_connect()) or
+ *           accepted (a listener's), so that the RECVs for the peer's
+ *           first SENDs are posted before the peer can send. krdma_post()
+ *           and krdma_post_list() of KRDMA_OP_RECV operations are the only
+ *           calls allowed on @conn from it. Process context, may sleep. A
+ *           negative errno refuses the connection: krdma_connect() fails
+ *           with it, a listener rejects the request. RECVs posted here
+ *           complete with WR_FLUSH_ERR if the connection never comes up,
+ *           so a listener's @done may see a connection that
+ *           krdma_accept() never returned.
+ * @context: passed to @event and @prepare
  */
 struct krdma_conn_params {
 	u32 sq_depth;
 	u32 rq_depth;
 	u32 flags;
 	void (*event)(struct krdma_conn *conn, int error, void *context);
+	int (*prepare)(struct krdma_conn *conn, void *context);
 	void *context;
 };
 
@@ -256,7 +268,8 @@ enum krdma_session_state {
 
 /**
  * struct krdma_session_params - how krdma keeps a session up
- * @conn: parameters of each connection (event and context are krdma's)
+ * @conn: parameters of each connection (event and context are krdma's;
+ *        prepare must be NULL)
  * @heartbeat_ms: check the peer this often (a zero-length RDMA WRITE);
  *                0: no heartbeat
  * @reconnect: connect again when the connection fails

@@ -1224,6 +1224,269 @@ out_destroy:
 	krdma_session_destroy(s);
 }
 
+/*
+ * krdma_conn_params.prepare: RECVs posted before the connection is up.
+ * Each side's prepare posts the RECV for the other's first SEND, and both
+ * SEND the moment krdma_connect() and krdma_accept() return: without the
+ * RECV in place, iWARP would end the connection (a SEND finds no RECV).
+ */
+#define PREP_LEN	1000
+
+struct prep {
+	struct kmem mem;
+	struct krdma_req *recv;
+	struct completion done;
+	struct krdma_wc wc;
+	struct krdma_conn *conn;	/* what prepare was called with */
+	int calls;
+	int fail_with;			/* prepare returns this */
+	int other_op;			/* a SEND from prepare: refused with */
+	int big_recv;			/* a RECV too large for the SGEs */
+	struct kmem big;
+};
+
+static void prep_done(struct krdma_req *req, const struct krdma_wc *wc)
+{
+	struct prep *pp = req->context;
+
+	pp->wc = *wc;
+	complete(&pp->done);
+}
+
+static int prep_cb(struct krdma_conn *conn, void *context)
+{
+	struct prep *pp = context;
+	struct krdma_req *other;
+	int ret;
+
+	pp->calls++;
+	pp->conn = conn;
+	other = krdma_req_alloc(1, GFP_KERNEL);
+	if (other) {
+		/* Only RECVs before the connection is up */
+		other->opcode = KRDMA_OP_SEND;
+		other->num_sge = 1;
+		other->sge[0].buf = pp->mem.buf;
+		other->sge[0].length = 8;
+		other->done = prep_done;
+		other->context = pp;
+		pp->other_op = krdma_post(conn, other);
+		if (pp->big.buf) {
+			/* Pages past the SGEs need a registration: not yet */
+			other->opcode = KRDMA_OP_RECV;
+			other->sge[0].buf = pp->big.buf;
+			other->sge[0].length = SZ_1M;
+			pp->big_recv = krdma_post(conn, other);
+		}
+		kfree(other);
+	}
+	pp->recv->opcode = KRDMA_OP_RECV;
+	pp->recv->num_sge = 1;
+	pp->recv->sge[0].buf = pp->mem.buf;
+	pp->recv->sge[0].length = PREP_LEN;
+	pp->recv->done = prep_done;
+	pp->recv->context = pp;
+	ret = krdma_post(conn, pp->recv);
+	if (ret)
+		return ret;
+	return pp->fail_with;
+}
+
+static int prep_init(struct prep *pp, bool big)
+{
+	int ret;
+
+	memset(pp, 0, sizeof(*pp));
+	init_completion(&pp->done);
+	pp->recv = krdma_req_alloc(1, GFP_KERNEL);
+	if (!pp->recv)
+		return -ENOMEM;
+	ret = kmem_get(&pp->mem, MEM_KMALLOC, PREP_LEN,
+		       KRDMA_ACCESS_LOCAL_WRITE);
+	if (!ret && big)
+		ret = kmem_get(&pp->big, MEM_VMALLOC, SZ_1M,
+			       KRDMA_ACCESS_LOCAL_WRITE);
+	return ret;
+}
+
+/* Wait for the RECV of @pp: true once it completed (with any status) */
+static bool prep_wait(struct prep *pp)
+{
+	return wait_for_completion_timeout(&pp->done, TIMEOUT);
+}
+
+static void prep_fini(struct prep *pp)
+{
+	kmem_put(&pp->big, MEM_VMALLOC);
+	kmem_put(&pp->mem, MEM_KMALLOC);
+	kfree(pp->recv);
+}
+
+/* SEND @len bytes of @seed from a new kernel buffer, and wait for it */
+static int prep_send(struct krdma_conn *conn, u8 seed)
+{
+	struct krdma_req *send = krdma_req_alloc(1, GFP_KERNEL);
+	struct kmem m;
+	int ret;
+
+	if (!send)
+		return -ENOMEM;
+	ret = kmem_get(&m, MEM_KMALLOC, PREP_LEN, 0);
+	if (!ret) {
+		fill(m.p, PREP_LEN, seed);
+		send->opcode = KRDMA_OP_SEND;
+		send->num_sge = 1;
+		send->sge[0].buf = m.buf;
+		send->sge[0].length = PREP_LEN;
+		ret = run_op(conn, send);
+	}
+	kmem_put(&m, MEM_KMALLOC);
+	kfree(send);
+	return ret;
+}
+
+static void test_prepare_pair(const char *ip, unsigned int round,
+			      struct sockaddr_storage *bound,
+			      struct krdma_listener *l, struct prep *srv)
+{
+	struct krdma_conn_params cp = { .prepare = prep_cb };
+	struct krdma_conn *client, *server;
+	struct prep cli;
+	int ret, st_c, st_s;
+	bool ok;
+
+	ret = prep_init(&cli, round == 0);
+	if (ret) {
+		result(false, "%s prepare: setup: %d", ip, ret);
+		goto out;
+	}
+	cp.context = &cli;
+	client = krdma_connect(&init_net, (struct sockaddr *)bound, NULL,
+			       TIMEOUT, &cp);
+	if (IS_ERR(client)) {
+		result(false, "%s prepare round %u: connect: %ld", ip, round,
+		       PTR_ERR(client));
+		goto out;
+	}
+	ret = krdma_accept(l, false, TIMEOUT, &server);
+	if (ret) {
+		result(false, "%s prepare round %u: accept: %d", ip, round,
+		       ret);
+		krdma_conn_close(client);
+		goto out;
+	}
+	/* Both at once: each finds the RECV its prepare posted */
+	st_c = prep_send(client, 40 + round);
+	st_s = prep_send(server, 80 + round);
+	ok = prep_wait(&cli) && prep_wait(srv);
+	ok = ok && !st_c && !st_s && cli.wc.status == KRDMA_WC_SUCCESS &&
+	     srv->wc.status == KRDMA_WC_SUCCESS &&
+	     cli.wc.byte_len == PREP_LEN && srv->wc.byte_len == PREP_LEN &&
+	     check(cli.mem.p, PREP_LEN, 80 + round) == -1 &&
+	     check(srv->mem.p, PREP_LEN, 40 + round) == -1;
+	if (round == 0 || !ok)
+		result(ok, "%s prepare round %u: %s", ip, round,
+		       "RECVs posted before connect and accept take the first SENDs, bytes verified");
+	if (!ok)
+		diag("send %d/%d, recv status %u/%u, %u/%u bytes", st_c, st_s,
+		     cli.wc.status, srv->wc.status, cli.wc.byte_len,
+		     srv->wc.byte_len);
+	if (round == 0) {
+		result(cli.calls == 1 && cli.conn == client && srv->calls == 1 &&
+		       srv->conn == server,
+		       "%s prepare is called once, with the connection connect and accept return",
+		       ip);
+		result(cli.other_op == -ENOTCONN && cli.big_recv == -EMSGSIZE,
+		       "%s from prepare a SEND is ENOTCONN, a RECV needing a registration EMSGSIZE (%d, %d)",
+		       ip, cli.other_op, cli.big_recv);
+	}
+	krdma_conn_close(client);
+	krdma_conn_close(server);
+	/* Flushed or not, the RECVs completed: the memory may go */
+out:
+	prep_fini(&cli);
+}
+
+static void test_prepare(const char *ip)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct krdma_conn_params lp = { .prepare = prep_cb };
+	struct sockaddr_storage bound;
+	struct krdma_listener *l;
+	struct krdma_conn *conn;
+	struct prep srv, cli;
+	unsigned int round;
+	bool flushed;
+	long err;
+	int ret;
+
+	if (!in4_pton(ip, -1, (u8 *)&sin.sin_addr, -1, NULL))
+		return;
+	ret = prep_init(&srv, false);
+	if (ret) {
+		result(false, "%s prepare: setup: %d", ip, ret);
+		prep_fini(&srv);
+		return;
+	}
+	lp.context = &srv;
+	l = krdma_listen(&init_net, (struct sockaddr *)&sin, 4, &lp);
+	if (IS_ERR(l) || krdma_listener_addr(l, &bound)) {
+		result(false, "%s prepare: listen", ip);
+		goto out_listener;
+	}
+	for (round = 0; round < 8; round++) {
+		reinit_completion(&srv.done);
+		srv.calls = 0;
+		test_prepare_pair(ip, round, &bound, l, &srv);
+	}
+
+	/* The listener's prepare refuses: the client is told, the RECV flushed */
+	reinit_completion(&srv.done);
+	srv.fail_with = -ENOMEM;
+	conn = krdma_connect(&init_net, (struct sockaddr *)&bound, NULL,
+			     TIMEOUT, NULL);
+	err = IS_ERR(conn) ? PTR_ERR(conn) : 0;
+	if (!IS_ERR(conn))
+		krdma_conn_close(conn);
+	flushed = prep_wait(&srv);
+	result(err == -ENOBUFS && flushed &&
+	       srv.wc.status == KRDMA_WC_WR_FLUSH_ERR,
+	       "%s a listener's prepare that fails rejects the request (%ld), its RECV flushed (status %u)",
+	       ip, err, srv.wc.status);
+	srv.fail_with = 0;
+
+	/* The client's prepare refuses: connect fails with its errno */
+	ret = prep_init(&cli, false);
+	if (!ret) {
+		struct krdma_conn_params cp = {
+			.prepare = prep_cb, .context = &cli,
+		};
+
+		cli.fail_with = -EPERM;
+		conn = krdma_connect(&init_net, (struct sockaddr *)&bound,
+				     NULL, TIMEOUT, &cp);
+		err = IS_ERR(conn) ? PTR_ERR(conn) : 0;
+		if (!IS_ERR(conn))
+			krdma_conn_close(conn);
+		flushed = prep_wait(&cli);
+		result(err == -EPERM && flushed &&
+		       cli.wc.status == KRDMA_WC_WR_FLUSH_ERR,
+		       "%s a connect whose prepare fails returns its errno (%ld), its RECV flushed (status %u)",
+		       ip, err, cli.wc.status);
+	} else {
+		result(false, "%s prepare: setup: %d", ip, ret);
+	}
+	prep_fini(&cli);
+	/* Nothing of the refused requests is left to accept */
+	result(krdma_accept(l, true, 0, &conn) == -EAGAIN,
+	       "%s nothing refused by prepare is left to accept", ip);
+out_listener:
+	if (!IS_ERR(l))
+		krdma_listener_close(l);
+	/* Every RECV of the listener's prepare has completed by now */
+	prep_fini(&srv);
+}
+
 static void test_ip(const char *ip)
 {
 	struct krdma_conn_info info, sinfo;
@@ -1264,6 +1527,7 @@ static void test_ip(const char *ip)
 		test_unsignaled_batch(ip, &p, KRDMA_OP_READ, 32, 3000);
 	pair_close(&p);
 	test_peer_gone(ip);
+	test_prepare(ip);
 	test_unsignaled_flush(ip);
 	test_session(ip);
 }
