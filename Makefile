@@ -21,6 +21,9 @@
 #                        (default 10) per kernel; not part of make check
 #   make bench           krdmactl bench vs perftest vs TCP, in a QEMU guest;
 #                        writes Documentation/benchmarks-results.* and .png
+#   make bench-blk       fio on krdma_blk vs nvme-rdma, on rxe and siw, in a
+#                        QEMU guest; writes Documentation/blockdev-results.*
+#                        and blockdev.png
 #   make lint            W=1, sparse and checkpatch --strict on the module
 #   make install         module, krdmactl, krdma-allreduce, krdma-load,
 #                        krdma-shuffle, man page, completion, udev rule
@@ -51,7 +54,7 @@ endif
 endif
 endif
 
-.PHONY: all modules tools examples selftests check check-dkms check-debug check-two demo guest-run soak bench lint clean help \
+.PHONY: all modules tools examples selftests check check-dkms check-debug check-two demo guest-run soak bench bench-blk lint clean help \
 	install uninstall install-modules install-tools version \
 	dkms-source dkms-install dkms-uninstall
 
@@ -119,6 +122,15 @@ bench:
 	KRDMA_QEMU_TIMEOUT=$${KRDMA_QEMU_TIMEOUT:-1800} selftests/qemu/run.sh run scripts/bench.sh; \
 	st=$$?; \
 	scripts/bench.sh --report "$$(ls -td $(BUILD)/qemu/runs/*/bench | head -n1)" Documentation && \
+	exit $$st
+
+# krdma_blk against nvme-rdma (fio, same jobs, same soft device, one guest:
+# scripts/bench-blk.sh); the guest step takes ~8 min under TCG; the report
+# step as make bench's
+bench-blk:
+	KRDMA_QEMU_TIMEOUT=$${KRDMA_QEMU_TIMEOUT:-1800} selftests/qemu/run.sh run scripts/bench-blk.sh; \
+	st=$$?; \
+	scripts/bench-blk.sh --report "$$(ls -td $(BUILD)/qemu/runs/*/bench-blk | head -n1)" Documentation && \
 	exit $$st
 
 lint:

@@ -22,6 +22,10 @@ packages=(
 	# guest test bed
 	qemu-system-x86 busybox-static iproute2 libcap2-bin
 	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
+	# krdma_blk: its guest test (selftests/krdma_blk.sh, fio --verify) and
+	# make bench-blk (fio against nvme-rdma); mkfs.ext4 and e2fsck from
+	# e2fsprogs, which every Debian has
+	fio
 	# make bench
 	gnuplot-nox iperf3
 )

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The static checks a linux-rdma reviewer runs first, on the module:
+# The static checks a linux-rdma reviewer runs first, on the module and
+# on the modules of samples/krdma_blk (built against its Module.symvers):
 #   - a W=1 build with no warning,
 #   - sparse (C=2: every file, rebuilt or not) with no warning,
 #   - checkpatch.pl --strict on every source file (taken from Debian's
@@ -15,10 +16,14 @@ fail=0
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+blk=$PWD/samples/krdma_blk
+symvers=KBUILD_EXTRA_SYMBOLS=$PWD/Module.symvers
 
 echo "lint: W=1 build against $KDIR"
 make -s -C "$KDIR" M="$PWD" clean >/dev/null
+make -s -C "$KDIR" M="$blk" clean >/dev/null
 if ! make -C "$KDIR" M="$PWD" W=1 modules >"$log" 2>&1 ||
+   ! make -C "$KDIR" M="$blk" "$symvers" W=1 modules >>"$log" 2>&1 ||
    grep -E 'warning:|error:' "$log"; then
 	cat "$log"
 	echo "lint: W=1 build FAILED"
@@ -27,6 +32,8 @@ fi
 
 echo "lint: sparse (C=2)"
 if ! make -C "$KDIR" M="$PWD" C=2 CHECK="sparse -Wno-decl" modules >"$log" 2>&1 ||
+   ! make -C "$KDIR" M="$blk" "$symvers" C=2 CHECK="sparse -Wno-decl" \
+	modules >>"$log" 2>&1 ||
    grep -E '^[^ ]+\.[ch]:[0-9]+:[0-9]+: (warning|error):' "$log"; then
 	echo "lint: sparse FAILED"
 	fail=1
@@ -38,7 +45,8 @@ echo "lint: checkpatch --strict (from $src)"
 if ! "$src/scripts/checkpatch.pl" --strict --no-tree --terse --show-types \
 	-f $(git ls-files --cached --others --exclude-standard \
 		'module/*.[ch]' 'uapi/*.h' 'include/*.h' \
-		'selftests/krdma_sample/*.c' | sort -u); then
+		'selftests/krdma_sample/*.c' 'samples/krdma_blk/*.[ch]' |
+		sort -u); then
 	echo "lint: checkpatch FAILED"
 	fail=1
 fi

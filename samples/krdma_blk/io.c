@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma_blk: requests. Direct placement: a request's pages are
+ * registered as a krdma buffer and moved by RDMA between them and the
+ * server's disk, with no message to the server.
+ *
+ *   READ   one RDMA READ of the range into the pages;
+ *   WRITE  one RDMA WRITE of the pages to the range, then an RDMA READ of
+ *          the range's first 8 bytes: on one connection the READ's
+ *          response comes only after the WRITE was placed, so when both
+ *          have completed the data is in the server's memory (a WRITE's
+ *          own completion does not say that on iWARP);
+ *   FLUSH  completes at once: there is no cache, a completed WRITE is
+ *          placed.
+ *
+ * The operations' done callbacks run in any context (softirq mostly);
+ * the last one of a request queues it on its queue's done_list, and
+ * done_work, in process context, deregisters the buffer (which sleeps)
+ * and ends the request.
+ *
+ * Copyright (c) 2026 The krdma authors
+ */
+#include <linux/blk-mq.h>
+#include <linux/llist.h>
+#include <linux/sched/mm.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <rdma/ib_verbs.h>
+
+#include "krdma_blk.h"
+
+/* Process context: deregister the request's pages and end it */
+static void kbd_cmd_end(struct kbd_cmd *cmd)
+{
+	struct request *rq = blk_mq_rq_from_pdu(cmd);
+
+	krdma_buf_dereg(cmd->buf);
+	cmd->buf = NULL;
+	blk_mq_end_request(rq, READ_ONCE(cmd->failed) ? BLK_STS_IOERR :
+							BLK_STS_OK);
+}
+
+void kbd_queue_done_work(struct work_struct *work)
+{
+	struct kbd_queue *q = container_of(work, struct kbd_queue, done_work);
+	struct llist_node *list = llist_del_all(&q->done_list);
+	struct kbd_cmd *cmd, *next;
+	unsigned int noio;
+
+	/* The I/O path: an allocation must not recurse into it */
+	noio = memalloc_noio_save();
+	list = llist_reverse_order(list);
+	llist_for_each_entry_safe(cmd, next, list, done_node)
+		kbd_cmd_end(cmd);
+	memalloc_noio_restore(noio);
+}
+
+/* Any context, no krdma lock held */
+static void kbd_op_done(struct krdma_req *req, const struct krdma_wc *wc)
+{
+	struct kbd_cmd *cmd = req->context;
+	struct kbd_queue *q = cmd->queue;
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			pr_err_ratelimited("%s%u: queue %u: %s failed: status %u, vendor error 0x%x\n",
+					   KBD_DISK_NAME, q->dev->index, q->qid,
+					   req->opcode == KRDMA_OP_WRITE ?
+					   "WRITE" : "READ",
+					   wc->status, wc->vendor_err);
+		WRITE_ONCE(cmd->failed, true);
+	}
+	/* The last one: the atomic orders @failed before it */
+	if (atomic_dec_and_test(&cmd->pending) &&
+	    llist_add(&cmd->done_node, &q->done_list))
+		queue_work(kbd_wq, &q->done_work);
+}
+
+/*
+ * The request's pages as one krdma buffer. The scatterlist is needed only
+ * for the registration (krdma copies the page list): the request's own
+ * for a few segments, else one allocated for the call. Not the chained
+ * sg pools of SCSI and NVMe: CONFIG_SG_POOL is not in every kernel.
+ */
+static int kbd_cmd_map(struct kbd_cmd *cmd, struct request *rq, u32 access)
+{
+	unsigned short nseg = blk_rq_nr_phys_segments(rq);
+	struct scatterlist *sgl = cmd->sgl;
+	struct sg_table one_run;
+	int nents;
+
+	if (nseg > KBD_INLINE_SG) {
+		sgl = kmalloc_array(nseg, sizeof(*sgl), GFP_NOIO);
+		if (!sgl)
+			return -ENOMEM;
+	}
+	sg_init_table(sgl, nseg);
+	nents = blk_rq_map_sg(rq->q, rq, sgl);
+	one_run = (struct sg_table) {
+		.sgl = sgl,
+		.nents = nents,
+		.orig_nents = nents,
+	};
+	cmd->buf = krdma_buf_reg_sgt(&one_run, access);
+	if (sgl != cmd->sgl)
+		kfree(sgl);
+	if (IS_ERR(cmd->buf)) {
+		int ret = PTR_ERR(cmd->buf);
+
+		cmd->buf = NULL;
+		return ret;
+	}
+	return 0;
+}
+
+static void kbd_req_fill(struct kbd_queue *q, struct krdma_req *r, u32 opcode,
+			 struct krdma_buf *buf, u64 length, u64 pos,
+			 struct kbd_cmd *cmd)
+{
+	r->opcode = opcode;
+	r->flags = 0;
+	r->num_sge = 1;
+	r->sge[0].buf = buf;
+	r->sge[0].offset = 0;
+	r->sge[0].length = length;
+	r->remote_addr = q->remote_base + pos;
+	r->rkey = q->rkey;
+	r->rkeys = q->rkeys;
+	r->done = kbd_op_done;
+	r->context = cmd;
+}
+
+static blk_status_t kbd_queue_rw(struct kbd_queue *q, struct request *rq,
+				 struct kbd_cmd *cmd)
+{
+	bool write = req_op(rq) == REQ_OP_WRITE;
+	u64 pos = (u64)blk_rq_pos(rq) << SECTOR_SHIFT;
+	u32 len = blk_rq_bytes(rq);
+	struct krdma_req *reqs[2];
+	unsigned int n = 1, accepted, noio;
+	int ret;
+
+	if (unlikely(!len || pos + len > q->dev->size))
+		return BLK_STS_IOERR;
+	blk_mq_start_request(rq);
+
+	/* Registration and posting allocate: not by writing back to us */
+	noio = memalloc_noio_save();
+	/* READ writes into the pages; WRITE only reads them */
+	ret = kbd_cmd_map(cmd, rq, write ? 0 : KRDMA_ACCESS_LOCAL_WRITE);
+	if (unlikely(ret)) {
+		memalloc_noio_restore(noio);
+		if (ret == -ENOMEM)
+			return BLK_STS_RESOURCE;
+		pr_err_ratelimited("%s%u: cannot register a request's pages: %d\n",
+				   KBD_DISK_NAME, q->dev->index, ret);
+		return BLK_STS_IOERR;
+	}
+
+	reqs[0] = cmd->rw;
+	kbd_req_fill(q, cmd->rw, write ? KRDMA_OP_WRITE : KRDMA_OP_READ,
+		     cmd->buf, len, pos, cmd);
+	if (write) {
+		reqs[n++] = cmd->fence;
+		kbd_req_fill(q, cmd->fence, KRDMA_OP_READ, q->scratch_buf,
+			     sizeof(*q->scratch), pos, cmd);
+	}
+	WRITE_ONCE(cmd->failed, false);
+	atomic_set(&cmd->pending, n);
+	ret = krdma_post_list(q->conn, reqs, n, &accepted);
+	if (unlikely(ret)) {
+		/* -ENOTCONN: the connection failed; its event fails the device */
+		WRITE_ONCE(cmd->failed, true);
+		if (atomic_sub_and_test(n - accepted, &cmd->pending))
+			kbd_cmd_end(cmd);
+	}
+	memalloc_noio_restore(noio);
+	return BLK_STS_OK;
+}
+
+static blk_status_t kbd_queue_rq(struct blk_mq_hw_ctx *hctx,
+				 const struct blk_mq_queue_data *bd)
+{
+	struct kbd_queue *q = hctx->driver_data;
+	struct request *rq = bd->rq;
+
+	if (unlikely(test_bit(KBD_DEV_FAILED, &q->dev->flags)))
+		return BLK_STS_IOERR;
+	switch (req_op(rq)) {
+	case REQ_OP_READ:
+	case REQ_OP_WRITE:
+		return kbd_queue_rw(q, rq, blk_mq_rq_to_pdu(rq));
+	case REQ_OP_FLUSH:
+		blk_mq_start_request(rq);
+		blk_mq_end_request(rq, BLK_STS_OK);
+		return BLK_STS_OK;
+	default:
+		return BLK_STS_NOTSUPP;
+	}
+}
+
+/*
+ * The request is late: the server or the link is gone, or too slow. Its
+ * connection is disconnected, which completes everything in flight on it
+ * with an error; the request then ends through done_work, as any other.
+ * The device fails: no reconnect.
+ */
+static enum blk_eh_timer_return kbd_timeout(struct request *rq)
+{
+	struct kbd_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct kbd_queue *q = cmd->queue;
+
+	pr_err_ratelimited("%s%u: queue %u: a request timed out: disconnecting\n",
+			   KBD_DISK_NAME, q->dev->index, q->qid);
+	kbd_dev_fail(q->dev);
+	krdma_disconnect(q->conn);
+	return BLK_EH_DONE;
+}
+
+static int kbd_init_hctx(struct blk_mq_hw_ctx *hctx, void *data,
+			 unsigned int hctx_idx)
+{
+	struct kbd_dev *dev = data;
+
+	hctx->driver_data = &dev->queues[hctx_idx];
+	return 0;
+}
+
+static int kbd_init_request(struct blk_mq_tag_set *set, struct request *rq,
+			    unsigned int hctx_idx, unsigned int numa_node)
+{
+	struct kbd_dev *dev = set->driver_data;
+	struct kbd_cmd *cmd = blk_mq_rq_to_pdu(rq);
+
+	cmd->queue = &dev->queues[hctx_idx];
+	cmd->rw = krdma_req_alloc(1, GFP_KERNEL);
+	cmd->fence = krdma_req_alloc(1, GFP_KERNEL);
+	if (!cmd->rw || !cmd->fence) {
+		kfree(cmd->fence);
+		kfree(cmd->rw);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void kbd_exit_request(struct blk_mq_tag_set *set, struct request *rq,
+			     unsigned int hctx_idx)
+{
+	struct kbd_cmd *cmd = blk_mq_rq_to_pdu(rq);
+
+	kfree(cmd->fence);
+	kfree(cmd->rw);
+}
+
+const struct blk_mq_ops kbd_mq_ops = {
+	.queue_rq = kbd_queue_rq,
+	.timeout = kbd_timeout,
+	.init_hctx = kbd_init_hctx,
+	.init_request = kbd_init_request,
+	.exit_request = kbd_exit_request,
+};
