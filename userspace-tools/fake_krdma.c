@@ -55,8 +55,22 @@
  * instead, and the modules.builtin of the kernel is empty, so that the
  * modules a test's own modprobe "loads" are what krdmactl sees.
  *
+ * krdma_blk (krdmactl blk): under $KRDMA_BLK_SYSFS, a directory the test
+ * makes with the files attach, detach and devices, a write() to attach or
+ * detach does what the module does with it: attach ("ADDR PORT
+ * [queues=N] [depth=D]") adds the line "krdmablkK ADDR PORT SIZE QUEUES
+ * DEPTH live" to devices (K the lowest free; queues 4, depth 64 unless
+ * given), EINVAL for anything else; detach ("krdmablkK" or "K") removes
+ * that line, ENOENT when there is none. The file written keeps the last
+ * text, for the test to read.
+ *   blk_eacces  open() of attach and detach fails with EACCES (not root)
+ *   blk_err=N   a write to attach or detach fails with errno N
+ *   blk_size=N  the size of an attached device (default 64 MiB)
+ *   blk_cpus=N  at most N queues (one per CPU, as blk-mq makes them)
+ *
  * Copyright (c) 2026 The krdma authors
  */
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <endian.h>
 #include <errno.h>
@@ -83,6 +97,8 @@
 
 static int fake_fd = -1;
 static int nl_fd = -1;
+/* the open attach and detach of $KRDMA_BLK_SYSFS */
+static int blk_fd[2] = { -1, -1 };
 
 static bool opt(const char *name)
 {
@@ -704,10 +720,182 @@ static int fake_ioctl(unsigned long cmd, void *arg)
 	return -ENOTTY;
 }
 
+/*
+ * krdma_blk's sysfs files
+ */
+static const char *const blk_files[2] = { "attach", "detach" };
+
+/* 0: $KRDMA_BLK_SYSFS/attach, 1: its detach, -1: another file */
+static int blk_file(const char *path)
+{
+	const char *dir = getenv("KRDMA_BLK_SYSFS");
+	size_t n = dir ? strlen(dir) : 0;
+	int i;
+
+	if (!n || strncmp(path, dir, n) || path[n] != '/')
+		return -1;
+	for (i = 0; i < 2; i++)
+		if (!strcmp(path + n + 1, blk_files[i]))
+			return i;
+	return -1;
+}
+
+/* devices into @buf (NUL-terminated); false if it cannot be read */
+static bool blk_read_devices(char *buf, size_t len)
+{
+	char path[4096];
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/devices", getenv("KRDMA_BLK_SYSFS"));
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return true;
+}
+
+static int blk_write_devices(const char *buf)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/devices", getenv("KRDMA_BLK_SYSFS"));
+	f = fopen(path, "w");
+	if (!f)
+		return -EIO;
+	fputs(buf, f);
+	return fclose(f) ? -EIO : 0;
+}
+
+/* A whole decimal number in [min, max] (kstrtouint, a newline allowed) */
+static bool blk_num(const char *s, unsigned long min, unsigned long max,
+		    unsigned long *v)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	*v = strtoul(s, &end, 10);
+	return !errno && !*end && *v >= min && *v <= max;
+}
+
+/* The start of the line of device @k in @devs, or NULL */
+static char *blk_line(char *devs, unsigned long k)
+{
+	char name[32], *l;
+	size_t n;
+
+	n = snprintf(name, sizeof(name), "krdmablk%lu ", k);
+	for (l = devs; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, name, n))
+			return l;
+	return NULL;
+}
+
+/* What krdma_blk does with a write of @len bytes to attach or detach */
+static int blk_store(int which, const char *data, size_t len)
+{
+	char text[256], devs[8192], *tok, *save = NULL, *l, *end;
+	char addr[INET_ADDRSTRLEN] = "";
+	unsigned long port = 0, queues = 4, depth = 64, k, v;
+	struct in_addr ip;
+	size_t n;
+	int i;
+
+	if (len >= sizeof(text))
+		return -EINVAL;
+	memcpy(text, data, len);
+	text[len] = 0;
+	if (len && text[len - 1] == '\n')
+		text[len - 1] = 0;
+	if (!blk_read_devices(devs, sizeof(devs)))
+		return -EIO;
+	if (which == 1) {
+		tok = text;
+		if (!strncmp(tok, "krdmablk", 8))
+			tok += 8;
+		if (!blk_num(tok, 0, 1000000, &k))
+			return -EINVAL;
+		l = blk_line(devs, k);
+		if (!l)
+			return -ENOENT;
+		end = strchr(l, '\n');
+		memmove(l, end ? end + 1 : l + strlen(l),
+			strlen(end ? end + 1 : l + strlen(l)) + 1);
+		return blk_write_devices(devs);
+	}
+	for (i = 0, tok = strtok_r(text, " ", &save); tok;
+	     i++, tok = strtok_r(NULL, " ", &save)) {
+		if (i == 0 && inet_pton(AF_INET, tok, &ip) == 1)
+			snprintf(addr, sizeof(addr), "%s", tok);
+		else if (i == 0)
+			return -EINVAL;
+		else if (i == 1 && !blk_num(tok, 1, 65535, &port))
+			return -EINVAL;
+		else if (i > 1 && !strncmp(tok, "queues=", 7) &&
+			 blk_num(tok + 7, 1, 64, &v))
+			queues = v;
+		else if (i > 1 && !strncmp(tok, "depth=", 6) &&
+			 blk_num(tok + 6, 1, 256, &v))
+			depth = v;
+		else if (i > 1)
+			return -EINVAL;
+	}
+	if (i < 2)
+		return -EINVAL;
+	if (queues > opt_num("blk_cpus", 64))
+		queues = opt_num("blk_cpus", 64);
+	for (k = 0; blk_line(devs, k); k++)
+		;
+	n = strlen(devs);
+	snprintf(devs + n, sizeof(devs) - n, "krdmablk%lu %s %lu %lu %lu %lu live\n",
+		 k, addr, port, opt_num("blk_size", 64UL << 20), queues,
+		 depth);
+	return blk_write_devices(devs);
+}
+
+ssize_t write(int fd, const void *buf, size_t len)
+{
+	ssize_t (*real)(int, const void *, size_t) = dlsym(RTLD_NEXT, "write");
+	int which = fd < 0 ? -1 : fd == blk_fd[0] ? 0 : fd == blk_fd[1] ? 1 : -1;
+	int err;
+
+	if (which < 0)
+		return real(fd, buf, len);
+	err = opt("blk_err") ? -(int)opt_num("blk_err", EIO) :
+	      blk_store(which, buf, len);
+	if (err) {
+		errno = -err;
+		return -1;
+	}
+	/* the record of what was written */
+	if (real(fd, buf, len) < 0)
+		return -1;
+	return len;
+}
+
 static int do_open(const char *path, int flags, mode_t mode,
 		   const char *sym)
 {
 	int (*real)(const char *, int, ...) = dlsym(RTLD_NEXT, sym);
+	int blk = blk_file(path);
+
+	if (blk >= 0) {
+		int fd;
+
+		if (opt("blk_eacces")) {
+			errno = EACCES;
+			return -1;
+		}
+		fd = real(path, flags, mode);
+		if (fd >= 0)
+			blk_fd[blk] = fd;
+		return fd;
+	}
 
 	if (!strcmp(path, "/dev/krdma")) {
 		if (opt("eacces")) {
@@ -763,6 +951,10 @@ int close(int fd)
 		fake_fd = -1;
 	if (fd >= 0 && fd == nl_fd)
 		nl_fd = -1;
+	if (fd >= 0 && fd == blk_fd[0])
+		blk_fd[0] = -1;
+	if (fd >= 0 && fd == blk_fd[1])
+		blk_fd[1] = -1;
 	return real(fd);
 }
 

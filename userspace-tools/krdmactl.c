@@ -1696,6 +1696,35 @@ static const struct {
 	  "\n"
 	  "SENDs larger than 1 MiB are skipped (krdma's limit). MB is 10^6 bytes.\n"
 	  "Exit status: 0 when every run completed, 1 otherwise, 2 bad usage.\n" },
+	{ "blk", blk_main,
+	  "remote block devices of krdma_blk: attach, detach, list",
+	  "[list] [-j]\n"
+	  "       krdmactl blk attach ADDR [PORT] [queues N] [depth D] [-j]\n"
+	  "       krdmactl blk detach DEV\n"
+	  "Attach the disk of krdma_blk_server at ADDR (an IPv4 address, or a\n"
+	  "host name with one) as /dev/krdmablkN, detach DEV (krdmablkN, N or\n"
+	  "/dev/krdmablkN), or list the attached devices (the default): name,\n"
+	  "state, size, server, queues and depth. Through the sysfs files of\n"
+	  "the krdma_blk module, /sys/kernel/krdma_blk. attach makes N\n"
+	  "connections, one per hardware queue (default: one per CPU, at most\n"
+	  "4), each with D requests in flight (default 64), and prints the\n"
+	  "device it made. A device is \"live\", or \"failed\" once a connection\n"
+	  "failed: its requests then fail at once (detach it, attach again).\n"
+	  "detach works also on a device in use: open handles get I/O errors.\n"
+	  "attach and detach are taken by their whole name only.\n"
+	  "\n"
+	  "  -p, --port PORT   attach: the server's port (default 7740), as PORT\n"
+	  "  -q, --queues N    attach: connections, one per hardware queue, as\n"
+	  "                    queues N\n"
+	  "  -d, --depth D     attach: requests in flight per queue, 1 to 256, as\n"
+	  "                    depth D\n"
+	  "  -j, --json        list, attach: print JSON: {\"blockdevices\":[{\"name\",\n"
+	  "                    \"path\",\"peer\",\"size\",\"queues\",\"depth\",\n"
+	  "                    \"state\"}]}, for attach the device it made\n"
+	  "  -h, --help        show this help\n"
+	  "\n"
+	  "Exit status: 0 done, 1 failed (krdma_blk not loaded, the server not\n"
+	  "there, no such device), 2 bad usage. attach and detach need root.\n" },
 	{ "up", up_main,
 	  "load krdma and create a soft RDMA device (rxe or siw) on a netdev",
 	  "[--rxe|--siw] [--name NAME] [--module PATH] [NETDEV]\n"
@@ -1797,7 +1826,8 @@ static void print_usage(FILE *f)
 	fprintf(f, "Usage: %s [-j] [-p] COMMAND [ARGS...]\n", prog);
 	fprintf(f, "       %s COMMAND --help\n", prog);
 	fprintf(f, "COMMAND may be a prefix of its name, the first below (d: dev);\n");
-	fprintf(f, "set, up and down are taken by their whole name only.\n");
+	fprintf(f, "set, up and down (and blk attach, blk detach) are taken by their\n");
+	fprintf(f, "whole name only.\n");
 	fprintf(f, "ADDR, where a command takes one, is an IP address or a host name.\n");
 	fprintf(f, "Inspect and control krdma, the in-kernel RDMA transport (%s).\n\n",
 		KRDMA_DEV_PATH);
@@ -1921,7 +1951,7 @@ static bool has_json(const char *name)
 {
 	static const char *const cmds[] = {
 		"version", "dev", "status", "stat", "monitor", "ping", "xfer",
-		"bench", "doctor", "explain",
+		"bench", "blk", "doctor", "explain",
 	};
 	size_t i;
 

@@ -192,6 +192,9 @@ void free_devs(struct dev_info *devs, uint32_t ndevs);
 /* One device of collect_devs() as a JSON object, as `krdmactl dev -j` */
 void json_dev(struct json *j, const struct dev_info *d);
 
+/* The directory krdmactl runs from (for ../krdma.ko), "." if unknown */
+void tool_dir(char *buf, size_t len);
+
 /* Subcommands of krdmactl_setup.c */
 int up_main(int argc, char *argv[]);
 int down_main(int argc, char *argv[]);
@@ -205,6 +208,9 @@ int xfer_main(int argc, char *argv[]);
 
 /* Subcommand of krdmactl_bench.c */
 int bench_main(int argc, char *argv[]);
+
+/* Subcommand of krdmactl_blk.c */
+int blk_main(int argc, char *argv[]);
 
 /* Subcommands of krdmactl_status.c */
 int status_main(int argc, char *argv[]);

@@ -229,7 +229,7 @@ static int netdev_mtu(const char *netdev)
 }
 
 /* The directory krdmactl runs from, for ../krdma.ko */
-static void tool_dir(char *buf, size_t len)
+void tool_dir(char *buf, size_t len)
 {
 	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
 	char *slash;

@@ -465,7 +465,7 @@ expect_in err "unknown command 'bogus'" "unknown command"
 run "" dev -x
 expect_rc 2 "unknown option"
 
-for cmd in version dev status stat monitor set explain doctor serve ping bench help; do
+for cmd in version dev status stat monitor set explain doctor serve ping bench blk help; do
 	run "" $cmd --help
 	expect_rc 0 "$cmd --help"
 	expect_in out "^Usage: krdmactl $cmd" "$cmd --help"
@@ -753,6 +753,31 @@ printf "%s\n" "${COMPREPLY[@]}"' "$OLDPWD/krdmactl.bash-completion" "$@") \
 	expect_in out '^--rxe$' "completion of 'up': --rxe"
 	comp krdmactl dev ""
 	expect_in out '^show$' "completion of 'dev': show"
+	comp krdmactl b
+	expect_in out '^blk$' "completion of 'b': blk"
+	comp krdmactl blk ""
+	expect_in out '^attach$' "completion of 'blk': its verbs"
+	expect_in out '^detach$' "completion of 'blk': its verbs"
+	expect_in out '^list$' "completion of 'blk': its verbs"
+	comp krdmactl blk attach 198.18.0.1 ""
+	expect_in out '^queues$' "completion of 'blk attach ADDR'"
+	expect_in out '^--depth$' "completion of 'blk attach ADDR'"
+	for words in "blk attach" "blk attach 198.18.0.1 queues" \
+		"blk attach 198.18.0.1 depth" "blk attach 198.18.0.1 -q" \
+		"blk attach 198.18.0.1 --depth" "blk attach 198.18.0.1 -p"; do
+		# shellcheck disable=SC2086 # the words
+		comp krdmactl $words ""
+		n=$((n + 1))
+		[ ! -s "$TMP/out" ] || [ "$(cat "$TMP/out")" = "" ] ||
+			fail "completion of '$words': an address or a number, not $(tr '\n' ' ' <"$TMP/out")"
+	done
+	mkdir -p "$TMP/compblk"
+	printf 'krdmablk0 198.18.0.1 7740 4096 1 1 live\nkrdmablk3 198.18.0.1 7741 4096 1 1 failed\n' \
+		>"$TMP/compblk/devices"
+	export KRDMA_BLK_SYSFS="$TMP/compblk"
+	comp krdmactl blk detach ""
+	unset KRDMA_BLK_SYSFS
+	expect_in out '^krdmablk3$' "completion of 'blk detach': the devices"
 fi
 
 # Host names (the shim's getaddrinfo knows hosts=NAME@IP only): resolved
@@ -1320,6 +1345,284 @@ n=$((n + 1))
 KRDMA_SYSFS_MODULE=$TMP/nomodule run "" set ack_timeout=1
 expect_rc 1 "set, module not loaded"
 expect_in err 'krdma is not loaded' "set, module not loaded"
+# blk: krdma_blk's sysfs files in a made-up directory ($KRDMA_BLK_SYSFS),
+# whose attach and detach the shim makes act as the module does
+# (blk_err=N: the write fails with errno N; blk_eacces: not root)
+BLK=$TMP/blk
+mkdir -p "$BLK"
+: >"$BLK/attach"
+: >"$BLK/detach"
+: >"$BLK/devices"
+export KRDMA_BLK_SYSFS="$BLK"
+# blk_written FILE TEXT DESCRIPTION: what krdmactl wrote into FILE
+blk_written() {
+	n=$((n + 1))
+	[ "$(cat "$BLK/$1")" = "$2" ] ||
+		fail "$3: wrote '$(cat "$BLK/$1")' into $1, want '$2'"
+}
+# blk_devices COUNT DESCRIPTION: devices has COUNT lines
+blk_devices() {
+	n=$((n + 1))
+	[ "$(grep -c . "$BLK/devices")" -eq "$1" ] ||
+		fail "$2: $(grep -c . "$BLK/devices") devices, want $1"
+}
+
+# krdma_blk not loaded: what to load, for every verb; exit status 1
+for args in blk "blk list" "-j blk" "blk attach 198.18.0.1" "blk detach 0"; do
+	# shellcheck disable=SC2086 # the command's words
+	KRDMA_BLK_SYSFS=$TMP/noblk run "" $args
+	expect_rc 1 "$args, krdma_blk not loaded"
+	expect_in err "^krdmactl: blk [a-z]*: krdma_blk is not loaded ($TMP/noblk): No such file or directory$" \
+		"$args, krdma_blk not loaded"
+	expect_in err '^krdmactl: load it: sudo modprobe krdma_blk.*insmod .*krdma_blk\.ko' \
+		"$args, krdma_blk not loaded: modprobe, insmod"
+done
+KRDMA_BLK_SYSFS=$TMP/noblk run "" -j blk list
+json_check 'list(d) == ["error"] and d["error"]["name"] == "ENOENT" and
+	d["error"]["message"].startswith("blk list: krdma_blk is not loaded") and
+	"modprobe krdma_blk" in d["error"]["hint"]' "-j blk list, not loaded"
+schema_check FAILURE "-j blk list, not loaded"
+# (a variable set for a function call may stay set: sh leaves it open)
+export KRDMA_BLK_SYSFS="$BLK"
+
+run "" blk
+expect_rc 0 "blk, no devices"
+expect_in out '^No krdma_blk devices\. Attach one: sudo krdmactl blk attach ADDR \[PORT\]$' \
+	"blk, no devices"
+run "" blk list -j
+expect_rc 0 "blk list -j, no devices"
+json_check 'd == {"blockdevices": []}' "blk list -j, no devices"
+schema_check BLK_LIST "blk list -j, no devices"
+
+# attach: ADDR [PORT] [queues N] [depth D], or -p, -q, -d; as echo
+# writes it, queues= and depth= only when given
+run "" blk attach 198.18.0.1
+expect_rc 0 "blk attach ADDR"
+blk_written attach "198.18.0.1 7740" "blk attach ADDR"
+expect_in out '^attached krdmablk0 (/dev/krdmablk0): 64 MiB at 198\.18\.0\.1:7740, 4 queues of depth 64, live$' \
+	"blk attach ADDR"
+n=$((n + 1))
+[ "$(od -An -c "$BLK/attach" | tr -d ' ')" = '198.18.0.17740\n' ] ||
+	fail "blk attach: not one line, as echo writes it"
+run "blk_size=1073741824" blk attach 198.18.0.2 7741 queues 2 depth 32 -j
+expect_rc 0 "blk attach ADDR PORT queues N depth D -j"
+blk_written attach "198.18.0.2 7741 queues=2 depth=32" \
+	"blk attach ADDR PORT queues N depth D"
+json_check 'd == {"blockdevices": [{"name": "krdmablk1",
+	"path": "/dev/krdmablk1", "peer": "198.18.0.2:7741",
+	"size": 1073741824, "queues": 2, "depth": 32, "state": "live"}]}' \
+	"blk attach -j: the device it made"
+schema_check BLK_LIST "blk attach -j"
+for args in "-p 7742 -q 1 -d 8 198.18.0.3" "198.18.0.3 --port 7742 --queues=1 --depth 8" \
+	"198.18.0.3 7742 queues=1 depth=8" "198.18.0.3 depth 8 queues 1 -p 7742"; do
+	# shellcheck disable=SC2086 # the command's words
+	run "" blk attach $args
+	expect_rc 0 "blk attach $args"
+	blk_written attach "198.18.0.3 7742 queues=1 depth=8" "blk attach $args"
+	expect_in out '^attached krdmablk2 (/dev/krdmablk2): 64 MiB at 198\.18\.0\.3:7742, 1 queue of depth 8, live$' \
+		"blk attach $args"
+	# shellcheck disable=SC2086
+	run "" blk detach 2
+done
+run "blk_cpus=2" blk attach 198.18.0.3 queues 8
+expect_rc 0 "blk attach, fewer queues made than asked"
+expect_in err '^krdmactl: blk attach: note: krdmablk2 has 2 queues, not the 8 asked for (at most one per CPU; see dmesg)$' \
+	"blk attach, fewer queues made than asked: said"
+run "" blk detach 2
+run "hosts=peer@198.18.0.9" blk attach peer
+expect_rc 0 "blk attach HOSTNAME"
+blk_written attach "198.18.0.9 7740" "blk attach HOSTNAME: its IPv4 address"
+run "" blk detach krdmablk2
+blk_devices 2 "blk attach, detach"
+
+# ADDR: IPv4 only (krdma_blk_server listens on an IPv4 address)
+for a in 2001:db8::1 peer6; do
+	run "hosts=peer6@2001:db8::9" blk attach $a
+	expect_rc 2 "blk attach $a"
+	expect_in err "^krdmactl: blk attach: '$a' is not an IPv4 address.*: krdma_blk connects over IPv4 only$" \
+		"blk attach $a"
+done
+run "hosts=peer@198.18.0.9" blk attach nosuch.example
+expect_rc 2 "blk attach nosuch.example"
+expect_in err "^krdmactl: blk attach: 'nosuch\\.example' is not an IP address, and no host has that name" \
+	"blk attach nosuch.example"
+
+# list: text, JSON, a failed device, a line it does not know
+echo 'krdmablk7 198.18.0.4 7740 3221225472 4 128 failed' >>"$BLK/devices"
+run "" blk list
+expect_rc 0 "blk list"
+expect_in out '^krdmablk0 *live *64 MiB  198\.18\.0\.1:7740 *queues 4 depth 64$' "blk list"
+expect_in out '^krdmablk1 *live *1 GiB  198\.18\.0\.2:7741 *queues 2 depth 32$' "blk list"
+expect_in out '^krdmablk7 *failed *3 GiB  198\.18\.0\.4:7740 *queues 4 depth 128$' \
+	"blk list: a failed device"
+cp "$TMP/out" "$TMP/blk_list"
+for w in bl "blk l" "blk li" "blk list" "-p blk"; do
+	# shellcheck disable=SC2086 # the words
+	run "" $w
+	expect_rc 0 "krdmactl $w"
+	n=$((n + 1))
+	cmp -s "$TMP/out" "$TMP/blk_list" || fail "krdmactl $w is not blk list"
+done
+for args in "-j blk" "blk -j" "blk list -j" "-j blk list" "--json bl l"; do
+	# shellcheck disable=SC2086 # the command's words
+	run "" $args
+	expect_rc 0 "krdmactl $args"
+	json_check '[b["name"] for b in d["blockdevices"]] == ["krdmablk0",
+		"krdmablk1", "krdmablk7"] and d["blockdevices"][2] == {
+		"name": "krdmablk7", "path": "/dev/krdmablk7",
+		"peer": "198.18.0.4:7740", "size": 3221225472, "queues": 4,
+		"depth": 128, "state": "failed"}' "krdmactl $args"
+	schema_check BLK_LIST "krdmactl $args"
+done
+run "" -jp blk
+expect_in out '^    "blockdevices": \[$' "-jp blk: indented"
+echo 'krdmablk9 198.18.0.4 7740 lots 4 128 live' >>"$BLK/devices"
+run "" blk -j
+expect_rc 0 "blk -j, a line it does not know"
+expect_in err "^krdmactl: blk list: warning: line 4 of $BLK/devices is not \"krdmablkK ADDR PORT SIZE QUEUES DEPTH STATE\": 'krdmablk9 198\\.18\\.0\\.4 7740 lots 4 128 live'$" \
+	"blk -j, a line it does not know: said"
+json_check 'len(d["blockdevices"]) == 3' "blk -j, a line it does not know: left out"
+sed -i '/krdmablk9/d' "$BLK/devices"
+
+# attach's errors: the errno, and what to do
+cp "$BLK/devices" "$TMP/blk_before"
+while IFS='|' read -r errno text hint; do
+	run "blk_err=$errno" blk attach 198.18.0.5 queues 2
+	expect_rc 1 "blk attach, errno $errno"
+	expect_in err "^krdmactl: blk attach: cannot attach 198\\.18\\.0\\.5:7740: $text$" \
+		"blk attach, errno $errno"
+	expect_in err "^krdmactl: .*$hint" "blk attach, errno $errno: the advice"
+	n=$((n + 1))
+	cmp -s "$BLK/devices" "$TMP/blk_before" ||
+		fail "blk attach, errno $errno: a device was made"
+done <<'EOE'
+111|Connection refused|nothing listens at 198\.18\.0\.5 port 7740: is krdma_blk_server loaded there? on that host: sudo modprobe krdma_blk_server
+110|Connection timed out|no answer in time from 198\.18\.0\.5: .*try: krdmactl doctor -p 7740 198\.18\.0\.5$
+101|Network is unreachable|no RDMA device of this host reaches 198\.18\.0\.5: .*krdmactl up
+19|No such device|no RDMA device of this host reaches 198\.18\.0\.5
+71|Protocol error|what listens at 198\.18\.0\.5 port 7740 is not a krdma_blk_server of this version
+12|Cannot allocate memory|try fewer queues or a smaller depth
+22|Invalid argument|krdma_blk refused "198\.18\.0\.5 7740 queues=2": more queues than it takes?; the kernel log says why (dmesg)$
+5|Input/output error|the kernel log says what happened (dmesg)$
+EOE
+run "blk_err=111" -j blk attach 198.18.0.5 7750
+expect_rc 1 "-j blk attach, ECONNREFUSED"
+json_check 'list(d) == ["error"] and d["error"]["errno"] == 111 and
+	d["error"]["name"] == "ECONNREFUSED" and d["error"]["message"] ==
+	"blk attach: cannot attach 198.18.0.5:7750: Connection refused" and
+	"is krdma_blk_server loaded there?" in d["error"]["hint"] and
+	d["error"]["hint"].endswith("sudo modprobe krdma_blk_server port=7750")' \
+	"-j blk attach, ECONNREFUSED: the server's port"
+schema_check FAILURE "-j blk attach, ECONNREFUSED"
+run "blk_eacces" blk attach 198.18.0.5 queues 2 -d 16
+expect_rc 1 "blk attach, not root"
+expect_in err "^krdmactl: blk attach: cannot attach 198\\.18\\.0\\.5:7740: Permission denied$" \
+	"blk attach, not root"
+expect_in err '^krdmactl: attaching a device needs root (.*/attach is root.s only): run it as root: sudo krdmactl blk attach 198\.18\.0\.5 queues 2 -d 16$' \
+	"blk attach, not root: the command to run"
+run "blk_eacces" -j blk detach 0
+expect_rc 2 "-j blk detach: no JSON"
+json_check 'd["error"]["name"] == "EINVAL" and
+	d["error"]["message"] == "blk detach has no JSON output (-j)"' \
+	"-j blk detach: no JSON"
+run "blk_eacces" blk detach 0
+expect_rc 1 "blk detach, not root"
+expect_in err '^krdmactl: blk detach: cannot detach krdmablk0: Permission denied$' \
+	"blk detach, not root"
+expect_in err '^krdmactl: detaching a device needs root (.*/detach is root.s only): run it as root: sudo krdmactl blk detach 0$' \
+	"blk detach, not root"
+
+# detach DEV: krdmablkN, N, /dev/krdmablkN
+for dev in krdmablk1 0 /dev/krdmablk7; do
+	run "" blk detach $dev
+	expect_rc 0 "blk detach $dev"
+	name=krdmablk${dev##*[!0-9]}
+	blk_written detach "$name" "blk detach $dev"
+	expect_in out "^detached $name$" "blk detach $dev"
+	n=$((n + 1))
+	! grep -q "^$name " "$BLK/devices" || fail "blk detach $dev: not gone"
+done
+blk_devices 0 "blk detach: all gone"
+run "" blk detach 3
+expect_rc 1 "blk detach, no such device"
+expect_in err '^krdmactl: blk detach: cannot detach krdmablk3: No such file or directory$' \
+	"blk detach, no such device"
+expect_in err '^krdmactl: krdma_blk has no device krdmablk3: see the attached ones with: krdmactl blk list$' \
+	"blk detach, no such device"
+
+# bad usage: exit status 2, nothing written
+: >"$BLK/attach"
+: >"$BLK/detach"
+while read -r args; do
+	# shellcheck disable=SC2086 # the command's words
+	run "" $args
+	expect_rc 2 "krdmactl $args"
+	expect_in err '^krdmactl: ' "krdmactl $args: why"
+	n=$((n + 1))
+	if [ -s "$BLK/attach" ] || [ -s "$BLK/detach" ]; then
+		fail "krdmactl $args wrote something"
+	fi
+done <<'EOA'
+blk attach
+blk attach 198.18.0.1 0
+blk attach 198.18.0.1 65536
+blk attach 198.18.0.1 x
+blk attach 198.18.0.1 queues 0
+blk attach 198.18.0.1 queues x
+blk attach 198.18.0.1 queues
+blk attach 198.18.0.1 depth 0
+blk attach 198.18.0.1 depth 257
+blk attach 198.18.0.1 depth=-1
+blk attach 198.18.0.1 -d 300
+blk attach 198.18.0.1 7740 7741
+blk attach 198.18.0.1 7741 -p 7740
+blk attach 198.18.0.1 queues 2 -q 3
+blk attach 198.18.0.1 bogus 1
+blk a 198.18.0.1
+blk att 198.18.0.1
+blk d 0
+blk det 0
+blk detach
+blk detach 0 1
+blk detach sda
+blk detach /dev/sda
+blk detach krdmablk
+blk detach krdmablkx
+blk detach 01
+blk detach -1
+blk list extra
+blk list -q 2
+blk detach 0 -p 7740
+blk nosuch
+blk -x
+EOA
+run "" blk attach 198.18.0.1 depth 257
+expect_in err "^krdmactl: blk attach: bad depth '257' (1 to 256: requests in flight per queue)$" \
+	"blk attach depth 257"
+run "" blk a 198.18.0.1
+expect_in err "^krdmactl: blk: 'a' would be attach, which changes the system: it is taken by its whole name only$" \
+	"blk a: attach by its whole name only"
+expect_in err '^krdmactl: type the command.s whole name$' "blk a"
+run "" blk detach sda
+expect_in err "^krdmactl: blk detach: 'sda' is not a krdma_blk device$" "blk detach sda"
+run "" blk list -q 2
+expect_in err '^krdmactl: blk list: -q (--queues) is an option of blk attach$' \
+	"blk list -q 2"
+run "" -j blk attach 198.18.0.1 queues 0
+json_check 'list(d) == ["error"] and d["error"]["name"] == "EINVAL" and
+	d["error"]["message"].startswith("blk attach: bad queues \x270\x27")' \
+	"-j blk attach, bad usage"
+for args in "blk --help" "help blk" "help bl" "blk attach -h" "blk detach --help"; do
+	# shellcheck disable=SC2086 # the command's words
+	run "" $args
+	expect_rc 0 "krdmactl $args"
+	expect_in out '^Usage: krdmactl blk \[list\] \[-j\]$' "krdmactl $args"
+	expect_in out '^       krdmactl blk attach ADDR \[PORT\] \[queues N\] \[depth D\] \[-j\]$' \
+		"krdmactl $args"
+done
+run "" b --help
+expect_in out '^Usage: krdmactl bench ' "krdmactl b: still bench"
+
 # Every command's JSON against the schema of Documentation/cli.rst, in
 # each shape it has here: done, failed in its document, failed before it
 # (FAILURE). SCENARIO "-": the shim as it is; nodev: no shim, where there
@@ -1391,7 +1694,7 @@ if missing:
 sys.exit(1 if missing or not objs else 0)
 EOP
 
-unset KRDMA_DEBUGFS KRDMA_SYSFS_MODULE
+unset KRDMA_DEBUGFS KRDMA_SYSFS_MODULE KRDMA_BLK_SYSFS
 
 if command -v valgrind >/dev/null 2>&1; then
 	for scenario in "" grow vanish; do
@@ -1416,6 +1719,20 @@ if command -v valgrind >/dev/null 2>&1; then
 		rc=$?
 		grep -q "I can't recover" "$TMP/err" && break
 		expect_rc 0 "valgrind $args"
+	done
+	printf 'krdmablk4 198.18.0.1 7740 4096 1 1 failed\nnot a device\n' \
+		>"$BLK/devices"
+	# (the exit status each should have, then the command)
+	for args in "0 blk list" "0 -j blk" "0 blk attach 198.18.0.1 queues 2" \
+		"0 blk detach 4" "1 blk detach 4"; do
+		# shellcheck disable=SC2086 # the command's words
+		KRDMA_BLK_SYSFS=$BLK LD_PRELOAD=$SHIM valgrind -q \
+			--leak-check=full --errors-for-leak-kinds=all \
+			--error-exitcode=3 ./krdmactl ${args#? } >"$TMP/out" \
+			2>"$TMP/err"
+		rc=$?
+		grep -q "I can't recover" "$TMP/err" && break
+		expect_rc "${args%% *}" "valgrind ${args#? }"
 	done
 fi
 
