@@ -524,6 +524,31 @@ void bad_option(const char *cmd, int c, char *argv[])
 	print_usage_of(cmd, stderr);
 }
 
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
+{
+	uint64_t v;
+	int ret = parse_u64(s, min, max, &v);
+
+	if (!ret)
+		*out = v;
+	return ret;
+}
+
 int help_or_bad_option(int c, char *argv[])
 {
 	if (c == 'h') {

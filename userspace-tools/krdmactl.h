@@ -115,6 +115,13 @@ int help_or_bad_option(int c, char *argv[]);
 bool unexpected_arg(int argc, char *argv[]);
 
 /*
+ * A decimal number within [@min, @max], nothing before or after it (no
+ * sign, no suffix), into @out. Returns 0 or -EINVAL (@out untouched).
+ */
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out);
+
+/*
  * Parse the options of a subcommand that takes only -j/--json, -h/--help:
  * OPT_HELP when the help was printed, OPT_BAD when bad usage was reported.
  */

@@ -67,31 +67,6 @@ struct blk_devs {
 	size_t n;
 };
 
-static int parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	if (!*s || *s == '-' || *s == '+')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
-{
-	uint64_t v;
-	int ret = parse_num(s, min, max, &v);
-
-	if (!ret)
-		*out = v;
-	return ret;
-}
-
 /* "198.18.0.1:7740", "[2001:db8::1]:7740" (a module that prints IPv6) */
 static const char *blk_peer(const struct blk_dev *b, char *buf, size_t len)
 {
@@ -139,7 +114,7 @@ static bool parse_dev_line(char *line, struct blk_dev *b)
 	strcpy(b->addr, f[1]);
 	strcpy(b->state, f[6]);
 	if (parse_u32(f[2], 0, 65535, &b->port) ||
-	    parse_num(f[3], 0, UINT64_MAX, &v) ||
+	    parse_u64(f[3], 0, UINT64_MAX, &v) ||
 	    parse_u32(f[4], 0, UINT32_MAX, &b->queues) ||
 	    parse_u32(f[5], 0, UINT32_MAX, &b->depth))
 		return false;

@@ -503,31 +503,6 @@ static uint32_t kp_conn_device(struct kp_sess *s, char *dev, size_t len,
 	return dq.transport;
 }
 
-static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	if (!*s || *s == '-' || *s == '+')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
-{
-	uint64_t v;
-	int ret = parse_u64(s, min, max, &v);
-
-	if (!ret)
-		*out = v;
-	return ret;
-}
-
 /* "4096", "64K", "16M", "1G" (also "16MiB"): binary multiples */
 static int parse_size(const char *s, uint64_t *out)
 {
