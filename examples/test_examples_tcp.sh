@@ -17,7 +17,8 @@
 #   reported; the server killed mid-run: both clients exit 1 naming it.
 #
 # PYTHON (python3) checks the JSON; PORT_BASE picks the ports (default:
-# at random in 30000-49999).
+# at random below the kernel's ephemeral range, which the clients' own
+# sockets use: a listener on one of those ports may find it taken).
 
 # shellcheck disable=SC2317,SC2016,SC2034 # run through check() and eval
 set -u
@@ -26,7 +27,9 @@ cd "$(dirname "$0")" || exit 1
 AR=$PWD/krdma-allreduce
 SH=$PWD/krdma-shuffle
 LD=$PWD/krdma-load
-port=${PORT_BASE:-$((30000 + RANDOM % 20000))}
+read -r eph_lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || eph_lo=32768
+((eph_lo > 12000)) || eph_lo=32768
+port=${PORT_BASE:-$((10000 + RANDOM % (eph_lo - 10100)))}
 NTESTS=12
 
 # shellcheck source=examples/test_lib.sh
@@ -185,6 +188,7 @@ kill_server() {
 	"$LD" --serve "$TMP/ds" -s 64K --listen "127.0.0.1:$port" -m tcp >"$TMP/ldk.srv.out" 2>&1 </dev/null &
 	sp=$!
 	pids=("$sp")
+	ln -sf "$TMP/ldk.srv.out" "$TMP/last.srv.err"
 	for c in 1 2; do
 		"$LD" --server "127.0.0.1:$port" -m tcp -t 20 -b 16 -d 60 >"$TMP/ldk.c$c.out" 2>"$TMP/ldk.c$c.err" </dev/null &
 		eval "cp$c=\$!"
