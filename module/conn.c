@@ -282,6 +282,7 @@ static int krdma_conn_create_qp(struct krdma_conn *conn)
 	conn->kdev = kdev;
 	conn->dev_index = kdev->index;
 	conn->port_num = id->port_num;
+	conn->transport = krdma_transport(ibdev, conn->port_num);
 
 	conn->pd = ib_alloc_pd(ibdev, 0);
 	if (IS_ERR(conn->pd)) {
@@ -666,6 +667,7 @@ void krdma_conn_info(struct krdma_conn *conn, struct krdma_conn_info *info)
 	info->peer = conn->peer;
 	info->dev_index = conn->dev_index;
 	info->port_num = conn->port_num;
+	info->transport = conn->transport;
 	info->initiator_depth = conn->initiator_depth;
 	info->max_grant_pages = conn->max_grant_pages;
 	info->max_send_sge = conn->max_send_sge;

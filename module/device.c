@@ -118,13 +118,20 @@ u32 krdma_device_count(const struct net *net)
 	return count;
 }
 
-static u32 krdma_transport(struct ib_device *ibdev)
+/**
+ * krdma_transport - what a port of a device speaks
+ * @ibdev: the device
+ * @port: one of its ports
+ *
+ * Return: KRDMA_TRANSPORT_* of <linux/krdma.h>.
+ */
+u32 krdma_transport(struct ib_device *ibdev, u32 port)
 {
-	if (rdma_protocol_iwarp(ibdev, rdma_start_port(ibdev)))
+	if (rdma_protocol_iwarp(ibdev, port))
 		return KRDMA_TRANSPORT_IWARP;
-	if (rdma_protocol_roce(ibdev, rdma_start_port(ibdev)))
+	if (rdma_protocol_roce(ibdev, port))
 		return KRDMA_TRANSPORT_ROCE;
-	if (rdma_protocol_ib(ibdev, rdma_start_port(ibdev)))
+	if (rdma_protocol_ib(ibdev, port))
 		return KRDMA_TRANSPORT_IB;
 	return KRDMA_TRANSPORT_OTHER;
 }
@@ -140,7 +147,7 @@ void krdma_device_fill_query(struct krdma_device *kdev,
 	struct ib_device *ibdev = kdev->ibdev;
 	const struct ib_device_attr *attrs = &ibdev->attrs;
 
-	out->transport = krdma_transport(ibdev);
+	out->transport = krdma_transport(ibdev, rdma_start_port(ibdev));
 	strscpy((char *)out->name, dev_name(&ibdev->dev), sizeof(out->name));
 	out->node_guid = be64_to_cpu(ibdev->node_guid);
 	out->sys_image_guid = be64_to_cpu(attrs->sys_image_guid);

@@ -134,6 +134,7 @@ struct krdma_device *krdma_device_get(u32 index, const struct net *net);
 struct krdma_device *krdma_device_get_next(unsigned long *index,
 					   const struct net *net);
 struct krdma_device *krdma_device_get_by_ibdev(struct ib_device *ibdev);
+u32 krdma_transport(struct ib_device *ibdev, u32 port);
 void krdma_device_put(struct krdma_device *kdev);
 u32 krdma_device_count(const struct net *net);
 void krdma_device_fill_query(struct krdma_device *kdev,
@@ -313,6 +314,7 @@ enum krdma_conn_claim {
  * @cm_id: the rdma_cm id
  * @kdev: the device the QP lives on, once the route is known
  * @dev_index: its index, kept after teardown for queries
+ * @transport: KRDMA_TRANSPORT_* of the port, kept after teardown
  * @dev_entry: in @kdev->conns
  * @pd: the connection's own protection domain: a grant's rkey is valid on
  *      this QP only
@@ -401,6 +403,7 @@ struct krdma_conn {
 	struct rdma_cm_id *cm_id;
 	struct krdma_device *kdev;
 	u32 dev_index;
+	u32 transport;
 	struct list_head dev_entry;
 	struct ib_pd *pd;
 	struct ib_cq *cq;

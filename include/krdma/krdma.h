@@ -233,6 +233,10 @@ static inline struct krdma_req *krdma_req_alloc(unsigned int n, gfp_t gfp)
  * @peer: peer address and port
  * @dev_index: the RDMA device (ib_device.index)
  * @port_num: its port
+ * @transport: KRDMA_TRANSPORT_* of <linux/krdma.h>: what that port speaks
+ *             (0 while the route is not resolved). On iWARP an RDMA
+ *             WRITE completes at its initiator once the data went to TCP,
+ *             not once the peer placed it
  * @initiator_depth: RDMA READs and atomics this side may have in flight
  * @max_grant_pages: the most pages one grant (one token) may span on this
  *                   connection's device; a larger window is -E2BIG.
@@ -249,6 +253,7 @@ struct krdma_conn_info {
 	struct sockaddr_storage peer;
 	u32 dev_index;
 	u32 port_num;
+	u32 transport;
 	u32 initiator_depth;
 	u32 max_grant_pages;
 	u32 max_send_sge;

@@ -268,6 +268,15 @@ static int kbd_queue_open(struct kbd_dev *dev, struct kbd_queue *q)
 		ret = -EOPNOTSUPP;
 		goto err_close_conn;
 	}
+	/*
+	 * On InfiniBand and RoCE a WRITE completes with the responder's ACK,
+	 * which comes once the responder executed it: the data is in the
+	 * server's memory, and any later READ (on any connection, through
+	 * the same adapter) sees it. On iWARP the completion says only that
+	 * TCP has the data: a READ behind it proves the placement.
+	 */
+	q->fence_writes = info.transport != KRDMA_TRANSPORT_IB &&
+			  info.transport != KRDMA_TRANSPORT_ROCE;
 	q->remote_base = tok.addr;
 	q->rkey = tok.rkey;
 	if (tok.seg_shift) {

@@ -5,11 +5,12 @@
  * server's disk, with no message to the server.
  *
  *   READ   one RDMA READ of the range into the pages;
- *   WRITE  one RDMA WRITE of the pages to the range, then an RDMA READ of
- *          the range's first 8 bytes: on one connection the READ's
- *          response comes only after the WRITE was placed, so when both
- *          have completed the data is in the server's memory (a WRITE's
- *          own completion does not say that on iWARP);
+ *   WRITE  one RDMA WRITE of the pages to the range; on iWARP, then an
+ *          RDMA READ of the range's first 8 bytes: on one connection
+ *          the READ's response comes only after the WRITE was placed,
+ *          so when both have completed the data is in the server's
+ *          memory (a WRITE's own completion does not say that on iWARP;
+ *          on InfiniBand and RoCE it does, see kbd_queue_open());
  *   FLUSH  completes at once: there is no cache, a completed WRITE is
  *          placed.
  *
@@ -160,7 +161,7 @@ static blk_status_t kbd_queue_rw(struct kbd_queue *q, struct request *rq,
 	reqs[0] = cmd->rw;
 	kbd_req_fill(q, cmd->rw, write ? KRDMA_OP_WRITE : KRDMA_OP_READ,
 		     cmd->buf, len, pos, cmd);
-	if (write) {
+	if (write && q->fence_writes) {
 		reqs[n++] = cmd->fence;
 		kbd_req_fill(q, cmd->fence, KRDMA_OP_READ, q->scratch_buf,
 			     sizeof(*q->scratch), pos, cmd);

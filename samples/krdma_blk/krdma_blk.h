@@ -56,6 +56,8 @@ struct kbd_hello;
  * @remote_base: the token's addr: the remote address of the disk's byte 0
  * @rkey: the token's key, when it has no key table
  * @rkeys: the key table, when the token has one (seg_shift != 0)
+ * @fence_writes: a WRITE is followed by an 8-byte READ (iWARP): its
+ *                completion alone does not say the data was placed
  * @scratch: where the 8-byte READ behind a WRITE lands; never read
  * @scratch_buf: @scratch, registered
  * @hello: while the queue connects: the hello's RECV
@@ -69,6 +71,7 @@ struct kbd_queue {
 	u64 remote_base;
 	u32 rkey;
 	struct krdma_rkeys *rkeys;
+	bool fence_writes;
 	u64 *scratch;
 	struct krdma_buf *scratch_buf;
 	struct kbd_hello *hello;

@@ -1520,6 +1520,11 @@ static void test_ip(const char *ip)
 	test_grant_scope(ip, &p);
 	test_chain(ip, &p);
 	iwarp = conn_is_iwarp(p.client);
+	result(info.transport == (iwarp ? KRDMA_TRANSPORT_IWARP :
+					  KRDMA_TRANSPORT_ROCE) &&
+	       sinfo.transport == info.transport,
+	       "%s krdma_conn_info() tells the transport of both ends (%u)",
+	       ip, info.transport);
 	test_unsignaled_errnos(ip, &p, iwarp);
 	test_unsignaled_batch(ip, &p, KRDMA_OP_WRITE, 32, 3000);
 	test_unsignaled_batch(ip, &p, KRDMA_OP_WRITE, 16, SZ_64K);
