@@ -290,10 +290,15 @@ static int kbd_queue_open(struct kbd_dev *dev, struct kbd_queue *q)
 		}
 	}
 
+	q->fence = krdma_req_alloc(1, GFP_KERNEL);
+	if (!q->fence) {
+		ret = -ENOMEM;
+		goto err_put_rkeys;
+	}
 	q->scratch = kzalloc(sizeof(*q->scratch), GFP_KERNEL);
 	if (!q->scratch) {
 		ret = -ENOMEM;
-		goto err_put_rkeys;
+		goto err_free_fence;
 	}
 	q->scratch_buf = krdma_buf_reg_kernel(q->scratch, sizeof(*q->scratch),
 					      KRDMA_ACCESS_LOCAL_WRITE);
@@ -309,6 +314,9 @@ static int kbd_queue_open(struct kbd_dev *dev, struct kbd_queue *q)
 err_free_scratch:
 	kfree(q->scratch);
 	q->scratch = NULL;
+err_free_fence:
+	kfree(q->fence);
+	q->fence = NULL;
 err_put_rkeys:
 	if (q->rkeys)
 		krdma_rkeys_put(q->rkeys);
@@ -331,6 +339,8 @@ static void kbd_queue_close(struct kbd_queue *q)
 	flush_work(&q->done_work);
 	krdma_buf_dereg(q->scratch_buf);
 	kfree(q->scratch);
+	/* The last fence completed with the connection's close */
+	kfree(q->fence);
 	if (q->rkeys)
 		krdma_rkeys_put(q->rkeys);
 }
@@ -480,6 +490,8 @@ int kbd_dev_attach(const struct kbd_attach_args *args)
 		dev->queues[i].dev = dev;
 		dev->queues[i].qid = i;
 		init_llist_head(&dev->queues[i].done_list);
+		spin_lock_init(&dev->queues[i].fence_lock);
+		INIT_LIST_HEAD(&dev->queues[i].fence_waiters);
 		INIT_WORK(&dev->queues[i].done_work, kbd_queue_done_work);
 	}
 	ret = ida_alloc_max(&kbd_ida, KBD_MAX_DEVICES - 1, GFP_KERNEL);

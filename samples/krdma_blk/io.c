@@ -5,12 +5,14 @@
  * server's disk, with no message to the server.
  *
  *   READ   one RDMA READ of the range into the pages;
- *   WRITE  one RDMA WRITE of the pages to the range; on iWARP, then an
- *          RDMA READ of the range's first 8 bytes: on one connection
- *          the READ's response comes only after the WRITE was placed,
- *          so when both have completed the data is in the server's
- *          memory (a WRITE's own completion does not say that on iWARP;
- *          on InfiniBand and RoCE it does, see kbd_queue_open());
+ *   WRITE  one RDMA WRITE of the pages to the range. On iWARP it ends
+ *          only once a fence has completed too: an 8-byte RDMA READ
+ *          posted after it on the same connection, whose response comes
+ *          only after every WRITE before it was placed (a WRITE's own
+ *          completion says that on InfiniBand and RoCE, not on iWARP,
+ *          see kbd_queue_open()). One fence covers every WRITE accepted
+ *          before it; at most one is in flight per queue, and the WRITEs
+ *          that come meanwhile wait for the next (group commit);
  *   FLUSH  completes at once: there is no cache, a completed WRITE is
  *          placed.
  *
@@ -56,6 +58,101 @@ void kbd_queue_done_work(struct work_struct *work)
 	memalloc_noio_restore(noio);
 }
 
+/* One of the request's operations is over: the last one ends it */
+static void kbd_cmd_put(struct kbd_queue *q, struct kbd_cmd *cmd)
+{
+	/* The atomic orders @failed before it */
+	if (atomic_dec_and_test(&cmd->pending) &&
+	    llist_add(&cmd->done_node, &q->done_list))
+		queue_work(kbd_wq, &q->done_work);
+}
+
+static void kbd_fence_post(struct kbd_queue *q);
+
+/*
+ * The fence in flight is over (@ok: it completed with success): the
+ * WRITEs it covers are placed; if others came meanwhile, the next fence
+ * goes out for them. A failed fence fails every WRITE waiting: the
+ * connection is broken, and their own completions fail too.
+ */
+static void kbd_fence_end(struct kbd_queue *q, bool ok)
+{
+	struct kbd_cmd *cmd, *tmp;
+	LIST_HEAD(covered);
+	bool again;
+
+	spin_lock_bh(&q->fence_lock);
+	list_for_each_entry_safe(cmd, tmp, &q->fence_waiters, fence_entry) {
+		if (ok && cmd->wseq > q->fence_covers)
+			break;
+		list_move_tail(&cmd->fence_entry, &covered);
+	}
+	again = !list_empty(&q->fence_waiters);
+	q->fence_inflight = again;
+	q->fence_covers = q->wseq;
+	spin_unlock_bh(&q->fence_lock);
+
+	list_for_each_entry_safe(cmd, tmp, &covered, fence_entry) {
+		list_del_init(&cmd->fence_entry);
+		if (!ok)
+			WRITE_ONCE(cmd->failed, true);
+		kbd_cmd_put(q, cmd);
+	}
+	if (again)
+		kbd_fence_post(q);
+}
+
+/* Any context: from a done callback, krdma only queues it */
+static void kbd_fence_post(struct kbd_queue *q)
+{
+	struct krdma_req *r = q->fence;
+
+	r->opcode = KRDMA_OP_READ;
+	r->flags = 0;
+	r->num_sge = 1;
+	r->sge[0].buf = q->scratch_buf;
+	r->sge[0].offset = 0;
+	r->sge[0].length = sizeof(*q->scratch);
+	/* Any address: a READ follows every WRITE before it, wherever */
+	r->remote_addr = q->remote_base;
+	r->rkey = q->rkey;
+	r->rkeys = q->rkeys;
+	r->done = kbd_fence_done;
+	r->context = q;
+	if (krdma_post(q->conn, r))
+		kbd_fence_end(q, false);
+}
+
+/**
+ * kbd_fence_done - a queue's fence completed
+ * @req: the queue's fence
+ * @wc: how
+ *
+ * Context: any (softirq mostly), no krdma lock held.
+ */
+void kbd_fence_done(struct krdma_req *req, const struct krdma_wc *wc)
+{
+	kbd_fence_end(req->context, wc->status == IB_WC_SUCCESS);
+}
+
+/* A fenced WRITE was accepted: it waits for a fence posted after it */
+static void kbd_fence_add(struct kbd_queue *q, struct kbd_cmd *cmd)
+{
+	bool post;
+
+	spin_lock_bh(&q->fence_lock);
+	cmd->wseq = ++q->wseq;
+	list_add_tail(&cmd->fence_entry, &q->fence_waiters);
+	post = !q->fence_inflight;
+	if (post) {
+		q->fence_inflight = true;
+		q->fence_covers = cmd->wseq;
+	}
+	spin_unlock_bh(&q->fence_lock);
+	if (post)
+		kbd_fence_post(q);
+}
+
 /* Any context, no krdma lock held */
 static void kbd_op_done(struct krdma_req *req, const struct krdma_wc *wc)
 {
@@ -71,10 +168,7 @@ static void kbd_op_done(struct krdma_req *req, const struct krdma_wc *wc)
 					   wc->status, wc->vendor_err);
 		WRITE_ONCE(cmd->failed, true);
 	}
-	/* The last one: the atomic orders @failed before it */
-	if (atomic_dec_and_test(&cmd->pending) &&
-	    llist_add(&cmd->done_node, &q->done_list))
-		queue_work(kbd_wq, &q->done_work);
+	kbd_cmd_put(q, cmd);
 }
 
 /*
@@ -137,8 +231,8 @@ static blk_status_t kbd_queue_rw(struct kbd_queue *q, struct request *rq,
 	bool write = req_op(rq) == REQ_OP_WRITE;
 	u64 pos = (u64)blk_rq_pos(rq) << SECTOR_SHIFT;
 	u32 len = blk_rq_bytes(rq);
-	struct krdma_req *reqs[2];
-	unsigned int n = 1, accepted, noio;
+	unsigned int noio;
+	bool fenced;
 	int ret;
 
 	if (unlikely(!len || pos + len > q->dev->size))
@@ -158,22 +252,20 @@ static blk_status_t kbd_queue_rw(struct kbd_queue *q, struct request *rq,
 		return BLK_STS_IOERR;
 	}
 
-	reqs[0] = cmd->rw;
 	kbd_req_fill(q, cmd->rw, write ? KRDMA_OP_WRITE : KRDMA_OP_READ,
 		     cmd->buf, len, pos, cmd);
-	if (write && q->fence_writes) {
-		reqs[n++] = cmd->fence;
-		kbd_req_fill(q, cmd->fence, KRDMA_OP_READ, q->scratch_buf,
-			     sizeof(*q->scratch), pos, cmd);
-	}
+	fenced = write && q->fence_writes;
 	WRITE_ONCE(cmd->failed, false);
-	atomic_set(&cmd->pending, n);
-	ret = krdma_post_list(q->conn, reqs, n, &accepted);
+	/* The operation, and for a fenced WRITE the fence that covers it */
+	atomic_set(&cmd->pending, fenced ? 2 : 1);
+	ret = krdma_post(q->conn, cmd->rw);
 	if (unlikely(ret)) {
 		/* -ENOTCONN: the connection failed; its event fails the device */
 		WRITE_ONCE(cmd->failed, true);
-		if (atomic_sub_and_test(n - accepted, &cmd->pending))
-			kbd_cmd_end(cmd);
+		kbd_cmd_end(cmd);
+	} else if (fenced) {
+		/* Accepted: every fence posted from now on covers it */
+		kbd_fence_add(q, cmd);
 	}
 	memalloc_noio_restore(noio);
 	return BLK_STS_OK;
@@ -234,14 +326,9 @@ static int kbd_init_request(struct blk_mq_tag_set *set, struct request *rq,
 	struct kbd_cmd *cmd = blk_mq_rq_to_pdu(rq);
 
 	cmd->queue = &dev->queues[hctx_idx];
+	INIT_LIST_HEAD(&cmd->fence_entry);
 	cmd->rw = krdma_req_alloc(1, GFP_KERNEL);
-	cmd->fence = krdma_req_alloc(1, GFP_KERNEL);
-	if (!cmd->rw || !cmd->fence) {
-		kfree(cmd->fence);
-		kfree(cmd->rw);
-		return -ENOMEM;
-	}
-	return 0;
+	return cmd->rw ? 0 : -ENOMEM;
 }
 
 static void kbd_exit_request(struct blk_mq_tag_set *set, struct request *rq,
@@ -249,7 +336,6 @@ static void kbd_exit_request(struct blk_mq_tag_set *set, struct request *rq,
 {
 	struct kbd_cmd *cmd = blk_mq_rq_to_pdu(rq);
 
-	kfree(cmd->fence);
 	kfree(cmd->rw);
 }
 

@@ -56,9 +56,18 @@ struct kbd_hello;
  * @remote_base: the token's addr: the remote address of the disk's byte 0
  * @rkey: the token's key, when it has no key table
  * @rkeys: the key table, when the token has one (seg_shift != 0)
- * @fence_writes: a WRITE is followed by an 8-byte READ (iWARP): its
+ * @fence_writes: WRITEs are fenced by 8-byte READs (iWARP): a WRITE's
  *                completion alone does not say the data was placed
- * @scratch: where the 8-byte READ behind a WRITE lands; never read
+ * @fence_lock: protects @fence_waiters, @wseq, @fence_covers and
+ *              @fence_inflight; taken in softirq (the fence's done)
+ * @fence_waiters: WRITE requests accepted and not yet covered by a fence
+ *                 that completed, in the order krdma accepted them
+ * @wseq: the sequence number of the last WRITE accepted on the queue
+ * @fence_covers: the fence in flight was posted after the WRITE of this
+ *                number: it proves every WRITE up to it placed
+ * @fence_inflight: a fence is posted and has not completed
+ * @fence: the queue's one fence, an 8-byte READ (at most one in flight)
+ * @scratch: where the fence's 8 bytes land; never read
  * @scratch_buf: @scratch, registered
  * @hello: while the queue connects: the hello's RECV
  * @done_list: requests whose operations have all completed
@@ -72,6 +81,12 @@ struct kbd_queue {
 	u32 rkey;
 	struct krdma_rkeys *rkeys;
 	bool fence_writes;
+	spinlock_t fence_lock;	/* protects the fence_* fields and wseq */
+	struct list_head fence_waiters;
+	u64 wseq;
+	u64 fence_covers;
+	bool fence_inflight;
+	struct krdma_req *fence;
 	u64 *scratch;
 	struct krdma_buf *scratch_buf;
 	struct kbd_hello *hello;
@@ -120,22 +135,25 @@ struct kbd_dev {
  * struct kbd_cmd - a request's own data (blk-mq's pdu)
  * @queue: the queue of its hardware context, set once
  * @rw: the READ or the WRITE, allocated once
- * @fence: a WRITE's 8-byte READ, allocated once
  * @buf: the request's pages, registered while it runs
  * @pending: operations posted and not completed
  * @failed: one of them failed: the request ends with an I/O error
  * @done_node: in @queue->done_list
+ * @fence_entry: a fenced WRITE waiting for its fence, in
+ *               @queue->fence_waiters
+ * @wseq: that WRITE's number on its queue
  * @sgl: the pages of a request of up to KBD_INLINE_SG segments, for
  *       krdma_buf_reg_sgt() only (a longer one allocates its list)
  */
 struct kbd_cmd {
 	struct kbd_queue *queue;
 	struct krdma_req *rw;
-	struct krdma_req *fence;
 	struct krdma_buf *buf;
 	atomic_t pending;
 	bool failed;
 	struct llist_node done_node;
+	struct list_head fence_entry;
+	u64 wseq;
 	struct scatterlist sgl[KBD_INLINE_SG];
 };
 
@@ -153,6 +171,7 @@ void kbd_dev_detach_all(void);
 /* io.c */
 extern const struct blk_mq_ops kbd_mq_ops;
 void kbd_queue_done_work(struct work_struct *work);
+void kbd_fence_done(struct krdma_req *req, const struct krdma_wc *wc);
 
 /* sysfs.c */
 int kbd_sysfs_init(void);
