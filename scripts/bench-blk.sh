@@ -6,8 +6,9 @@
 #
 #   scripts/bench-blk.sh [OUTDIR]    in the guest test bed (make bench-blk
 #                                    runs it there), on rxe0 and then on
-#                                    siw0, one after the other on the
-#                                    same device in the same guest run:
+#                                    siw0; on each, both block devices
+#                                    at once over the same device in the
+#                                    same guest run:
 #                                    (a) krdma_blk: krdma_blk_server
 #                                    (size_mb 256) and krdma_blk in this
 #                                    guest, attached over the device's
@@ -25,9 +26,17 @@
 #                                    same fio jobs: 4k randread and
 #                                    randwrite at QD 1 and 32, 128k read
 #                                    and write at QD 8; libaio, direct=1,
-#                                    one job, time_based, 10 s after a 2 s
-#                                    ramp, JSON output. Everything is torn
-#                                    down after each (the controller
+#                                    one job, time_based, 10 s in two
+#                                    halves of 5 s, each after a 2 s ramp,
+#                                    JSON output. The halves alternate
+#                                    (krdma_blk, nvme-rdma, nvme-rdma,
+#                                    krdma_blk: ABBA), so that a change
+#                                    of the host's load during a job
+#                                    weighs on both alike; the report
+#                                    merges them (IOPS and MB/s the mean,
+#                                    latency the mean over all I/Os, p99
+#                                    the worse half). Everything is torn
+#                                    down after each device (the controller
 #                                    deleted, configfs undone in reverse,
 #                                    the modules removed). Raw results
 #                                    into OUTDIR (default
@@ -44,7 +53,7 @@
 #                                    plot in DOCDIR/blockdev.png (gnuplot)
 #
 # Environment (guest step): BENCH_BLK_DEVS ("rxe0:198.18.0.1
-# siw0:198.18.1.1"), BENCH_BLK_RUNTIME (10: seconds per job),
+# siw0:198.18.1.1"), BENCH_BLK_RUNTIME (10: seconds per job and disk),
 # BENCH_BLK_RAMP (2), BENCH_BLK_SIZE_MB (256: both disks), BENCH_BLK_JOBS
 # (all: names of the jobs below to run, e.g. "randread-4k-qd1
 # randread-4k-qd32"). Each also as KRDMA_BENCH_BLK_*, which the guest
@@ -86,9 +95,8 @@ except OSError:
 
 KINDS = (("krdma_blk", "krdma_blk"), ("nvme-rdma", "nvme_rdma"))
 
-def load(kind, dev, job):
-    """fio's numbers of one job, {"error": N} if it failed, None if absent"""
-    p = os.path.join(d, "%s-%s-%s.json" % (kind, dev, job["name"]))
+def load_one(p, job):
+    """fio's numbers in file p, {"error": N} if it failed, None if absent"""
     try:
         t = open(p).read()
         j = json.JSONDecoder().raw_decode(t[t.index("{"):])[0]["jobs"][0]
@@ -102,7 +110,33 @@ def load(kind, dev, job):
     return {"iops": s["iops"], "mb_per_s": s["bw_bytes"] / 1e6,
             "clat_mean_us": clat.get("mean", 0) / 1e3,
             "clat_p99_us": p99 / 1e3 if p99 else None,
-            "lat_mean_us": s.get("lat_ns", {}).get("mean", 0) / 1e3}
+            "lat_mean_us": s.get("lat_ns", {}).get("mean", 0) / 1e3,
+            "ios": s.get("total_ios", 0)}
+
+def load(kind, dev, job):
+    """One job's numbers: its two halves (a, b) merged, or one whole run"""
+    base = os.path.join(d, "%s-%s-%s" % (kind, dev, job["name"]))
+    parts = [load_one("%s.%s.json" % (base, h), job) for h in "ab"]
+    parts = [x for x in parts if x is not None] or \
+            [x for x in [load_one(base + ".json", job)] if x is not None]
+    if not parts:
+        return None
+    for x in parts:
+        if "error" in x:
+            return x
+    n = len(parts)
+    ios = sum(x["ios"] for x in parts)
+    def wmean(k):
+        if ios:
+            return sum(x[k] * x["ios"] for x in parts) / ios
+        return sum(x[k] for x in parts) / n
+    p99 = [x["clat_p99_us"] for x in parts if x["clat_p99_us"] is not None]
+    return {"iops": sum(x["iops"] for x in parts) / n,
+            "mb_per_s": sum(x["mb_per_s"] for x in parts) / n,
+            "clat_mean_us": wmean("clat_mean_us"),
+            "clat_p99_us": max(p99) if p99 else None,
+            "lat_mean_us": wmean("lat_mean_us"),
+            "halves_iops": [x["iops"] for x in parts]}
 
 rows = []
 for dev in meta["devices"]:
@@ -164,7 +198,9 @@ L.append("")
 L.append("Measured %s on commit ``%s``; guest kernel %s (%s), %s vCPUs, "
          "QEMU accel %s; host CPU %s." % (meta["date"], meta["commit"], meta["kernel"],
          meta["machine"], meta["cpus"], meta["accel"], meta["host_cpu"]))
-L.append("fio %s: libaio, direct=1, one job, time_based, %s s after a %s s ramp, "
+L.append("fio %s: libaio, direct=1, one job, time_based, %s s per job and disk "
+         "in two halves, each after a %s s ramp, the halves alternating between "
+         "the disks (krdma_blk, nvme-rdma, nvme-rdma, krdma_blk), "
          "on the whole %d MiB device, written once sequentially before the jobs. "
          "Both disks are RAM: krdma_blk_server's vmalloc'd disk and a brd "
          "RAM disk exported by nvmet-rdma, over the same soft device and "
@@ -289,6 +325,7 @@ SYS=/sys/kernel/krdma_blk
 CFS=/sys/kernel/config/nvmet
 DEVS=${BENCH_BLK_DEVS:-${KRDMA_BENCH_BLK_DEVS:-rxe0:198.18.0.1 siw0:198.18.1.1}}
 RUNTIME=${BENCH_BLK_RUNTIME:-${KRDMA_BENCH_BLK_RUNTIME:-10}}
+HALF=$(((RUNTIME + 1) / 2))
 RAMP=${BENCH_BLK_RAMP:-${KRDMA_BENCH_BLK_RAMP:-2}}
 SIZE_MB=${BENCH_BLK_SIZE_MB:-${KRDMA_BENCH_BLK_SIZE_MB:-256}}
 WANT_JOBS=${BENCH_BLK_JOBS:-${KRDMA_BENCH_BLK_JOBS:-}}
@@ -364,26 +401,42 @@ EOF
 : >"$out/failed.txt"
 : >"$out/setup.txt"
 
-# run_jobs KIND DEV BDEV: the prefill, then every job, on BDEV
-run_jobs() {
-	local kind=$1 dev=$2 bdev=$3 j name rw bs qd
+# prefill KIND DEV BDEV: all of BDEV written once (brd allocates on the
+# first write), not measured
+prefill() {
+	local kind=$1 dev=$2 bdev=$3
 
 	log "$dev: $kind on $bdev: writing all of it once"
-	if ! timeout 600 fio --name=prefill --filename="$bdev" --ioengine=libaio --direct=1 \
+	timeout 600 fio --name=prefill --filename="$bdev" --ioengine=libaio --direct=1 \
 		--rw=write --bs=1M --iodepth=8 --size="${SIZE_MB}M" --output-format=json \
-		--output="$out/$kind-$dev-prefill.json" >>"$out/fio-$kind-$dev.log" 2>&1; then
-		failed "$kind $dev prefill"
-		return 1
-	fi
+		--output="$out/$kind-$dev-prefill.json" >>"$out/fio-$kind-$dev.log" 2>&1 ||
+		{ failed "$kind $dev prefill"; return 1; }
+}
+
+# run_half KIND DEV BDEV JOB HALF: one half (HALF s) of JOB on BDEV
+run_half() {
+	local kind=$1 dev=$2 bdev=$3 half=$5 name rw bs qd
+
+	read -r name rw bs qd <<<"$4"
+	log "$dev: $kind: $name ($half)"
+	timeout $((HALF + RAMP + 120)) fio --name="$name" --filename="$bdev" \
+		--ioengine=libaio --direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
+		--size="${SIZE_MB}M" --time_based --runtime="$HALF" --ramp_time="$RAMP" \
+		--norandommap --randrepeat=0 --output-format=json \
+		--output="$out/$kind-$dev-$name.$half.json" >>"$out/fio-$kind-$dev.log" 2>&1 ||
+		failed "$kind $dev $name $half (fio exit $?)"
+}
+
+# run_jobs DEV KBDEV NBDEV: every job on both disks (either may be empty:
+# not up), in halves, ABBA
+run_jobs() {
+	local dev=$1 kb=$2 nb=$3 j
+
 	for j in "${JOBS[@]}"; do
-		read -r name rw bs qd <<<"$j"
-		log "$dev: $kind: $name"
-		timeout $((RUNTIME + RAMP + 120)) fio --name="$name" --filename="$bdev" \
-			--ioengine=libaio --direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
-			--size="${SIZE_MB}M" --time_based --runtime="$RUNTIME" --ramp_time="$RAMP" \
-			--norandommap --randrepeat=0 --output-format=json \
-			--output="$out/$kind-$dev-$name.json" >>"$out/fio-$kind-$dev.log" 2>&1 ||
-			failed "$kind $dev $name (fio exit $?)"
+		[[ -n $kb ]] && run_half krdma_blk "$dev" "$kb" "$j" a
+		[[ -n $nb ]] && run_half nvme-rdma "$dev" "$nb" "$j" a
+		[[ -n $nb ]] && run_half nvme-rdma "$dev" "$nb" "$j" b
+		[[ -n $kb ]] && run_half krdma_blk "$dev" "$kb" "$j" b
 	done
 }
 
@@ -525,11 +578,14 @@ for dv in $DEVS; do
 		failed "$dev: no such RDMA device"
 		continue
 	fi
+	kb=
+	nb=
 	bdev=
-	krdma_up "$dev" "$addr" && run_jobs krdma_blk "$dev" "$bdev"
+	krdma_up "$dev" "$addr" && prefill krdma_blk "$dev" "$bdev" && kb=$bdev
+	bdev=
+	nvme_up "$dev" "$addr" && prefill nvme-rdma "$dev" "$bdev" && nb=$bdev
+	run_jobs "$dev" "$kb" "$nb"
 	krdma_down 2>>"$out/errors.log" || failed "krdma_blk $dev: teardown"
-	bdev=
-	nvme_up "$dev" "$addr" && run_jobs nvme-rdma "$dev" "$bdev"
 	nvme_down 2>>"$out/errors.log" || failed "nvme-rdma $dev: teardown"
 done
 log "done in $(($(date +%s) - t_start)) s; results in $out (status $status)"
