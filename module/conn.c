@@ -59,6 +59,7 @@ static u32 krdma_depth(u32 want)
 
 static void krdma_conn_close_work(struct work_struct *work);
 static bool krdma_conn_close_unclaimed(struct krdma_conn *conn);
+static void krdma_listener_unqueue(struct krdma_listener *l);
 static void krdma_conn_error_work(struct work_struct *work);
 static void krdma_conn_set_state(struct krdma_conn *conn,
 				 enum krdma_conn_state state, int error);
@@ -583,8 +584,8 @@ EXPORT_SYMBOL_NS_GPL(krdma_conn_close, KRDMA);
 
 /*
  * Claim a passive connection for whoever calls this: true if nobody had.
- * A connection claimed is off the accept queue's count; its claimant
- * closes it or hands it out.
+ * Its claimant closes it or hands it out, and then takes it off the
+ * listener's count (krdma_listener_unqueue()).
  */
 static bool krdma_conn_claim(struct krdma_conn *conn)
 {
@@ -612,14 +613,14 @@ static void krdma_conn_close_work(struct work_struct *work)
 
 	spin_lock(&l->lock);
 	mine = krdma_conn_claim(conn);
-	if (mine) {
+	if (mine)
 		list_del_init(&conn->listen_entry);
-		l->queued--;
-	}
 	spin_unlock(&l->lock);
 
 	if (mine) {
 		krdma_conn_teardown(conn, -ECONNABORTED);
+		/* Before the puts: the connection's reference keeps @l */
+		krdma_listener_unqueue(l);
 		krdma_conn_put(conn);
 	}
 	krdma_conn_put(conn);	/* the work's reference */
@@ -965,7 +966,11 @@ void krdma_listener_put(struct krdma_listener *l)
 		kref_put(&l->ref, krdma_listener_release);
 }
 
-/* An established connection joins the accept queue; false if refused */
+/*
+ * An established connection moves from the pending list to the accept
+ * queue; false if the listener refuses it (closed): it stays pending, for
+ * close_work or the listener's close.
+ */
 bool krdma_listener_enqueue(struct krdma_listener *l, struct krdma_conn *conn)
 {
 	bool ok;
@@ -973,11 +978,24 @@ bool krdma_listener_enqueue(struct krdma_listener *l, struct krdma_conn *conn)
 	spin_lock(&l->lock);
 	ok = !l->closed;
 	if (ok) {
-		list_add_tail(&conn->listen_entry, &l->queue);
+		list_move_tail(&conn->listen_entry, &l->queue);
 		wake_up_all(&l->wait);
 	}
 	spin_unlock(&l->lock);
 	return ok;
+}
+
+/*
+ * A connection of @l that was claimed is handed out or torn down: it no
+ * longer counts against the backlog, and the listener's close no longer
+ * waits for it.
+ */
+static void krdma_listener_unqueue(struct krdma_listener *l)
+{
+	spin_lock(&l->lock);
+	l->queued--;
+	wake_up_all(&l->wait);
+	spin_unlock(&l->lock);
 }
 
 /* Refuse a connect request, and tell a krdma peer why */
@@ -1036,6 +1054,10 @@ static int krdma_listener_request(struct krdma_listener *l,
 	ret = krdma_conn_create_qp(conn);
 	if (ret)
 		goto err_free_conn;
+	/* From here it is torn down, by close_work or the listener's close */
+	spin_lock(&l->lock);
+	list_add_tail(&conn->listen_entry, &l->pending);
+	spin_unlock(&l->lock);
 	ret = krdma_conn_prepare(conn);
 	if (ret)
 		goto err_fail;
@@ -1162,6 +1184,7 @@ struct krdma_listener *krdma_listen(struct net *net, struct sockaddr *addr,
 	l->kind = KRDMA_CM_LISTENER;
 	kref_init(&l->ref);
 	spin_lock_init(&l->lock);
+	INIT_LIST_HEAD(&l->pending);
 	INIT_LIST_HEAD(&l->queue);
 	init_waitqueue_head(&l->wait);
 	l->net = get_net(net);
@@ -1248,7 +1271,6 @@ int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
 		if (conn) {
 			list_del_init(&conn->listen_entry);
 			claimed = krdma_conn_claim(conn);
-			l->queued--;
 		}
 		spin_unlock(&l->lock);
 
@@ -1258,12 +1280,14 @@ int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
 			if (READ_ONCE(conn->state) == KRDMA_CS_CONNECTED) {
 				krdma_conn_set_owner(conn, _RET_IP_, NULL);
 				WRITE_ONCE(conn->claim, KRDMA_CLAIM_OWNER);
+				krdma_listener_unqueue(l);
 				*out = conn;
 				ret = 0;
 				break;
 			}
 			/* Gone while it waited: not worth handing out */
 			krdma_conn_close(conn);
+			krdma_listener_unqueue(l);
 			continue;
 		}
 		ret = -ENOTCONN;
@@ -1315,19 +1339,51 @@ void krdma_listener_unaccept(struct krdma_listener *l, struct krdma_conn *conn)
 		krdma_conn_close(conn);
 }
 
+static bool krdma_listener_drained(struct krdma_listener *l)
+{
+	return !READ_ONCE(l->queued);
+}
+
+/* Claim the next unclaimed connection of a closed listener, or NULL */
+static struct krdma_conn *krdma_listener_claim_next(struct krdma_listener *l)
+{
+	struct krdma_conn *conn;
+	bool claimed;
+
+	spin_lock(&l->lock);
+	conn = list_first_entry_or_null(&l->queue, struct krdma_conn,
+					listen_entry);
+	if (!conn)
+		conn = list_first_entry_or_null(&l->pending, struct krdma_conn,
+						listen_entry);
+	if (conn) {
+		list_del_init(&conn->listen_entry);
+		claimed = krdma_conn_claim(conn);
+		/* On a list means unclaimed: claiming takes it off */
+		WARN_ON_ONCE(!claimed);
+	}
+	spin_unlock(&l->lock);
+	return conn;
+}
+
 /**
  * krdma_listener_close - stop listening and drop the owner's reference
  * @l: the listener
  *
- * Connections waiting to be accepted are closed.
+ * Every connection of the listener that krdma_accept() has not returned is
+ * torn down before this returns: those waiting to be accepted, those still
+ * being established, and those that failed on the way. Their operations
+ * (the RECVs of krdma_conn_params.prepare) have completed by then, so
+ * that the caller may free what its callbacks use. Accepted connections
+ * are not affected.
  *
- * Context: process context; sleeps.
+ * Context: process context; sleeps, for as long as the teardown of a
+ * connection may take (bounded, see krdma_conn_teardown()).
  */
 void krdma_listener_close(struct krdma_listener *l)
 {
 	struct krdma_conn *conn;
 	struct rdma_cm_id *id;
-	bool claimed;
 
 	spin_lock(&l->lock);
 	l->closed = true;
@@ -1336,25 +1392,21 @@ void krdma_listener_close(struct krdma_listener *l)
 	wake_up_all(&l->wait);
 	spin_unlock(&l->lock);
 
-	/* No new request after this returns */
+	/*
+	 * No new request after this returns: rdma_cm runs a request's
+	 * handler under the listening id's handler mutex, which its
+	 * destruction takes. Every connection made is on a list by now, or
+	 * already claimed by close_work or krdma_accept().
+	 */
 	if (id)
 		rdma_destroy_id(id);
 
-	for (;;) {
-		spin_lock(&l->lock);
-		conn = list_first_entry_or_null(&l->queue, struct krdma_conn,
-						listen_entry);
-		if (conn) {
-			list_del_init(&conn->listen_entry);
-			claimed = krdma_conn_claim(conn);
-			l->queued--;
-		}
-		spin_unlock(&l->lock);
-		if (!conn)
-			break;
-		WARN_ON_ONCE(!claimed);
+	while ((conn = krdma_listener_claim_next(l))) {
 		krdma_conn_close(conn);
+		krdma_listener_unqueue(l);
 	}
+	/* Those close_work or krdma_accept() claimed first: bounded too */
+	wait_event(l->wait, krdma_listener_drained(l));
 	krdma_listener_put(l);
 }
 EXPORT_SYMBOL_NS_GPL(krdma_listener_close, KRDMA);

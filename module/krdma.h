@@ -228,12 +228,14 @@ enum krdma_cm_kind {
  * @cm_id: the listening id; NULL once destroyed
  * @net: namespace it listens in
  * @params: parameters of the connections it accepts
- * @lock: protects @cm_id, @queue, @queued, @closed
+ * @lock: protects @cm_id, @pending, @queue, @queued, @closed
+ * @pending: connections with a QP, being established, not claimed yet
  * @queue: established connections not accepted yet
- * @queued: connections being established or waiting on @queue
+ * @queued: connections from their connect request until they are handed
+ *	out, or torn down by close_work or the listener's close
  * @backlog: the most that may be queued
  * @closed: closed by the owner or by device removal: refuse everything
- * @wait: woken when @queue grows or the listener closes
+ * @wait: woken when @queue grows, @queued falls or the listener closes
  */
 struct krdma_listener {
 	enum krdma_cm_kind kind;
@@ -241,7 +243,8 @@ struct krdma_listener {
 	struct rdma_cm_id *cm_id;
 	struct net *net;
 	struct krdma_conn_params params;
-	spinlock_t lock; /* @cm_id, @queue, @queued, @closed, ->claim */
+	spinlock_t lock; /* @cm_id, @pending, @queue, @queued, @closed, ->claim */
+	struct list_head pending;
 	struct list_head queue;
 	u32 queued;
 	u32 backlog;
@@ -336,7 +339,8 @@ enum krdma_conn_claim {
  * @wait: woken on every state change
  * @listener: passive connections: the listener (referenced); NULL for
  *            active ones
- * @listen_entry: in @listener->queue while waiting to be accepted
+ * @listen_entry: in @listener->pending while being established, then in
+ *	@listener->queue while waiting to be accepted
  * @local: local address, saved when connected
  * @peer: peer address, saved when connected
  * @qp_num: local QP number, saved when connected

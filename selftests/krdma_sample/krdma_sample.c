@@ -1487,6 +1487,143 @@ out_listener:
 	prep_fini(&srv);
 }
 
+/*
+ * A listener closed while connections are still being established: each
+ * request's prepare posts a RECV, and krdma_listener_close() returns only
+ * once every one of them has completed (flushed), whichever stage its
+ * connection was in (being established, established and queued, failed).
+ */
+#define LC_CONNS	4
+
+struct lc {
+	struct kmem mem;
+	struct krdma_req *reqs[LC_CONNS];
+	atomic_t slots, posted, completed;
+	struct completion prepared;
+	wait_queue_head_t wait;
+	struct sockaddr_storage bound;
+	struct lc_connector {
+		struct work_struct work;
+		struct lc *lc;
+		long err;
+	} conns[LC_CONNS];
+};
+
+static void lc_done(struct krdma_req *req, const struct krdma_wc *wc)
+{
+	struct lc *lc = req->context;
+
+	atomic_inc(&lc->completed);
+	wake_up_all(&lc->wait);
+}
+
+static int lc_prepare(struct krdma_conn *conn, void *context)
+{
+	struct lc *lc = context;
+	int i = atomic_inc_return(&lc->slots) - 1;
+	struct krdma_req *req;
+	int ret;
+
+	if (i >= LC_CONNS)
+		return -ENOBUFS;
+	req = lc->reqs[i];
+	req->opcode = KRDMA_OP_RECV;
+	req->num_sge = 1;
+	req->sge[0].buf = lc->mem.buf;
+	req->sge[0].length = 64;
+	req->done = lc_done;
+	req->context = lc;
+	ret = krdma_post(conn, req);
+	if (ret)
+		return ret;
+	atomic_inc(&lc->posted);
+	complete(&lc->prepared);
+	return 0;
+}
+
+static void lc_connect(struct work_struct *work)
+{
+	struct lc_connector *c = container_of(work, struct lc_connector,
+					      work);
+	struct krdma_conn *conn;
+
+	conn = krdma_connect(&init_net, (struct sockaddr *)&c->lc->bound, NULL,
+			     10 * HZ, NULL);
+	c->err = IS_ERR(conn) ? PTR_ERR(conn) : 0;
+	if (!IS_ERR(conn))
+		krdma_conn_close(conn);
+}
+
+static void test_listener_close_pending(const char *ip)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct krdma_conn_params lp = { .prepare = lc_prepare };
+	struct krdma_listener *l;
+	int i, posted, completed;
+	bool prepared, settled;
+	struct lc *lc;
+
+	if (!in4_pton(ip, -1, (u8 *)&sin.sin_addr, -1, NULL))
+		return;
+	lc = kzalloc(sizeof(*lc), GFP_KERNEL);
+	if (!lc) {
+		result(false, "%s listener close: setup", ip);
+		return;
+	}
+	if (kmem_get(&lc->mem, MEM_KMALLOC, 64, KRDMA_ACCESS_LOCAL_WRITE)) {
+		result(false, "%s listener close: setup", ip);
+		goto out_mem;
+	}
+	init_completion(&lc->prepared);
+	init_waitqueue_head(&lc->wait);
+	for (i = 0; i < LC_CONNS; i++) {
+		lc->reqs[i] = krdma_req_alloc(1, GFP_KERNEL);
+		if (!lc->reqs[i]) {
+			result(false, "%s listener close: setup", ip);
+			goto out_mem;
+		}
+	}
+	lp.context = lc;
+	l = krdma_listen(&init_net, (struct sockaddr *)&sin, 8, &lp);
+	if (IS_ERR(l) || krdma_listener_addr(l, &lc->bound)) {
+		result(false, "%s listener close: listen", ip);
+		if (!IS_ERR(l))
+			krdma_listener_close(l);
+		goto out_mem;
+	}
+	for (i = 0; i < LC_CONNS; i++) {
+		lc->conns[i].lc = lc;
+		INIT_WORK(&lc->conns[i].work, lc_connect);
+		schedule_work(&lc->conns[i].work);
+	}
+	/* Close the moment the first request has its RECV */
+	prepared = wait_for_completion_timeout(&lc->prepared, TIMEOUT);
+	krdma_listener_close(l);
+	posted = atomic_read(&lc->posted);
+	completed = atomic_read(&lc->completed);
+	result(prepared && posted >= 1 && completed == posted,
+	       "%s krdma_listener_close() returns once every RECV its prepare posted completed (%d of %d)",
+	       ip, completed, posted);
+	for (i = 0; i < LC_CONNS; i++)
+		flush_work(&lc->conns[i].work);
+	for (i = 0; i < LC_CONNS; i++)
+		diag("%s connect %d during the close: %ld", ip, i,
+		     lc->conns[i].err);
+	/* Should it fail above: the memory goes only once they completed */
+	settled = wait_event_timeout(lc->wait,
+				     atomic_read(&lc->completed) ==
+				     atomic_read(&lc->posted), TIMEOUT);
+	if (!settled) {
+		diag("%s RECVs still posted: their memory is leaked", ip);
+		return;
+	}
+out_mem:
+	for (i = 0; i < LC_CONNS; i++)
+		kfree(lc->reqs[i]);
+	kmem_put(&lc->mem, MEM_KMALLOC);
+	kfree(lc);
+}
+
 static void test_ip(const char *ip)
 {
 	struct krdma_conn_info info, sinfo;
@@ -1533,6 +1670,7 @@ static void test_ip(const char *ip)
 	pair_close(&p);
 	test_peer_gone(ip);
 	test_prepare(ip);
+	test_listener_close_pending(ip);
 	test_unsignaled_flush(ip);
 	test_session(ip);
 }
