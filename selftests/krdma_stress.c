@@ -55,6 +55,11 @@
  *	ENOTCONN after the peer went away, that every thread made progress,
  *	and that nothing hangs.
  *
+ * Numbers are decimal; a SIZE or CHUNK may end in K, M or G (binary
+ * multiples). "krdma_stress MODE -h" prints the usage of MODE; a usage
+ * error (an unknown option, a bad value, arguments too few or too many)
+ * is said on stderr, before anything is opened.
+ *
  * Results go to stdout as "krdma_stress: MODE: key=value ..." lines, for
  * the script to check. Exit status: 0 when the helper's own checks held
  * (every operation completed, every byte checked, VmPin back), 1
@@ -65,6 +70,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -92,6 +98,9 @@
  */
 #define RXE_MAP_SLACK	(64 * KiB)
 #define MAX_THREADS	64
+#define MAX_SECS	86400	/* -t: a day */
+#define MAX_SIZE	(64ULL << 30)	/* -s, -c: more than a guest has */
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define RW_ACCESS	(KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_REMOTE_READ | \
 			 KRDMA_ACCESS_REMOTE_WRITE)
 
@@ -197,12 +206,14 @@ static void unlimit_memlock(void)
 		die(-errno, "setrlimit(RLIMIT_MEMLOCK)");
 }
 
+/* A file of /dev/krdma, and the memlock limit lifted for its registrations */
 static int open_krdma(void)
 {
 	int fd = krdma_open();
 
 	if (fd < 0)
 		die(fd, "cannot open %s", KRDMA_DEV_PATH);
+	unlimit_memlock();
 	return fd;
 }
 
@@ -234,27 +245,102 @@ static void parse_addr(const char *host, uint32_t port, struct krdma_addr *a)
 		die(ret, "bad address %s", host);
 }
 
-static uint64_t parse_size(const char *s)
-{
-	char *end;
-	uint64_t v = strtoull(s, &end, 0);
+/* --- arguments ------------------------------------------------------------ */
 
-	switch (*end) {
-	case 'G':
-		v *= 1024;
-		/* fall through */
-	case 'M':
-		v *= 1024;
-		/* fall through */
-	case 'K':
-		v *= 1024;
-		end++;
+struct mode {
+	const char *name;
+	const char *opts;	/* getopt's, but for -h, which every mode has */
+	const char *usage;	/* the synopsis line, then what it does */
+	int (*cmd)(int argc, char **argv);
+};
+
+static const struct mode *mode;	/* the one running */
+
+static void __attribute__((noreturn)) mode_usage(FILE *f, int status)
+{
+	fprintf(f, "usage: krdma_stress %s", mode->usage);
+	exit(status);
+}
+
+/* "krdma_stress MODE: ..." on stderr, with @usage the usage too; exit 2 */
+static void __attribute__((noreturn, format(printf, 2, 3)))
+usage_error(bool usage, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "krdma_stress %s: ", mode->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (usage)
+		mode_usage(stderr, 2);
+	exit(2);
+}
+
+/* The next option (getopt's): -h, unknown options, missing values handled */
+static int next_opt(int argc, char **argv)
+{
+	static const struct option help[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	char opts[32];
+	int opt;
+
+	snprintf(opts, sizeof(opts), ":h%s", mode->opts);
+	opterr = 0;
+	opt = getopt_long(argc, argv, opts, help, NULL);
+	if (opt == 'h')
+		mode_usage(stdout, 0);
+	if (opt == ':')
+		usage_error(true, "-%c needs a value", optopt);
+	if (opt == '?' && optopt)
+		usage_error(true, "unknown option -%c", optopt);
+	if (opt == '?')
+		usage_error(true, "unknown option %s", argv[optind - 1]);
+	return opt;
+}
+
+/* @v as options take it: a @size with the largest suffix that divides it */
+static const char *num_str(char *buf, size_t len, uint64_t v, bool size)
+{
+	static const char *const suffix[] = { "", "K", "M", "G" };
+	int i = 0;
+
+	while (size && v && !(v % 1024) && i < 3) {
+		v /= 1024;
+		i++;
 	}
-	if (*end || !v) {
-		fprintf(stderr, "krdma_stress: bad size '%s'\n", s);
-		exit(2);
-	}
+	snprintf(buf, len, "%" PRIu64 "%s", v, suffix[i]);
+	return buf;
+}
+
+/* The value of option -@opt (optarg): a number, a @size, in [@min, @max] */
+static uint64_t opt_num(int opt, bool size, uint64_t min, uint64_t max)
+{
+	char lo[32], hi[32];
+	uint64_t v;
+	int ret = kt_parse_u64(optarg, size, min, max, &v);
+
+	if (ret == -ERANGE)
+		usage_error(false, "bad -%c '%s': must be %s to %s", opt, optarg,
+			    num_str(lo, sizeof(lo), min, size),
+			    num_str(hi, sizeof(hi), max, size));
+	if (ret)
+		usage_error(false, "bad -%c '%s': must be %s", opt, optarg,
+			    size ? "a size: decimal bytes, K, M or G after them" :
+			    "a decimal number");
 	return v;
+}
+
+/* After the options: ADDR, and up to @max arguments in all, or a usage error */
+static void positional(int argc, char **argv, int max)
+{
+	if (optind == argc)
+		usage_error(true, "missing ADDR");
+	if (argc - optind > max)
+		usage_error(true, "unexpected argument '%s'", argv[optind + max]);
 }
 
 /* The pattern: 64-bit words of a splitmix64 of seed and index */
@@ -378,6 +464,16 @@ static void send_token(int fd, uint32_t conn, const struct krdma_token *tok)
 	munmap(msg, 4096);
 }
 
+static const char serve_usage[] =
+	"serve ADDR [FILE] [-p PORT] [-s SIZE] [-S] [-t SECS]\n"
+	"Listen on ADDR, accept one connection, grant SIZE bytes to it (READ and\n"
+	"WRITE) and wait until it fails, SECS pass or SIGTERM; say how it ended.\n"
+	"  FILE     where to write \"port=P\" once listening, then the token\n"
+	"  -p PORT  the port to listen on, 0 to 65535 (default 0: a free one)\n"
+	"  -s SIZE  the bytes to register and grant (default 1M + 64K)\n"
+	"  -S       also SEND the token to the client (a \"load -r\" client)\n"
+	"  -t SECS  the limit of the accept, then of the wait (default 60)\n";
+
 static int cmd_serve(int argc, char **argv)
 {
 	uint64_t size = MiB + RXE_MAP_SLACK;
@@ -392,26 +488,23 @@ static int cmd_serve(int argc, char **argv)
 	int fd, opt, ret, err;
 	uint8_t *mem;
 
-	while ((opt = getopt(argc, argv, "p:s:St:")) != -1) {
+	while ((opt = next_opt(argc, argv)) != -1) {
 		switch (opt) {
 		case 'p':
-			port = atoi(optarg);
+			port = opt_num(opt, false, 0, 65535);
 			break;
 		case 's':
-			size = parse_size(optarg);
+			size = opt_num(opt, true, 1, MAX_SIZE);
 			break;
 		case 'S':
 			send = true;
 			break;
 		case 't':
-			secs = atoi(optarg);
+			secs = opt_num(opt, false, 1, MAX_SECS);
 			break;
-		default:
-			return 2;
 		}
 	}
-	if (argc - optind < 1 || argc - optind > 2)
-		return 2;
+	positional(argc, argv, 2);
 	file = argv[optind + 1];
 	fd = open_krdma();
 	base = kt_vmpin_kb();
@@ -652,6 +745,20 @@ static void wait_sigusr1(unsigned int secs)
 			die(errno, "waiting for SIGUSR1");
 }
 
+static const char load_usage[] =
+	"load ADDR (-f FILE | -p PORT -r) [-d DEPTH] [-c CHUNK] [-t SECS] [-w]\n"
+	"Connect to ADDR and keep DEPTH slots busy, each WRITEs a fresh pattern\n"
+	"into its part of the peer's window and READs it back, every byte\n"
+	"checked, until an operation fails or SECS pass; then drain and report.\n"
+	"  -f FILE   take the port and the token from the FILE of a serve\n"
+	"  -p PORT   the port to connect to, 1 to 65535 (with -r)\n"
+	"  -r        take the token from the peer's first SEND\n"
+	"  -d DEPTH  slots, 1 to 64 (default 8)\n"
+	"  -c CHUNK  the bytes of a slot, at least 8 (default 256K; less when\n"
+	"            DEPTH of them do not fit the window)\n"
+	"  -t SECS   how long (default 60)\n"
+	"  -w        print \"connected\" and wait for SIGUSR1 (at most SECS) first\n";
+
 static int cmd_load(int argc, char **argv)
 {
 	struct load ld = { .depth = 8, .chunk = 256 * KiB, .next_seed = 1 };
@@ -666,7 +773,7 @@ static int cmd_load(int argc, char **argv)
 	int opt, ret, n, err;
 	uint8_t *msg;
 
-	while ((opt = getopt(argc, argv, "f:p:rd:c:t:w")) != -1) {
+	while ((opt = next_opt(argc, argv)) != -1) {
 		switch (opt) {
 		case 'f':
 			file = optarg;
@@ -675,27 +782,31 @@ static int cmd_load(int argc, char **argv)
 			wait_go = true;
 			break;
 		case 'p':
-			port = atoi(optarg);
+			port = opt_num(opt, false, 1, 65535);
 			break;
 		case 'r':
 			recv_token = true;
 			break;
 		case 'd':
-			ld.depth = atoi(optarg);
+			ld.depth = opt_num(opt, false, 1, MAX_DEPTH);
 			break;
 		case 'c':
-			ld.chunk = parse_size(optarg);
+			ld.chunk = opt_num(opt, true, 8, MAX_SIZE);
 			break;
 		case 't':
-			secs = atoi(optarg);
+			secs = opt_num(opt, false, 1, MAX_SECS);
 			break;
-		default:
-			return 2;
 		}
 	}
-	if (argc - optind != 1 || !file == !recv_token || !ld.depth ||
-	    ld.depth > MAX_DEPTH || (recv_token && !port))
-		return 2;
+	positional(argc, argv, 1);
+	if (file && recv_token)
+		usage_error(true, "-f and -r exclude each other");
+	if (!file && !recv_token)
+		usage_error(true, "missing -f FILE or -r: where the token comes from");
+	if (recv_token && !port)
+		usage_error(true, "-r needs -p PORT");
+	if (file && port)
+		usage_error(true, "-p is for -r: with -f, FILE has the port");
 	ld.fd = open_krdma();
 	base = kt_vmpin_kb();
 	/* Everything registered before connecting: the RECV goes out first */
@@ -799,30 +910,46 @@ static int cmd_load(int argc, char **argv)
 
 /* --- hold ----------------------------------------------------------------- */
 
+static const char hold_usage[] =
+	"hold ADDR -s SIZE [-d DEPTH]\n"
+	"Register SIZE bytes in one buffer, connect to itself on ADDR, grant the\n"
+	"second half and WRITE the first half (but 64K) into it with DEPTH\n"
+	"operations; print \"holding\" and wait to be killed (at most 300 s).\n"
+	"  -s SIZE   the bytes to register, at least 2 x (64K + DEPTH x 4K)\n"
+	"  -d DEPTH  WRITEs in flight, 1 to 64 (default 16)\n";
+
 static int cmd_hold(int argc, char **argv)
 {
 	struct krdma_op ops[MAX_DEPTH];
 	unsigned int depth = 16, i;
 	uint64_t size = 0, half, piece;
+	const char *size_arg = NULL;
 	struct krdma_token tok;
 	uint32_t l, c, s, b;
 	int fd, opt, ret;
 	uint8_t *mem;
+	char min[32];
 
-	while ((opt = getopt(argc, argv, "s:d:")) != -1) {
+	while ((opt = next_opt(argc, argv)) != -1) {
 		switch (opt) {
 		case 's':
-			size = parse_size(optarg);
+			size = opt_num(opt, true, 1, MAX_SIZE);
+			size_arg = optarg;
 			break;
 		case 'd':
-			depth = atoi(optarg);
+			depth = opt_num(opt, false, 1, MAX_DEPTH);
 			break;
-		default:
-			return 2;
 		}
 	}
-	if (argc - optind != 1 || !size || !depth || depth > MAX_DEPTH)
-		return 2;
+	positional(argc, argv, 1);
+	if (!size)
+		usage_error(true, "missing -s SIZE");
+	/* DEPTH WRITEs of whole pages, RXE_MAP_SLACK short of the end */
+	if (size / 2 < RXE_MAP_SLACK + depth * 4096ULL)
+		usage_error(false, "bad -s '%s': must be %s or more with -d %u",
+			    size_arg, num_str(min, sizeof(min),
+					      2 * (RXE_MAP_SLACK + depth * 4096ULL),
+					      true), depth);
 	half = size / 2;
 	piece = (half - RXE_MAP_SLACK) / depth & ~4095ULL;
 	alarm(300);	/* never outlive a script that died */
@@ -891,13 +1018,19 @@ static int cycle_one(const char *host)
 	return bad;
 }
 
+static const char cycle_usage[] =
+	"cycle ADDR...\n"
+	"On each ADDR: connect to itself, WRITE 64K and READ it back into another\n"
+	"buffer, both checked, and close.\n";
+
 static int cmd_cycle(int argc, char **argv)
 {
 	int i, bad = 0;
 
-	if (argc < 2)
-		return 2;
-	for (i = 1; i < argc; i++)
+	while (next_opt(argc, argv) != -1)
+		;
+	positional(argc, argv, INT_MAX);
+	for (i = optind; i < argc; i++)
 		bad |= cycle_one(argv[i]);
 	return bad;
 }
@@ -1438,6 +1571,18 @@ static void t_sum(struct t_stats *sum, const struct t_stats *s)
 	sum->closes += s->closes;
 }
 
+static const char threads_usage[] =
+	"threads ADDR [-n THREADS] [-t SECS] [-m one|many]\n"
+	"THREADS threads in pairs for SECS: in each cycle a pair connects, grants\n"
+	"windows and WRITEs patterns, every byte checked; then one side ends\n"
+	"under the other's operations. Every operation must complete once.\n"
+	"  -n THREADS  an even number, 2 to 64 (default 32)\n"
+	"  -t SECS     how long (default 5)\n"
+	"  -m one      one file for every thread (the end is a DESTROY of the\n"
+	"              connection), closed under the threads at the end\n"
+	"  -m many     a file for each thread and cycle, the end is close()\n"
+	"              (the default)\n";
+
 static int cmd_threads(int argc, char **argv)
 {
 	unsigned int secs = 5, i, idle = 0;
@@ -1448,30 +1593,32 @@ static int cmd_threads(int argc, char **argv)
 	int opt;
 
 	T.nthreads = 32;
-	while ((opt = getopt(argc, argv, "n:t:m:")) != -1) {
+	while ((opt = next_opt(argc, argv)) != -1) {
 		switch (opt) {
 		case 'n':
-			T.nthreads = atoi(optarg);
+			T.nthreads = opt_num(opt, false, 2, MAX_THREADS);
+			if (T.nthreads % 2)
+				usage_error(false, "bad -n '%s': must be even (pairs)",
+					    optarg);
 			break;
 		case 't':
-			secs = atoi(optarg);
+			secs = opt_num(opt, false, 1, MAX_SECS);
 			break;
 		case 'm':
 			T.one_fd = !strcmp(optarg, "one");
 			if (!T.one_fd && strcmp(optarg, "many"))
-				return 2;
+				usage_error(false, "bad -m '%s': must be one or many",
+					    optarg);
 			break;
-		default:
-			return 2;
 		}
 	}
-	if (argc - optind != 1 || T.nthreads < 2 || T.nthreads % 2 ||
-	    T.nthreads > MAX_THREADS)
-		return 2;
+	positional(argc, argv, 1);
 	T.host = argv[optind];
 	base = kt_vmpin_kb();
 	if (T.one_fd)
 		T.fd = open_krdma();
+	else
+		unlimit_memlock();	/* the threads open their files */
 	for (i = 0; i < T.nthreads; i++) {
 		struct t_thread *t = &T.th[i];
 		struct t_pair *p = &T.pairs[i / 2];
@@ -1549,47 +1696,52 @@ static int cmd_threads(int argc, char **argv)
 	       idle || !sum.closes || end > base;
 }
 
-static void usage(void)
+static const struct mode modes[] = {
+	{ "serve", "p:s:St:", serve_usage, cmd_serve },
+	{ "load", "f:p:rd:c:t:w", load_usage, cmd_load },
+	{ "hold", "s:d:", hold_usage, cmd_hold },
+	{ "cycle", "", cycle_usage, cmd_cycle },
+	{ "threads", "n:t:m:", threads_usage, cmd_threads },
+};
+
+/* The synopsis of every mode (their first lines) */
+static void __attribute__((noreturn)) usage(FILE *f, int status)
 {
-	fprintf(stderr,
-		"usage: krdma_stress serve ADDR [FILE] [-p PORT] [-s SIZE] [-S] [-t SECS]\n"
-		"       krdma_stress load ADDR (-f FILE | -p PORT -r) [-d DEPTH] [-c CHUNK] [-t SECS] [-w]\n"
-		"       krdma_stress hold ADDR -s SIZE [-d DEPTH]\n"
-		"       krdma_stress cycle ADDR...\n"
-		"       krdma_stress threads ADDR [-n THREADS] [-t SECS] [-m one|many]\n");
-	exit(2);
+	const char *u;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(modes); i++) {
+		u = modes[i].usage;
+		fprintf(f, "%s krdma_stress %.*s\n", i ? "      " : "usage:",
+			(int)strcspn(u, "\n"), u);
+	}
+	fprintf(f, "(krdma_stress MODE -h: what MODE does, its options)\n");
+	exit(status);
 }
 
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigset_t usr1;
-	int ret;
+	size_t i;
 
 	if (argc < 2)
-		usage();
+		usage(stderr, 2);
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
+		usage(stdout, 0);
+	for (i = 0; i < ARRAY_SIZE(modes); i++)
+		if (!strcmp(argv[1], modes[i].name))
+			mode = &modes[i];
+	if (!mode) {
+		fprintf(stderr, "krdma_stress: unknown mode '%s'\n", argv[1]);
+		usage(stderr, 2);
+	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	/* Taken by sigtimedwait() only (load -w) */
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &usr1, NULL);
-	unlimit_memlock();
-	argv++;
-	argc--;
-	if (!strcmp(argv[0], "serve"))
-		ret = cmd_serve(argc, argv);
-	else if (!strcmp(argv[0], "load"))
-		ret = cmd_load(argc, argv);
-	else if (!strcmp(argv[0], "hold"))
-		ret = cmd_hold(argc, argv);
-	else if (!strcmp(argv[0], "cycle"))
-		ret = cmd_cycle(argc, argv);
-	else if (!strcmp(argv[0], "threads"))
-		ret = cmd_threads(argc, argv);
-	else
-		ret = 2;
-	if (ret == 2)
-		usage();
-	return ret;
+	/* The mode's arguments start at argv[1], as getopt() wants */
+	return mode->cmd(argc - 1, argv + 1);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * krdma selftests: helpers of the C test programs that connect two files
- * of /dev/krdma, register memory and wait for completions.
+ * of /dev/krdma, register memory and wait for completions, and read the
+ * numbers of their command lines.
  *
  * Copyright (c) 2026 The krdma authors
  */
@@ -274,6 +275,46 @@ static inline long kt_vmpin_kb(void)
 			break;
 	fclose(f);
 	return kb;
+}
+
+/**
+ * kt_parse_u64() - a number of a command line, checked
+ * @s: the string
+ * @size: whether K, M or G (or k, m, g) may follow: binary multiples
+ * @min: the smallest value allowed
+ * @max: the largest value allowed
+ * @out: the value, set on success only
+ *
+ * The style of krdmactl's parse_u64(): decimal digits only (no sign, no
+ * space, no 0x), nothing after them but the suffix.
+ *
+ * Return: 0; -EINVAL when @s is no such number, -ERANGE when it is one
+ * outside [@min, @max] (or beyond 64 bits).
+ */
+static inline int kt_parse_u64(const char *s, bool size, uint64_t min,
+			       uint64_t max, uint64_t *out)
+{
+	static const char suffixes[] = "KkMmGg";
+	unsigned int shift = 0;
+	unsigned long long v;
+	const char *sfx;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	sfx = size && *end ? strchr(suffixes, *end) : NULL;
+	if (sfx) {
+		shift = 10 * ((sfx - suffixes) / 2 + 1);
+		end++;
+	}
+	if (*end)
+		return -EINVAL;
+	if (errno == ERANGE || v > max >> shift || v << shift < min)
+		return -ERANGE;
+	*out = v << shift;
+	return 0;
 }
 
 #endif /* KRDMA_TEST_LIB_H */
