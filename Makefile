@@ -15,6 +15,9 @@
 #   make check-debug     every test on a KASAN/lockdep/kmemleak/fail-nth kernel
 #                        (built once from linux-source-6.1, ~30 min; slow)
 #   make demo            the main job, in a QEMU guest
+#   make demo-workloads  krdma-allreduce, krdma-shuffle and krdma-load on
+#                        rxe0, siw0 and TCP, verified, in a QEMU guest: a
+#                        table of MB/s and ratios to TCP (~1 min of runs)
 #   make guest-run CMD=  run CMD in the guest with soft devices and krdma up
 #   make soak            the fuzzer with random seeds and every family of
 #                        actions (device removal too) for SOAK_MINUTES
@@ -54,7 +57,7 @@ endif
 endif
 endif
 
-.PHONY: all modules tools examples selftests check check-dkms check-debug check-two demo guest-run soak bench bench-blk lint clean help \
+.PHONY: all modules tools examples selftests check check-dkms check-debug check-two demo demo-workloads guest-run soak bench bench-blk lint clean help \
 	install uninstall install-modules install-tools version \
 	dkms-source dkms-install dkms-uninstall
 
@@ -106,6 +109,10 @@ check-two:
 
 demo:
 	selftests/qemu/run.sh demo
+
+# The workload examples on rxe, siw and TCP (selftests/qemu/demo-workloads.sh)
+demo-workloads:
+	selftests/qemu/run.sh demo-workloads
 
 guest-run:
 	selftests/qemu/run.sh run "$(CMD)"

@@ -127,11 +127,11 @@ run)
 	fi
 	rc=$?
 	;;
-demo)
+demo | demo-workloads)
 	if ((end_by)); then
-		bounded "$(time_left)" bash selftests/qemu/demo.sh
+		bounded "$(time_left)" bash "selftests/qemu/$KRDMA_MODE.sh"
 	else
-		bash selftests/qemu/demo.sh
+		bash "selftests/qemu/$KRDMA_MODE.sh"
 	fi
 	rc=$?
 	;;

@@ -11,6 +11,7 @@
 #   run.sh check       selftests/run_tests.sh, then rmmod krdma, then checks
 #                      the kernel log; last line "N passed, N failed, N skipped"
 #   run.sh demo        selftests/qemu/demo.sh
+#   run.sh demo-workloads  selftests/qemu/demo-workloads.sh
 #   run.sh run "CMD"   bash -c CMD in the repo root; exits with its status
 #
 # One guest boot per call. Each run gets a directory build/qemu/runs/<id>/
@@ -65,7 +66,7 @@ build=${BUILD:-$repo/build}
 qdir=$build/qemu
 
 usage() {
-	echo "usage: $0 check | demo | run \"CMD\"" >&2
+	echo "usage: $0 check | demo | demo-workloads | run \"CMD\"" >&2
 	exit 2
 }
 msg() { echo "krdma-qemu: $*" >&2; }
@@ -77,7 +78,7 @@ die() {
 mode=${1:-}
 cmd=
 case $mode in
-check | demo) (($# == 1)) || usage ;;
+check | demo | demo-workloads) (($# == 1)) || usage ;;
 run)
 	(($# == 2)) || usage
 	cmd=$2
