@@ -10,7 +10,8 @@
 #   make check-dkms      make check's DKMS test alone: dkms build on the host
 #                        for every kernel with headers (~35 s each)
 #   make check-two       only the two guests joined by a QEMU socket link:
-#                        transfers both ways on rxe and siw, one guest killed
+#                        transfers both ways on rxe and siw, the AllReduce
+#                        example with ranks on both, one guest killed
 #                        mid-transfer
 #   make check-debug     every test on a KASAN/lockdep/kmemleak/fail-nth kernel
 #                        (built once from linux-source-6.1, ~30 min; slow)

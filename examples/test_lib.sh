@@ -12,11 +12,24 @@
 #                          (rows: its "results")
 #   all_zero               every status in rcs[] is 0
 #   diag                   stdin as "# " lines
+#   AR_ROWS_OK             for json: rank 0's JSON of krdma-allreduce, 3
+#                          ranks, -b 64K -e 4M -f 64 -d all -j: 4 rows,
+#                          every one verified by every rank (0 wrong),
+#                          busbw = algbw * 4/3 (also the two-guest test's,
+#                          selftests/qemu/two-guests.sh)
 #
 # PYTHON (python3) runs the JSON checks.
 # shellcheck shell=bash
 
 PYTHON=${PYTHON:-python3}
+# shellcheck disable=SC2034 # for the tests that source this
+AR_ROWS_OK='d["verified"] is True and d["ranks"] == 3 and len(rows) == 4 and
+	sorted((r["size"], r["count"], r["type"]) for r in rows) ==
+	[(65536, 16384, "float"), (65536, 16384, "int32"),
+	 (4194304, 1048576, "float"), (4194304, 1048576, "int32")] and
+	all(r["verified"] is True and r["wrong"] == 0 and r["time_us"] > 0 and
+	    abs(r["busbw_gbs"] - r["algbw_gbs"] * 4 / 3) <= 2e-6 + 1e-4 * r["busbw_gbs"]
+	    for r in rows)'
 n=0
 failed=0
 pids=()

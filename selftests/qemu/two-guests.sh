@@ -17,18 +17,26 @@
 #   1. A and B each run `krdmactl serve`; A moves 4 MiB to B and back on
 #      each link (krdmactl xfer: WRITE, then READ, both verified), B does
 #      the same to A, and pings it;
-#   2. B starts two krdma_stress loads against A (WRITE a pattern, READ it
-#      back, check it: 8 in flight on each link); once both flow, the host
-#      kills A's QEMU;
-#   3. on B, every operation completes with an error, both connections end
+#   2. the ring AllReduce (examples/krdma-allreduce) with ranks on both
+#      guests: 3 ranks, 0 and 2 on A, 1 on B; 64 KiB and 4 MiB, float32
+#      and int32; on rxe, on siw, and over TCP for the side-by-side
+#      number: every rank exits 0, rank 0's JSON has every row verified by
+#      every rank (the algbw of each transport as diagnostics). Then rank
+#      1 killed mid-run: B kills it (SIGKILL) at A's word, once rank 0 has
+#      printed its first row; ranks 0 and 2 must exit 1 within their -t
+#      (30 s), naming rank 1, and leave no buffer in A's debugfs;
+#   3. B starts two krdma_stress loads against A (WRITE a pattern, READ it
+#      back, check it: 8 in flight on each link); once both flow and A
+#      is done with 2, the host kills A's QEMU;
+#   4. on B, every operation completes with an error, both connections end
 #      in ERROR, within the documented time: rxe after its retries
 #      (krdma's ack_timeout ~1 s, 6 retries: ~7 s; within 20 s); siw when TCP
 #      gives up (net.ipv4.tcp_retries2, set to 5 on B: ~13 s; within 40 s);
 #      VmPin back, pinned pages back to where they started;
-#   4. the host boots A again; B connects to it on both links: a new
+#   5. the host boots A again; B connects to it on both links: a new
 #      connection works (xfer verified; another try, with a new
 #      connection, within 120 s, since the new A may stall as it boots);
-#   5. B ends cleanly: no WARNING/BUG/hung task in its kernel log, its pin
+#   6. B ends cleanly: no WARNING/BUG/hung task in its kernel log, its pin
 #      counters back, krdma unloads.
 #
 # Every wait is bounded. Prints TAP (the guests' results, then the host's)
@@ -149,6 +157,311 @@ g_field() {
 		sed -E "s/.*\b$2=([^ ]*).*/\1/"
 }
 
+# ------------- the ring AllReduce, with ranks on both guests -----------------
+#
+# examples/krdma-allreduce (Documentation/workloads.rst), 3 ranks: 0 and 2
+# on A, 1 on B. The ring 0 -> 1 -> 2 -> 0 crosses the link twice (0 -> 1,
+# 1 -> 2); 2 -> 0 stays in A. Rank 0 listens for the rendezvous on A's
+# address of a link, and each rank takes the device of the address it
+# reaches rank 0 from: rxel0 (or siwl0) on both guests. A runs
+# `g_allreduce a`, B `g_allreduce b`: the same runs in the same order,
+# each on a port of its own, each guest as soon as it gets there (after
+# the transfers of 1). The programs' rendezvous is where they meet: a rank
+# tries to reach rank 0, and rank 0 waits for the others, for -t seconds.
+AR=examples/krdma-allreduce
+# 64 KiB and 4 MiB, float and int32, as selftests/krdma_examples_test.sh
+AR_ARGS=(-b 64K -e 4M -f 64 -d all -n 5 -w 1 -t 60)
+AR_PORT=29500		# + 1 to 4: rank 0's rendezvous, a port per run
+AR_WORD_PORT=29510	# on B: A's word to kill rank 1
+AR_KILL_T=30		# the kill run's -t, which bounds the survivors' exit
+AR_DBG=/sys/kernel/debug/krdma
+# AR_ROWS_OK: what rank 0's JSON of a run of AR_ARGS must hold (shared
+# with krdma_examples_test.sh)
+# shellcheck source=examples/test_lib.sh
+. "$repo/examples/test_lib.sh"
+declare -A ar_bw	# per run: the algbw at 4 MiB, float (GB/s)
+
+# The soft device of a link's type, on either guest
+g_dev() { echo "${1}l0"; }
+
+# g_json FILE EXPR: the Python expression EXPR holds for d, FILE's JSON
+# (rows: its "results"); Python's complaints as diagnostics
+g_json() {
+	python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = d.get("results")
+sys.exit(0 if eval("(" + sys.argv[2] + ")") else 1)
+' "$1" "$2" 2>&1 | sed 's/^/# json: /'
+	return "${PIPESTATUS[0]}"
+}
+
+# g_ar_spawn NAME RANK ROOT:PORT SECS ARGS...: one rank, in the background
+# ($! is its pid), under `timeout SECS` unless SECS is 0; its output in
+# /tmp/ar-NAME.RANK.{out,err}
+g_ar_spawn() {
+	local name=$1 r=$2 root=$3 secs=$4
+	local -a pre=()
+
+	shift 4
+	((secs)) && pre=(timeout -k 5 "$secs")
+	"${pre[@]}" "$AR" --root "$root" --rank "$r" --size 3 "$@" \
+		>"/tmp/ar-$name.$r.out" 2>"/tmp/ar-$name.$r.err" </dev/null &
+}
+
+# g_reap SECS PID...: until the PIDs (children of this shell) have exited,
+# at most SECS seconds; g_end: then (date +%s%N); g_left: 1 when some were
+# still there, which are then killed (SIGKILL); g_rcs: their statuses
+g_reap() {
+	local end=$((SECONDS + $1)) p
+
+	shift
+	while :; do
+		g_left=0
+		for p in "$@"; do
+			kill -0 "$p" 2>/dev/null && g_left=1
+		done
+		((g_left && SECONDS < end)) || break
+		sleep 0.05
+	done
+	g_end=$(date +%s%N)
+	g_rcs=()
+	for p in "$@"; do
+		kill -9 "$p" 2>/dev/null
+		{ wait "$p"; } 2>/dev/null
+		g_rcs+=($?)
+	done
+}
+
+# g_ar_run NAME ROOT:PORT "RANKS" ARGS...: this guest's RANKS of a run, each
+# under `timeout 120`, all waited for; g_rcs: their statuses
+g_ar_run() {
+	local name=$1 root=$2 ranks=$3 r
+	local -a ps=()
+
+	shift 3
+	for r in $ranks; do
+		g_ar_spawn "$name" "$r" "$root" 120 "$@"
+		ps+=($!)
+	done
+	g_reap 130 "${ps[@]}"
+}
+
+# g_ar_check DESC NAME "RANKS" COMMAND...: as g_check; when COMMAND fails,
+# the ends of the RANKS' outputs of run NAME as diagnostics
+g_ar_check() {
+	local desc=$1 name=$2 ranks=$3 r f
+
+	shift 3
+	if "$@"; then
+		g_ok "$desc"
+		return 0
+	fi
+	g_not_ok "$desc"
+	for r in $ranks; do
+		for f in "/tmp/ar-$name.$r.out" "/tmp/ar-$name.$r.err"; do
+			[[ -s $f ]] && tail -n 6 "$f" | cut -c 1-300 | sed "s|^|# ${f#/tmp/}: |"
+		done
+	done
+	return 1
+}
+
+# g_ar_rows NAME: rank 0's rows of run NAME as diagnostics; ar_bw[NAME]
+g_ar_rows() {
+	local l
+
+	while IFS= read -r l; do
+		case $l in
+		"# "*) echo "$l" ;;
+		?*) ar_bw[$1]=$l ;;
+		esac
+	done < <(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d["results"]:
+    print("# A: AllReduce on %s: %8d bytes %-5s %10.1f us, algbw %.4f GB/s, busbw %.4f GB/s, %d wrong"
+          % (sys.argv[2], r["size"], r["type"], r["time_us"], r["algbw_gbs"],
+             r["busbw_gbs"], r["wrong"]))
+    if r["size"] == 4194304 and r["type"] == "float":
+        print("%.4f" % r["algbw_gbs"])
+' "/tmp/ar-$1.0.out" "$1" 2>/dev/null)
+}
+
+# g_grep_all PATTERN FILE...: PATTERN in every FILE
+g_grep_all() {
+	local p=$1 f
+
+	shift
+	for f in "$@"; do
+		grep -q -- "$p" "$f" || return 1
+	done
+}
+
+# g_nothing_left COMM: no buffer of COMM in krdma's debugfs, within 10 s
+# (pages are unpinned from a work item)
+g_nothing_left() {
+	local end=$((SECONDS + 10))
+
+	[[ -r $AR_DBG/buffers ]] || { echo "# no $AR_DBG/buffers"; return 1; }
+	while grep -q "comm=$1" "$AR_DBG/buffers"; do
+		if ((SECONDS >= end)); then
+			grep "comm=$1" "$AR_DBG/buffers" | head -n 5 | sed 's/^/# left: /'
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# g_word ADDR PORT WORD SECS: WORD to the listener at ADDR:PORT (on the
+# other guest), tried until it listens, for at most SECS seconds
+g_word() {
+	local end=$((SECONDS + $4))
+
+	# shellcheck disable=SC2016 # the inner bash's $1 $2 $3
+	until timeout 5 bash -c 'printf "%s\n" "$3" >"/dev/tcp/$1/$2"' _ "$@" 2>/dev/null; do
+		((SECONDS < end)) || return 1
+		sleep 0.2
+	done
+}
+
+# B's end of the word (python3 -c "$G_KILL_PY" ADDR PORT SECS PID):
+# listens on ADDR:PORT for SECS seconds; at the word "kill", kills PID
+# (SIGKILL) at once. Exit 0: killed; 2: another word; 3: PID had exited;
+# 4: no word
+G_KILL_PY='
+import os, signal, socket, sys
+addr, port, secs, pid = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((addr, port))
+s.listen(1)
+s.settimeout(secs)
+try:
+    c, _ = s.accept()
+    c.settimeout(10)
+    word = c.recv(64).decode(errors="replace").strip()
+except OSError as e:
+    print("no word from A: %s" % e)
+    sys.exit(4)
+if word != "kill":
+    print("A said %r: nothing to kill" % word)
+    sys.exit(2)
+try:
+    os.kill(pid, signal.SIGKILL)
+except ProcessLookupError:
+    print("A said kill, but rank 1 had exited")
+    sys.exit(3)
+print("A said kill: rank 1 (pid %d) killed" % pid)
+'
+
+# The kill run on A: ranks 0 and 2; once rank 0 printed its first row
+# (4 KiB: the ring runs) and before its last, the word "kill" to B (else
+# "none", so that B does not wait for it); then ranks 0 and 2 must exit 1
+# within AR_KILL_T seconds of the word (counted from before it was
+# sent), naming rank 1, and leave no buffer behind
+g_ar_kill_a() {
+	local root=$1 p0 p2 t0 dt end word=none killed=0 ok=0
+
+	shift
+	g_ar_spawn kill 0 "$root" 0 "$@"
+	p0=$!
+	g_ar_spawn kill 2 "$root" 0 "$@"
+	p2=$!
+	end=$((SECONDS + 90))
+	until grep -q '^ *4096 ' /tmp/ar-kill.0.out 2>/dev/null; do
+		kill -0 $p0 2>/dev/null || break
+		((SECONDS < end)) || break
+		sleep 0.05
+	done
+	# (its last line: "# krdma-allreduce: every element ...")
+	kill -0 $p0 2>/dev/null && grep -q '^ *4096 ' /tmp/ar-kill.0.out &&
+		! grep -q '^# krdma-allreduce: every' /tmp/ar-kill.0.out && word="kill"
+	[[ $word == kill ]] || echo "# A: AllReduce kill run: rank 0 printed no row, or ended, before the kill"
+	t0=$(date +%s%N)
+	if g_word "$B_RXE" $AR_WORD_PORT $word 20; then
+		[[ $word == kill ]] && killed=1
+	else
+		echo "# A: AllReduce kill run: B took no word at $B_RXE:$AR_WORD_PORT within 20 s"
+	fi
+	g_reap $((AR_KILL_T + 5)) $p0 $p2
+	dt=$(((g_end - t0) / 1000000))
+	((killed && !g_left && dt <= AR_KILL_T * 1000)) && [[ ${g_rcs[*]} == "1 1" ]] && ok=1
+	g_ar_check "A: AllReduce on rxe, rank 1 (on B) killed mid-run: ranks 0 and 2 exit 1 within $AR_KILL_T s (their -t) of the word to kill it (took $((dt / 1000)).$((dt % 1000 / 100)) s)" \
+		kill "0 2" test $ok -eq 1
+	g_ar_check "A: AllReduce on rxe, rank 1 killed: ranks 0 and 2 name rank 1 as gone" kill "0 2" \
+		g_grep_all "aborted: rank 1 is gone" /tmp/ar-kill.0.err /tmp/ar-kill.2.err
+	g_check "A: AllReduce on rxe, rank 1 killed: no buffer of ranks 0 and 2 left (debugfs)" \
+		g_nothing_left krdma-allreduce
+	grep -h 'aborted' /tmp/ar-kill.0.err /tmp/ar-kill.2.err | head -n 4 | cut -c 1-300 | sed 's/^/# A: /'
+}
+
+# The kill run on B: rank 1, killed at A's word
+g_ar_kill_b() {
+	local root=$1 p1 w wrc
+
+	shift
+	g_ar_spawn kill 1 "$root" 0 "$@"
+	p1=$!
+	timeout -k 2 $((AR_KILL_T * 5 + 10)) python3 -c "$G_KILL_PY" \
+		"$B_RXE" $AR_WORD_PORT $((AR_KILL_T * 5)) $p1 >/tmp/ar-kill.word 2>&1 &
+	w=$!
+	g_reap $((AR_KILL_T * 5 + 15)) $w
+	wrc=${g_rcs[0]}
+	sed 's/^/# B: AllReduce kill run: /' /tmp/ar-kill.word
+	# killed; or, when A said "none", it ends by itself (its -t)
+	g_reap $((AR_KILL_T * 2)) $p1
+	g_ar_check "B: AllReduce on rxe, rank 1 killed (SIGKILL) mid-run at A's word" kill 1 \
+		test "$wrc:${g_rcs[0]}" = 0:137
+}
+
+# g_allreduce a|b: this guest's ranks of every run, and its checks
+g_allreduce() {
+	local me=$1 t addr notify port=$AR_PORT
+	local -a args
+
+	for t in rxe siw tcp; do
+		port=$((port + 1))
+		args=("${AR_ARGS[@]}" -j)
+		case $t in
+		rxe) addr=$A_RXE notify=WRITE_IMM ;;
+		siw) addr=$A_SIW notify=WRITE+SEND ;;
+		tcp) addr=$A_RXE && args+=(-m tcp) ;;
+		esac
+		if [[ $me == b ]]; then
+			g_ar_run "$t" "$addr:$port" 1 "${args[@]}"
+			g_ar_check "B: AllReduce on $t, rank 1 of 3 (0 and 2 on A), 64 KiB and 4 MiB, float and int32: exits 0 (every element it got verified)" \
+				"$t" 1 test "${g_rcs[0]}" -eq 0
+			continue
+		fi
+		g_ar_run "$t" "$addr:$port" "0 2" "${args[@]}"
+		g_ar_check "A: AllReduce on $t, 3 ranks on two guests (0 and 2 here, 1 on B), 64 KiB and 4 MiB, float and int32: ranks 0 and 2 exit 0" \
+			"$t" "0 2" test "${g_rcs[*]}" = "0 0"
+		if [[ $t == tcp ]]; then
+			g_ar_check "A: AllReduce on tcp: every row verified by every rank (0 wrong), busbw = algbw * 4/3; ranks 0 and 2 at $A_RXE, 1 at $B_RXE" \
+				tcp 0 g_json /tmp/ar-tcp.0.out "$AR_ROWS_OK and
+				[p[\"info\"].split()[1].rsplit(\":\", 1)[0] for p in d[\"peers\"]] == [\"$A_RXE\", \"$B_RXE\", \"$A_RXE\"]"
+		else
+			g_ar_check "A: AllReduce on $t: every row verified by every rank (0 wrong), busbw = algbw * 4/3; every rank on $(g_dev $t), notified with $notify" \
+				"$t" 0 g_json "/tmp/ar-$t.0.out" "$AR_ROWS_OK and
+				all(p[\"info\"].split()[0::2] == [\"$(g_dev $t)\", \"$notify\"] for p in d[\"peers\"])"
+		fi
+		g_ar_rows "$t"
+	done
+	[[ $me == a ]] &&
+		echo "# A: AllReduce, 3 ranks on two guests, algbw at 4 MiB float, GB/s: rxe ${ar_bw[rxe]:-?}, siw ${ar_bw[siw]:-?}, tcp ${ar_bw[tcp]:-?}"
+
+	# rank 1 killed mid-run, on rxe; sizes from 4 KiB, many iterations:
+	# the run lasts far longer than it takes to kill
+	port=$((port + 1))
+	args=(-b 4K -e 4M -f 4 -n 200 -w 0 -t "$AR_KILL_T")
+	if [[ $me == a ]]; then
+		g_ar_kill_a "$A_RXE:$port" "${args[@]}"
+	else
+		# (2>/dev/null: bash's own "Killed" notice)
+		g_ar_kill_b "$A_RXE:$port" "${args[@]}" 2>/dev/null
+	fi
+}
+
 guest_a() {
 	local round=$1 s
 
@@ -167,6 +480,8 @@ guest_a() {
 			-p $SERVE_PORT -c 1 -i 0 -t 5000
 		g_xfer "A -> B rxe" $B_RXE
 		g_xfer "A -> B siw" $B_SIW
+		# with B (rank 1 there); the host kills A only after this
+		g_allreduce a
 		g_mark "a done"
 	fi
 	# Until the host kills this guest (bounded by run.sh's timeout)
@@ -227,8 +542,11 @@ guest_b() {
 	g_check "B: A's transfers to B on rxel0 and siwl0 arrived, every WRITE verified" \
 		bash -c "grep -q 'via rxel0: 1 round of 4 MiB, every WRITE verified, bye' /tmp/serve.log &&
 			 grep -q 'via siwl0: 1 round of 4 MiB, every WRITE verified, bye' /tmp/serve.log"
+	# 2: the AllReduce: ranks 0 and 2 on A, rank 1 here
+	g_allreduce b
 
-	# 2: loads on both links; the host kills A once they flow
+	# 3: loads on both links; the host kills A once they flow (and A is
+	# done with 2)
 	selftests/krdma_stress load $A_RXE -p $LOAD_PORT -r -d 8 -c 256K -t 1200 \
 		>/tmp/load-rxe.log 2>&1 &
 	lr=$!
@@ -245,7 +563,7 @@ guest_b() {
 		bash -c "grep -q 'load: flowing' /tmp/load-rxe.log && grep -q 'load: flowing' /tmp/load-siw.log"
 	g_mark "flowing"
 
-	# 3: A is gone: every operation completes, with errors, in time
+	# 4: A is gone: every operation completes, with errors, in time
 	end=$((SECONDS + 180))
 	while kill -0 $lr 2>/dev/null || kill -0 $ls 2>/dev/null; do
 		((SECONDS < end)) || break
@@ -263,7 +581,7 @@ guest_b() {
 		g_load_lost siw /tmp/load-siw.log 40000 'ECONNRESET|ETIMEDOUT|EIO'
 	g_mark "peer lost"
 
-	# 4: A comes back: new connections work. A has just booted, on
+	# 5: A comes back: new connections work. A has just booted, on
 	# cores B and the host share: its first seconds may stall it longer
 	# than a transport's retries last, which a new connection then
 	# reports (RETRY_EXC, no ARP answer). What is tested is that B
@@ -275,7 +593,7 @@ guest_b() {
 	g_xfer_until "B -> A again, rxe" $A_RXE 120
 	g_xfer_until "B -> A again, siw" $A_SIW 120
 
-	# 5: clean
+	# 6: clean
 	kill $serve
 	wait
 	end=$((SECONDS + 10))
@@ -420,6 +738,8 @@ boot a1 a 1 KRDMA_NO_BUILD=1 || exit 1
 a1_dir=$rundir a1_qemu=$qpid
 
 h_check "B's loads flow to A (both links)" wait_mark "$b_dir" flowing 900
+# A's last AllReduce run ends as B's loads start: its results first
+h_check "A got to its end (the AllReduce with B)" wait_mark "$a1_dir" "a done" 90
 kill -9 "$a1_qemu" 2>/dev/null
 killed_at=$SECONDS
 # gone once its parent (run.sh's timeout) reaped it
