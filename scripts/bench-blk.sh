@@ -221,7 +221,7 @@ L.append("")
 for dev in meta["devices"]:
     title = "%s (%s)" % (dev, "RoCE" if dev.startswith("rxe") else "iWARP")
     L.append(title)
-    L.append("~" * len(title))
+    L.append("-" * len(title))
     L.append("")
     L.append(".. list-table::")
     L.append("   :header-rows: 1")
