@@ -23,8 +23,10 @@
 #   make soak            the fuzzer with random seeds and every family of
 #                        actions (device removal too) for SOAK_MINUTES
 #                        (default 10) per kernel; not part of make check
-#   make bench           krdmactl bench vs perftest vs TCP, in a QEMU guest;
-#                        writes Documentation/benchmarks-results.* and .png
+#   make bench           krdmactl bench vs perftest vs TCP, then (unless
+#                        KRDMA_BENCH_BLK=0) make bench-blk's fio table, in
+#                        one QEMU guest; writes Documentation/benchmarks-
+#                        results.*, blockdev-results.* and their .png
 #   make bench-blk       fio on krdma_blk vs nvme-rdma, on rxe and siw, in a
 #                        QEMU guest; writes Documentation/blockdev-results.*
 #                        and blockdev.png
@@ -124,12 +126,19 @@ guest-run:
 soak:
 	SOAK_MINUTES=$(or $(SOAK_MINUTES),10) selftests/qemu/soak-kernels.sh
 
-# The guest step takes ~10 min under TCG; the report step runs on the host,
-# on the newest run with bench results (build/qemu/last may be another's)
+# One guest boot: scripts/bench.sh (~10 min under TCG), then, unless
+# KRDMA_BENCH_BLK=0, scripts/bench-blk.sh (~8 min, as make bench-blk); the
+# report steps run on the host, on the newest run with bench results
+# (build/qemu/last may be another's)
 bench:
-	KRDMA_QEMU_TIMEOUT=$${KRDMA_QEMU_TIMEOUT:-1800} selftests/qemu/run.sh run scripts/bench.sh; \
+	KRDMA_QEMU_TIMEOUT=$${KRDMA_QEMU_TIMEOUT:-3000} selftests/qemu/run.sh run \
+		'scripts/bench.sh; st=$$?; if [ "$${KRDMA_BENCH_BLK:-1}" != 0 ]; then scripts/bench-blk.sh || st=1; fi; exit $$st'; \
 	st=$$?; \
-	scripts/bench.sh --report "$$(ls -td $(BUILD)/qemu/runs/*/bench | head -n1)" Documentation && \
+	run=$$(ls -td $(BUILD)/qemu/runs/*/bench | head -n1); \
+	scripts/bench.sh --report "$$run" Documentation || st=1; \
+	if [ -d "$${run%/bench}/bench-blk" ]; then \
+		scripts/bench-blk.sh --report "$${run%/bench}/bench-blk" Documentation || st=1; \
+	fi; \
 	exit $$st
 
 # krdma_blk against nvme-rdma (fio, same jobs, same soft device, one guest:
