@@ -17,7 +17,12 @@ static int __init krdma_mod_init(void)
 
 	krdma_stats_init();
 
-	krdma_wq = alloc_workqueue("krdma", 0, 0);
+	/*
+	 * A block device may write back through krdma (samples/krdma_blk):
+	 * the work that posts its deferred operations and tears down its
+	 * connections must make progress under memory pressure.
+	 */
+	krdma_wq = alloc_workqueue("krdma", WQ_MEM_RECLAIM, 0);
 	if (!krdma_wq) {
 		ret = -ENOMEM;
 		goto err_stats_uninit;

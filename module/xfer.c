@@ -11,6 +11,7 @@
  * Copyright (c) 2026 The krdma authors
  */
 #include <linux/refcount.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/krdma.h>
 
@@ -1170,9 +1171,16 @@ void krdma_post_work(struct work_struct *work)
 {
 	struct krdma_conn *conn = container_of(work, struct krdma_conn,
 					       post_work);
+	unsigned int noio;
 
+	/*
+	 * It may post a block device's writeback: what it allocates (the
+	 * chunks, their scatterlists) must not wait for I/O itself.
+	 */
+	noio = memalloc_noio_save();
 	krdma_post_deferred_run(conn, false);
 	krdma_push(conn);
+	memalloc_noio_restore(noio);
 }
 
 static bool krdma_chunks_finished(struct krdma_conn *conn)
