@@ -13,6 +13,8 @@ set -euo pipefail
 packages=(
 	# build
 	gcc make bc flex bison libelf-dev kmod sparse python3 xz-utils cpio
+	# make lint's check of the shell scripts
+	shellcheck
 	# make check's DKMS test (selftests/dkms_host_test.sh; 186 KB)
 	dkms
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1

@@ -6,7 +6,8 @@
 #   - a W=1 build with no warning,
 #   - sparse (C=2: every file, rebuilt or not) with no warning,
 #   - checkpatch.pl --strict on every source file (taken from Debian's
-#     linux-source package, see scripts/fetch-linux-src.sh).
+#     linux-source package, see scripts/fetch-linux-src.sh);
+# and on every shell script of the tree: shellcheck -x, with no finding.
 # Usage: scripts/lint.sh KDIR
 set -euo pipefail
 
@@ -48,6 +49,14 @@ if ! "$src/scripts/checkpatch.pl" --strict --no-tree --terse --show-types \
 		'selftests/krdma_sample/*.c' 'samples/krdma_blk/*.[ch]' |
 		sort -u); then
 	echo "lint: checkpatch FAILED"
+	fail=1
+fi
+
+echo "lint: shellcheck -x"
+# shellcheck disable=SC2046
+if ! shellcheck -x $(git ls-files --cached --others --exclude-standard '*.sh' |
+		     sort -u) .ci/run; then
+	echo "lint: shellcheck FAILED"
 	fail=1
 fi
 

@@ -9,7 +9,7 @@
 # in flight. Prints TAP; runs as root in the guest, krdma.ko loaded.
 
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 KO=$PWD/selftests/krdma_sample/krdma_sample.ko
 RESULTS=/sys/kernel/debug/krdma_sample/results

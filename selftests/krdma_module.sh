@@ -8,7 +8,7 @@
 # krdma.ko loaded from the top of the repository.
 
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 KO=$PWD/krdma.ko
 KRDMACTL=$PWD/userspace-tools/krdmactl

@@ -24,7 +24,7 @@
 # - bad usage exits 2; --help works for every subcommand.
 # Every command runs under `timeout`.
 
-# shellcheck disable=SC2317 # functions run through check()
+# shellcheck disable=SC2317,SC2016 # functions and single-quoted code run through check() and eval
 set -u
 cd "$(dirname "$0")/.." || exit 1
 

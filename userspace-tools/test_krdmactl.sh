@@ -445,7 +445,7 @@ expect_in out '^Usage: krdmactl dev ' "help de"
 run "" help d
 expect_rc 0 "help d"
 expect_in out '^Usage: krdmactl dev ' "help d"
-run "" help do
+run "" help "do"
 expect_rc 0 "help do"
 expect_in out '^Usage: krdmactl doctor ' "help do"
 run "" help se
@@ -789,7 +789,7 @@ for cmd in ping xfer bench conn doctor; do
 	bench) args=bench port=18516 ;;
 	*) args=$cmd port=18515 ;;
 	esac
-	for h in peer:198.18.0.9 peer6:[2001:db8::9]; do
+	for h in peer:198.18.0.9 'peer6:[2001:db8::9]'; do
 		# shellcheck disable=SC2086 # the command's words
 		run "features=7,connect_err=111,$H" $args "${h%%:*}" -t 100
 		ip=$(printf '%s' "${h#*:}" | sed 's/[].[]/\\&/g')
@@ -928,6 +928,7 @@ export PATH FAKE_PROC_MODULES FAKE_PROGS_LOG KRDMA_STATE_DIR KRDMA_SIW_KO \
 	FAKE_MODPROBE
 # up_run MODULES SCENARIO ARGS...: run with only MODULES loaded, no record
 up_run() {
+	# shellcheck disable=SC2086 # a line per module
 	printf '%s 16384 0 - Live 0x0\n' $1 >"$FAKE_PROC_MODULES"
 	rm -rf "$TMP/state" "$FAKE_PROGS_LOG"
 	: >"$FAKE_PROGS_LOG"

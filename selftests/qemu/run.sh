@@ -153,7 +153,7 @@ fi
 msg "guest kernel $kver ($vmlinuz, KDIR=$kdir)"
 
 # --- build --------------------------------------------------------------------
-# make check also runs the static checks (W=1, sparse, checkpatch --strict)
+# make check also runs the static checks (W=1, sparse, checkpatch --strict, shellcheck)
 # on the host, and counts them as one result (KRDMA_NO_LINT=1 skips them)
 lint_status=skip
 if [[ $mode == check && ${KRDMA_NO_LINT:-0} != 1 ]]; then
@@ -538,7 +538,7 @@ if [[ -f $out/kmemleak-status ]]; then
 	result "$r" "kmemleak: no leak from krdma" "$note"
 	[[ $r == ok ]] || sed 's/^/  | /' "$out/kmemleak-krdma" 2>/dev/null | head -n 80
 fi
-result "$lint_status" "static checks: W=1, sparse, checkpatch --strict"
+result "$lint_status" "static checks: W=1, sparse, checkpatch --strict, shellcheck"
 if [[ -n $runner_pid ]]; then
 	if wait "$runner_pid"; then
 		runner_status=ok
