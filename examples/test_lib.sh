@@ -17,6 +17,12 @@
 #                          every one verified by every rank (0 wrong),
 #                          busbw = algbw * 4/3 (also the two-guest test's,
 #                          selftests/qemu/two-guests.sh)
+#   SH_OK                  for json: rank 0's JSON of krdma-shuffle, 3
+#                          ranks, -R 1 -b 64K -e 4M -f 64: mappers 0 and 1
+#                          (ranks 1 and 2) into reducer 0, both sizes,
+#                          every byte verified (also two-guests.sh's)
+#   LD_OK                  for json: a krdma-load client's JSON, every
+#                          sample verified (0 wrong); also two-guests.sh's
 #
 # PYTHON (python3) runs the JSON checks.
 # shellcheck shell=bash
@@ -30,6 +36,15 @@ AR_ROWS_OK='d["verified"] is True and d["ranks"] == 3 and len(rows) == 4 and
 	all(r["verified"] is True and r["wrong"] == 0 and r["time_us"] > 0 and
 	    abs(r["busbw_gbs"] - r["algbw_gbs"] * 4 / 3) <= 2e-6 + 1e-4 * r["busbw_gbs"]
 	    for r in rows)'
+# shellcheck disable=SC2034
+SH_OK='d["verified"] is True and d["ranks"] == 3 and d["mappers"] == 2 and
+	[r["part_bytes"] for r in rows] == [65536, 4194304] and
+	all(r["verified"] is True and r["wrong"] == 0 and r["time_us"] > 0 and
+	    r["bytes"] == 2 * r["part_bytes"] for r in rows) and
+	[p["role"] for p in d["peers"]] == ["reducer 0", "mapper 0", "mapper 1"]'
+# shellcheck disable=SC2034
+LD_OK='d["verified"] is True and d["wrong"] == 0 and d["samples"] == d["batches"] * d["batch"] > 0 and
+	d["bytes"] == d["samples"] * d["sample_bytes"] and d["samples_per_s"] > 0 and d["checksum"] == "xxh64"'
 n=0
 failed=0
 pids=()

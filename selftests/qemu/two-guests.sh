@@ -24,7 +24,14 @@
 #      every rank (the algbw of each transport as diagnostics). Then rank
 #      1 killed mid-run: B kills it (SIGKILL) at A's word, once rank 0 has
 #      printed its first row; ranks 0 and 2 must exit 1 within their -t
-#      (30 s), naming rank 1, and leave no buffer in A's debugfs;
+#      (30 s), naming rank 1, and leave no buffer in A's debugfs. Then
+#      the shuffle (examples/krdma-shuffle, -R 1): reducer 0 and mapper 1
+#      on A, mapper 0 on B, 64 KiB and 4 MiB partitions, on rxe and siw:
+#      every rank exits 0, rank 0's JSON has every byte verified (the
+#      aggregate GB/s as diagnostics); and the data loader
+#      (examples/krdma-load): its server on A (64 KiB samples, --clients
+#      1), a client on B (8 batches of 8), on rxe and siw: both exit 0,
+#      every sample verified (samples/s and MB/s as diagnostics);
 #   3. B starts two krdma_stress loads against A (WRITE a pattern, READ it
 #      back, check it: 8 in flight on each link); once both flow and A
 #      is done with 2, the host kills A's QEMU;
@@ -187,28 +194,36 @@ declare -A ar_bw	# per run: the algbw at 4 MiB, float (GB/s)
 g_dev() { echo "${1}l0"; }
 
 # g_json FILE EXPR: the Python expression EXPR holds for d, FILE's JSON
-# (rows: its "results"); Python's complaints as diagnostics
+# (rows: its "results"); Python's complaints as diagnostics.
+# g_json FILE EXPR print: EXPR's value printed as it is (a "# " line)
 g_json() {
 	python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 rows = d.get("results")
-sys.exit(0 if eval("(" + sys.argv[2] + ")") else 1)
-' "$1" "$2" 2>&1 | sed 's/^/# json: /'
+v = eval("(" + sys.argv[2] + ")")
+if len(sys.argv) > 3:
+    print(v)
+sys.exit(0 if v else 1)
+' "$@" 2>&1 | sed '/^# /!s/^/# json: /'
 	return "${PIPESTATUS[0]}"
 }
 
-# g_ar_spawn NAME RANK ROOT:PORT SECS ARGS...: one rank, in the background
-# ($! is its pid), under `timeout SECS` unless SECS is 0; its output in
-# /tmp/ar-NAME.RANK.{out,err}
-g_ar_spawn() {
-	local name=$1 r=$2 root=$3 secs=$4
+# g_bg NAME WHO SECS CMD...: CMD in the background ($! is its pid), under
+# `timeout SECS` unless SECS is 0; its output in /tmp/ar-NAME.WHO.{out,err}
+g_bg() {
+	local name=$1 who=$2 secs=$3
 	local -a pre=()
 
-	shift 4
+	shift 3
 	((secs)) && pre=(timeout -k 5 "$secs")
-	"${pre[@]}" "$AR" --root "$root" --rank "$r" --size 3 "$@" \
-		>"/tmp/ar-$name.$r.out" 2>"/tmp/ar-$name.$r.err" </dev/null &
+	"${pre[@]}" "$@" >"/tmp/ar-$name.$who.out" 2>"/tmp/ar-$name.$who.err" </dev/null &
+}
+
+# g_ar_spawn NAME RANK ROOT:PORT SECS ARGS...: one rank of $G_PROG
+# (default: the AllReduce) with g_bg NAME RANK SECS
+g_ar_spawn() {
+	g_bg "$1" "$2" "$4" "${G_PROG:-$AR}" --root "$3" --rank "$2" --size 3 "${@:5}"
 }
 
 # g_reap SECS PID...: until the PIDs (children of this shell) have exited,
@@ -464,6 +479,77 @@ g_allreduce() {
 	fi
 }
 
+# ----------- the shuffle and the data loader, on both guests -----------------
+#
+# As the AllReduce (after it, each run on a port of its own), on rxe and
+# on siw. examples/krdma-shuffle, 3 ranks, -R 1: reducer 0 (rank 0) and
+# mapper 1 (rank 2) on A, mapper 0 (rank 1) on B: B's partitions cross
+# the link. 2 iterations after 1 warmup: the link moves the 4 MiB
+# partitions of 2 mappers in about 3 s an iteration.
+SH=examples/krdma-shuffle
+SH_ARGS=(-R 1 -b 64K -e 4M -f 64 -n 2 -w 1 -t 60 -j)
+SH_PORT=29520		# + 1, 2: rank 0's rendezvous
+# examples/krdma-load: its server on A (--clients 1), a client on B:
+# 8 batches of 8 samples of 64 KiB (4 MiB)
+LD=examples/krdma-load
+LD_DS=/tmp/ld.ds
+LD_PORT=29600		# + 1, 2: the server on A
+# SH_OK, LD_OK: examples/test_lib.sh
+
+# g_shuffle a|b: this guest's ranks of the shuffle's runs, and its checks
+g_shuffle() {
+	local me=$1 t addr port=$SH_PORT
+
+	for t in rxe siw; do
+		port=$((port + 1))
+		addr=$A_RXE
+		[[ $t == siw ]] && addr=$A_SIW
+		if [[ $me == b ]]; then
+			G_PROG=$SH g_ar_run "sh-$t" "$addr:$port" 1 "${SH_ARGS[@]}"
+			g_ar_check "B: shuffle on $t, mapper 0 (rank 1) of 3 (reducer 0 and mapper 1 on A), 64 KiB and 4 MiB partitions: exits 0" \
+				"sh-$t" 1 test "${g_rcs[0]}" -eq 0
+			continue
+		fi
+		G_PROG=$SH g_ar_run "sh-$t" "$addr:$port" "0 2" "${SH_ARGS[@]}"
+		g_ar_check "A: shuffle on $t, 2 mappers into 1 reducer on two guests (reducer 0 and mapper 1 here, mapper 0 on B), 64 KiB and 4 MiB partitions: ranks 0 and 2 exit 0" \
+			"sh-$t" "0 2" test "${g_rcs[*]}" = "0 0"
+		g_ar_check "A: shuffle on $t: every byte of both sizes verified (0 wrong); every rank on $(g_dev $t)" \
+			"sh-$t" 0 g_json "/tmp/ar-sh-$t.0.out" "$SH_OK and
+			all(p[\"info\"].split()[0] == \"$(g_dev $t)\" for p in d[\"peers\"])"
+		g_json "/tmp/ar-sh-$t.0.out" "\"# A: shuffle on $t, aggregate: \" + \", \".join(
+			\"%.4f GB/s at %d KiB\" % (r[\"aggbw_gbs\"], r[\"part_bytes\"] >> 10) for r in rows)" print
+	done
+}
+
+# g_load a|b: A's server, or B's client, of each load run, and its checks
+g_load() {
+	local me=$1 t addr port=$LD_PORT f
+
+	[[ $me == a ]] && "$LD" --make-dataset $LD_DS 8M >/dev/null
+	for t in rxe siw; do
+		port=$((port + 1))
+		addr=$A_RXE
+		[[ $t == siw ]] && addr=$A_SIW
+		if [[ $me == a ]]; then
+			g_bg "ld-$t" srv 120 "$LD" --serve $LD_DS -s 64K \
+				--listen "$addr:$port" --clients 1 -t 60 -j
+			g_reap 130 $!
+			g_ar_check "A: load on $t, the server of 64 KiB samples (its client on B): exits 0, its client served, none failed" \
+				"ld-$t" srv g_json "/tmp/ar-ld-$t.srv.out" \
+				"${g_rcs[0]} == 0 and d[\"clients\"] == 1 and d[\"failed\"] == 0"
+			continue
+		fi
+		g_bg "ld-$t" c1 120 "$LD" --server "$addr:$port" -b 8 -n 8 -t 60 -j
+		g_reap 130 $!
+		f=/tmp/ar-ld-$t.c1.out
+		g_ar_check "B: load on $t, a client of A's server, 8 batches of 8 samples of 64 KiB: exits 0, every sample verified (0 wrong), on $(g_dev $t)" \
+			"ld-$t" c1 g_json "$f" "${g_rcs[0]} == 0 and $LD_OK and
+			d[\"sample_bytes\"] == 65536 and d[\"info\"].split()[0] == \"$(g_dev $t)\""
+		g_json "$f" "\"# B: load on $t: %.0f samples/s, %.1f MB/s\" %
+			(d[\"samples_per_s\"], d[\"bytes_per_s\"] / 1e6)" print
+	done
+}
+
 guest_a() {
 	local round=$1 s
 
@@ -484,6 +570,8 @@ guest_a() {
 		g_xfer "A -> B siw" $B_SIW
 		# with B (rank 1 there); the host kills A only after this
 		g_allreduce a
+		g_shuffle a
+		g_load a
 		g_mark "a done"
 	fi
 	# Until the host kills this guest (bounded by run.sh's timeout)
@@ -546,6 +634,8 @@ guest_b() {
 			 grep -q 'via siwl0: 1 round of 4 MiB, every WRITE verified, bye' /tmp/serve.log"
 	# 2: the AllReduce: ranks 0 and 2 on A, rank 1 here
 	g_allreduce b
+	g_shuffle b
+	g_load b
 
 	# 3: loads on both links; the host kills A once they flow (and A is
 	# done with 2)
@@ -740,8 +830,8 @@ boot a1 a 1 KRDMA_NO_BUILD=1 || exit 1
 a1_dir=$rundir a1_qemu=$qpid
 
 h_check "B's loads flow to A (both links)" wait_mark "$b_dir" flowing 900
-# A's last AllReduce run ends as B's loads start: its results first
-h_check "A got to its end (the AllReduce with B)" wait_mark "$a1_dir" "a done" 90
+# A's last load run ends as B's loads start: its results first
+h_check "A got to its end (the AllReduce, shuffle and load with B)" wait_mark "$a1_dir" "a done" 90
 kill -9 "$a1_qemu" 2>/dev/null
 killed_at=$SECONDS
 # gone once its parent (run.sh's timeout) reaped it
