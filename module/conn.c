@@ -859,8 +859,12 @@ static void krdma_conn_discard(struct krdma_conn *conn)
 	mutex_lock(&conn->lock);
 	if (!krdma_conn_stopped(conn))
 		krdma_conn_stop(conn, -ECONNABORTED);
-	krdma_conn_set_state(conn, KRDMA_CS_CLOSED, 0);
+	/* A device removal may have torn it down since its QP failed */
+	if (conn->state != KRDMA_CS_CLOSED)
+		krdma_conn_set_state(conn, KRDMA_CS_CLOSED, 0);
 	mutex_unlock(&conn->lock);
+	/* ... or be about to, and wait for this: nothing is left to do */
+	complete_all(&conn->torn_down_done);
 	krdma_conn_put(conn);
 }
 
@@ -1042,7 +1046,7 @@ static int krdma_listener_request(struct krdma_listener *l,
 	mutex_lock(&conn->lock);
 	conn->cm_id = id;
 	conn->listener = l;
-	conn->claim = KRDMA_CLAIM_LISTENER;
+	/* TAKEN (as allocated) until it is on a list: this handler's own */
 	conn->peer_qp_num = ev->param.conn.qp_num;
 	ret = krdma_parse_hdr(conn, ev->param.conn.private_data,
 			      ev->param.conn.private_data_len);
@@ -1054,8 +1058,14 @@ static int krdma_listener_request(struct krdma_listener *l,
 	ret = krdma_conn_create_qp(conn);
 	if (ret)
 		goto err_free_conn;
-	/* From here it is torn down, by close_work or the listener's close */
+	/*
+	 * From here it is the listener's, torn down by close_work or the
+	 * listener's close. Before, a device removal that tears it down
+	 * (it is on the device's list since its QP) must not doom it: this
+	 * handler discards it on failure.
+	 */
 	spin_lock(&l->lock);
+	WRITE_ONCE(conn->claim, KRDMA_CLAIM_LISTENER);
 	list_add_tail(&conn->listen_entry, &l->pending);
 	spin_unlock(&l->lock);
 	ret = krdma_conn_prepare(conn);

@@ -229,7 +229,8 @@ enum krdma_cm_kind {
  * @net: namespace it listens in
  * @params: parameters of the connections it accepts
  * @lock: protects @cm_id, @pending, @queue, @queued, @closed
- * @pending: connections with a QP, being established, not claimed yet
+ * @pending: connections with a QP, not claimed yet, not (or never to
+ *	be) established: being established, failed or refused (DOOMED)
  * @queue: established connections not accepted yet
  * @queued: connections from their connect request until they are handed
  *	out, or torn down by close_work or the listener's close

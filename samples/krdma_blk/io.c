@@ -303,8 +303,11 @@ static enum blk_eh_timer_return kbd_timeout(struct request *rq)
 	struct kbd_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	struct kbd_queue *q = cmd->queue;
 
-	/* Completed while the timer fired: nothing timed out */
-	if (blk_mq_request_completed(rq))
+	/*
+	 * Its operations completed while the timer fired (it waits for
+	 * done_work, which ends it): nothing timed out.
+	 */
+	if (!atomic_read(&cmd->pending))
 		return BLK_EH_DONE;
 	pr_err_ratelimited("%s%u: queue %u: a request timed out: disconnecting\n",
 			   KBD_DISK_NAME, q->dev->index, q->qid);
