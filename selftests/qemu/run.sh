@@ -428,6 +428,32 @@ if [[ -n ${KRDMA_QEMU_ARGS:-} ]]; then
 	read -r -a extra_args <<<"$KRDMA_QEMU_ARGS"
 	qemu_cmd+=("${extra_args[@]}")
 fi
+# A crash report in a few lines, for logs that keep only a part of the
+# output: the first report's header, where it was (RIP), the frames of its
+# call trace on one line (the reliable ones; "?" frames left out), and
+# the test that was running
+crash_digest() { # console.log output.log
+	local first
+	first=$(grep -anE 'Oops|BUG:|general protection|Kernel panic|WARNING:' "$1" 2>/dev/null |
+		head -n1 | cut -d: -f1)
+	[[ -n $first ]] || return 0
+	echo "krdma-qemu: crash digest:"
+	tail -n +"$first" "$1" | tr -d '\r' | awk '
+		NR == 1 { sub(/^\[[ 0-9.]+\] /, ""); print "  report: " $0; next }
+		/---\[ end trace/ { exit }
+		/ RIP: / && !rip { sub(/^\[[ 0-9.]+\] /, ""); print "  " $0; rip = 1 }
+		/ Comm: / && !comm { sub(/^\[[ 0-9.]+\] /, ""); sub(/ Tainted:.*/, ""); print "  " $0; comm = 1 }
+		/^\[[ 0-9.]+\]  [a-zA-Z_][a-zA-Z0-9_.]*\+0x/ {
+			f = $3; sub(/\+0x.*/, "", f); chain = chain sep f; sep = " < "
+		}
+		/^\[[ 0-9.]+\]  <(IRQ|\/IRQ|TASK|\/TASK)>/ {
+			chain = chain (chain ? " " : "") $3; sep = " "
+		}
+		END { if (chain) print "  call trace: " chain }'
+	grep -aE '^# +RUN |^# run_tests: running|^(not )?ok ' "$2" 2>/dev/null |
+		tail -n 3 | sed 's/^/  last in output.log: /'
+}
+
 msg "booting ($accel, timeout ${timeout_s}s), results in $out"
 start=$(date +%s.%N)
 timeout -k 10 "$timeout_s" "${qemu_cmd[@]}" >"$out/qemu.log" 2>&1 &
@@ -456,6 +482,7 @@ else
 	fi
 	msg "last lines of the kernel console ($out/console.log):"
 	tail -n 60 "$out/console.log" 2>/dev/null | tr -d '\r' | sed 's/^/  | /' >&2 || true
+	crash_digest "$out/console.log" "$out/output.log" >&2
 fi
 
 # Kernel log check: dmesg from the guest, or the console log if it died.
