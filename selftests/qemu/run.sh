@@ -429,26 +429,24 @@ if [[ -n ${KRDMA_QEMU_ARGS:-} ]]; then
 	qemu_cmd+=("${extra_args[@]}")
 fi
 # A crash report in a few lines, for logs that keep only a part of the
-# output: the first report's header, where it was (RIP), the frames of its
-# call trace on one line (the reliable ones; "?" frames left out), and
-# the test that was running
+# output: the first report's header, the task, where it was (RIP), the
+# frames of its first call trace on one line (the reliable ones; "?"
+# frames left out), and the test that was running. The stock kernels print a
+# timestamp before each console line, the debug kernel none.
 crash_digest() { # console.log output.log
 	local first
-	first=$(grep -anE 'Oops|BUG:|general protection|Kernel panic|WARNING:' "$1" 2>/dev/null |
+	first=$(grep -anE 'Oops|BUG:|kernel BUG at|invalid opcode|general protection|Kernel panic|WARNING:|detected stalls|soft lockup' "$1" 2>/dev/null |
 		head -n1 | cut -d: -f1)
 	[[ -n $first ]] || return 0
 	echo "krdma-qemu: crash digest:"
-	tail -n +"$first" "$1" | tr -d '\r' | awk '
-		NR == 1 { sub(/^\[[ 0-9.]+\] /, ""); print "  report: " $0; next }
+	tail -n +"$first" "$1" | tr -d '\r' | sed -E 's/^\[ *[0-9]+\.[0-9]+\] ?//' | awk '
+		NR == 1 { print "  report: " $0; next }
 		/---\[ end trace/ { exit }
-		/ RIP: / && !rip { sub(/^\[[ 0-9.]+\] /, ""); print "  " $0; rip = 1 }
-		/ Comm: / && !comm { sub(/^\[[ 0-9.]+\] /, ""); sub(/ Tainted:.*/, ""); print "  " $0; comm = 1 }
-		/^\[[ 0-9.]+\]  [a-zA-Z_][a-zA-Z0-9_.]*\+0x/ {
-			f = $3; sub(/\+0x.*/, "", f); chain = chain sep f; sep = " < "
-		}
-		/^\[[ 0-9.]+\]  <(IRQ|\/IRQ|TASK|\/TASK)>/ {
-			chain = chain (chain ? " " : "") $3; sep = " "
-		}
+		/^RIP: / && !rip { print "  " $0; rip = 1 }
+		/ Comm: / && !comm { sub(/ Tainted:.*/, ""); print "  " $0; comm = 1 }
+		/^ [a-zA-Z_][a-zA-Z0-9_.]*\+0x/ { f = $1; sub(/\+0x.*/, "", f); chain = chain sep f; sep = " < " }
+		/^ <(IRQ|\/IRQ|TASK|\/TASK)>/ { chain = chain (chain ? " " : "") $1; sep = " " }
+		/^ <\/TASK>/ { exit }
 		END { if (chain) print "  call trace: " chain }'
 	grep -aE '^# +RUN |^# run_tests: running|^(not )?ok ' "$2" 2>/dev/null |
 		tail -n 3 | sed 's/^/  last in output.log: /'
