@@ -21,7 +21,11 @@ out=$build/siw-$kver
 # 6.1.x, linux-source-6.12 for 6.12.x)
 series=$(echo "$kver" | cut -d. -f1,2)
 src=$(LINUX_SRC_PKG=linux-source-$series "$repo/scripts/fetch-linux-src.sh")
-stamp="$(basename "$src") $kver"
+# Fixes of siw bugs krdma's tests ran into, applied to every siw.ko the
+# guests load (Documentation/testing.rst, "Driver bugs the tests hit")
+patches=("$repo"/selftests/qemu/siw-patches/*.patch)
+[[ -e ${patches[0]} ]] || patches=()
+stamp="$(basename "$src") $kver $( ((${#patches[@]})) && cat "${patches[@]}" | sha1sum | cut -c1-12)"
 
 if [[ -f $out/siw.ko && -f $out/.stamp && $(cat "$out/.stamp") == "$stamp" ]]; then
 	echo "$out/siw.ko"
@@ -32,6 +36,10 @@ echo "build-siw: building siw.ko for $kver from $(basename "$src")" >&2
 rm -rf "$out"
 mkdir -p "$out"
 cp "$src"/drivers/infiniband/sw/siw/*.[ch] "$src/drivers/infiniband/sw/siw/Makefile" "$out/"
+for p in "${patches[@]}"; do
+	# the patches name drivers/infiniband/sw/siw/FILE: strip to FILE
+	patch -s -p5 -d "$out" <"$p" >&2 || { echo "build-siw: $p does not apply to $(basename "$src")" >&2; exit 1; }
+done
 # Kbuild's output goes to stderr so that stdout carries only the path.
 make -C "$kdir" M="$out" CONFIG_RDMA_SIW=m modules >&2
 test -f "$out/siw.ko"
