@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Build, once, the krdma debug kernel: Debian's linux-source-6.1, with the
-# fixes of selftests/qemu/debug-patches/*.patch (driver bugs krdma's tests
+# fixes of selftests/qemu/debug-patches/*.patch and of the siw.ko every
+# guest loads, selftests/qemu/siw-patches/*.patch (driver bugs krdma's tests
 # hit, which would hide krdma's own), configured as allnoconfig +
 # selftests/qemu/debug.config: only what the guest and the tests use,
 # built in (rxe, siw, 9p, overlay, veth, netem, namespaces, userfaultfd),
@@ -28,8 +29,10 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 pkg=${LINUX_SRC_PKG:-linux-source-6.1}
 fragment=$repo/selftests/qemu/debug.config
-patches=("$repo"/selftests/qemu/debug-patches/*.patch)
-[[ -f ${patches[0]} ]] || patches=()
+patches=()
+for p in "$repo"/selftests/qemu/{debug,siw}-patches/*.patch; do
+	[[ -f $p ]] && patches+=("$p")
+done
 jobs=${KRDMA_DEBUG_JOBS:-2}
 cache=${KRDMA_DEBUG_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/krdma/debug-kernel}
 

@@ -71,15 +71,18 @@
  *
  * Copyright (c) 2026 The krdma authors
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/userfaultfd.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -2424,6 +2427,174 @@ TEST_F(dev, send_without_recv_known_limit)
 			TH_LOG("status %s", krdma_wc_status_str(wc.status));
 	}
 	kt_mem_put(self->cfd, &src);
+}
+
+/*
+ * A listener closed and opened again on one port, every 0-2 ms, for
+ * FLOOD_SECS while clients connect to that port: plain TCP clients on
+ * iWARP, where they reach the device's own listening socket as any host on
+ * the network can, and krdma clients on every device, whose requests the closing listener
+ * leaves pending. On siw this crashed or hung the kernel (fixed in the
+ * siw.ko the guests load, selftests/qemu/siw-patches/): a child socket
+ * closed before siw accepted it closed the listener, a failed accept wrote
+ * to a freed endpoint, and a handshake completing under the close called
+ * a freed endpoint's callback. After it, the fixture's connection on the
+ * same device still moves bytes, and the port takes a new listener that
+ * accepts a krdma connection which moves bytes too.
+ */
+#define FLOOD_SECS	6
+#define FLOOD_TCP	6
+#define FLOOD_KRDMA	2
+
+struct flood {
+	struct sockaddr_in sin;
+	struct krdma_addr addr;
+	atomic_int stop;
+	atomic_long tcp_conns, krdma_conns, errors;
+};
+
+/*
+ * From 127.0.0.1: the TIME_WAIT sockets the client side leaves hold ports
+ * of that address, not of the device's, where rdma_cm's next iWARP
+ * connections (this test's and the next tests') bind theirs.
+ */
+static void *flood_tcp(void *arg)
+{
+	struct sockaddr_in lo = { .sin_family = AF_INET };
+	struct flood *f = arg;
+
+	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	while (!atomic_load(&f->stop)) {
+		int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (s < 0 || bind(s, (struct sockaddr *)&lo, sizeof(lo))) {
+			atomic_fetch_add(&f->errors, 1);
+			if (s >= 0)
+				close(s);
+			break;
+		}
+		if (!connect(s, (struct sockaddr *)&f->sin, sizeof(f->sin)))
+			atomic_fetch_add(&f->tcp_conns, 1);
+		close(s);
+	}
+	return NULL;
+}
+
+static void *flood_krdma(void *arg)
+{
+	struct flood *f = arg;
+	int fd = krdma_open();
+	uint32_t conn;
+
+	if (fd < 0) {
+		atomic_fetch_add(&f->errors, 1);
+		return NULL;
+	}
+	while (!atomic_load(&f->stop)) {
+		/* refused or timed out while no listener is there: fine */
+		if (krdma_connect_to(fd, &f->addr, 2000, &conn))
+			continue;
+		atomic_fetch_add(&f->krdma_conns, 1);
+		if (krdma_destroy_handle(fd, conn))
+			atomic_fetch_add(&f->errors, 1);
+	}
+	close(fd);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(dev, listener_closed_under_connect_flood, 120)
+{
+	pthread_t t[FLOOD_TCP + FLOOD_KRDMA];
+	struct kt_mem src = {}, win = {};
+	uint32_t l, sc, cc, status, port;
+	long cycles = 0, listen_fails = 0;
+	struct krdma_token tok;
+	struct krdma_op op;
+	struct flood f = {};
+	long end;
+	int i, first, ret, lfd, cfd;
+
+	/* the port: one the kernel picks, then taken again in the loop */
+	lfd = krdma_open();
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, krdma_parse_addr(variant->ip, 0, &f.addr));
+	ASSERT_EQ(0, krdma_listen_on(lfd, &f.addr, 64, &l, &f.addr));
+	port = f.addr.port;
+	ASSERT_NE(0, port);
+	ASSERT_EQ(0, krdma_destroy_handle(lfd, l));
+	f.sin.sin_family = AF_INET;
+	f.sin.sin_port = htons(port);
+	ASSERT_EQ(1, inet_pton(AF_INET, variant->ip, &f.sin.sin_addr));
+
+	/* RoCE's connections are not TCP: no TCP flood on rxe */
+	first = strcmp(variant->name, "siw") ? FLOOD_TCP : 0;
+	for (i = first; i < FLOOD_TCP + FLOOD_KRDMA; i++)
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, i < FLOOD_TCP ?
+					    flood_tcp : flood_krdma, &f));
+	end = now_ms() + FLOOD_SECS * 1000;
+	while (now_ms() < end) {
+		ret = krdma_listen_on(lfd, &f.addr, 64, &l, NULL);
+		if (ret) {
+			if (listen_fails++ < 4)
+				TH_LOG("LISTEN on port %u: %s", port,
+				       strerror(-ret));
+			usleep(1000);
+			continue;
+		}
+		usleep(random() % 2000);
+		ret = krdma_destroy_handle(lfd, l);
+		EXPECT_EQ(0, ret);
+		if (ret)
+			break;
+		cycles++;
+	}
+	atomic_store(&f.stop, 1);
+	for (i = first; i < FLOOD_TCP + FLOOD_KRDMA; i++)
+		pthread_join(t[i], NULL);
+	TH_LOG("%ld listener cycles, %ld TCP and %ld krdma connections",
+	       cycles, atomic_load(&f.tcp_conns), atomic_load(&f.krdma_conns));
+	EXPECT_EQ(0, listen_fails);
+	EXPECT_EQ(0, atomic_load(&f.errors));
+	/*
+	 * A flood that reached no listener tested nothing. The debug
+	 * kernel's siw takes about a second per cycle (6 in 6 s, rxe 544),
+	 * the stock kernels' 20-25 ms.
+	 */
+	EXPECT_LE(3, cycles);
+	if (!first)
+		EXPECT_LE(10, atomic_load(&f.tcp_conns));
+
+	/* the fixture's connection, on the same device, still works */
+	ASSERT_EQ(0, kt_mem_get(self->cfd, &src, 64 * KiB, 0));
+	kt_pattern(src.p, 64 * KiB, 7);
+	kt_op(&op, KRDMA_OP_WRITE, self->cconn, src.h, 0, 64 * KiB,
+	      &self->tok, 0, 7);
+	EXPECT_EQ(0, run_op(self->cfd, &op, &status))
+		TH_LOG("WRITE: status %s", krdma_wc_status_str(status));
+	kt_wait_bytes(self->win.p, src.p, 64 * KiB, KT_PLACE_MS);
+	EXPECT_EQ(-1, kt_check_pattern(self->win.p, 64 * KiB, 7));
+
+	/* and the port takes a listener that accepts a working connection */
+	cfd = krdma_open();
+	ASSERT_LE(0, cfd);
+	ASSERT_EQ(0, krdma_listen_on(lfd, &f.addr, 4, &l, NULL));
+	ASSERT_EQ(0, kt_connect_pair(lfd, l, &f.addr, cfd, &sc, &cc));
+	ASSERT_EQ(0, kt_mem_get(lfd, &win, 64 * KiB, KRDMA_ACCESS_LOCAL_WRITE |
+				KRDMA_ACCESS_REMOTE_WRITE));
+	ASSERT_EQ(0, krdma_grant_window(lfd, sc, win.h, 0, 64 * KiB,
+					KRDMA_ACCESS_REMOTE_WRITE, NULL, &tok));
+	kt_mem_put(self->cfd, &src);
+	ASSERT_EQ(0, kt_mem_get(cfd, &src, 64 * KiB, 0));
+	kt_pattern(src.p, 64 * KiB, 8);
+	kt_op(&op, KRDMA_OP_WRITE, cc, src.h, 0, 64 * KiB, &tok, 0, 8);
+	EXPECT_EQ(0, run_op(cfd, &op, &status))
+		TH_LOG("WRITE: status %s", krdma_wc_status_str(status));
+	kt_wait_bytes(win.p, src.p, 64 * KiB, KT_PLACE_MS);
+	EXPECT_EQ(-1, kt_check_pattern(win.p, 64 * KiB, 8));
+	kt_mem_put(lfd, &win);
+	kt_mem_put(cfd, &src);
+	close(cfd);
+	close(lfd);
 }
 
 /*

@@ -25,7 +25,9 @@ src=$(LINUX_SRC_PKG=linux-source-$series "$repo/scripts/fetch-linux-src.sh")
 # guests load (Documentation/testing.rst, "Driver bugs the tests hit")
 patches=("$repo"/selftests/qemu/siw-patches/*.patch)
 [[ -e ${patches[0]} ]] || patches=()
-stamp="$(basename "$src") $kver $( ((${#patches[@]})) && cat "${patches[@]}" | sha1sum | cut -c1-12)"
+digest=
+((${#patches[@]})) && digest=$(cat "${patches[@]}" | sha1sum | cut -c1-12)
+stamp="$(basename "$src") $kver $digest"
 
 if [[ -f $out/siw.ko && -f $out/.stamp && $(cat "$out/.stamp") == "$stamp" ]]; then
 	echo "$out/siw.ko"
