@@ -2433,7 +2433,8 @@ TEST_F(dev, send_without_recv_known_limit)
  * A listener closed and opened again on one port, every 0-2 ms, for
  * FLOOD_SECS while clients connect to that port: plain TCP clients on
  * iWARP, where they reach the device's own listening socket as any host on
- * the network can, and krdma clients on every device, whose requests the closing listener
+ * the network can (closing, resetting, or sending junk), and krdma clients
+ * on every device, whose requests the closing listener
  * leaves pending. On siw this crashed or hung the kernel (fixed in the
  * siw.ko the guests load, selftests/qemu/siw-patches/): a child socket
  * closed before siw accepted it closed the listener, a failed accept wrote
@@ -2449,19 +2450,25 @@ TEST_F(dev, send_without_recv_known_limit)
 struct flood {
 	struct sockaddr_in sin;
 	struct krdma_addr addr;
-	atomic_int stop;
+	atomic_int stop, next_kind;
 	atomic_long tcp_conns, krdma_conns, errors;
 };
 
 /*
- * From 127.0.0.1: the TIME_WAIT sockets the client side leaves hold ports
- * of that address, not of the device's, where rdma_cm's next iWARP
- * connections (this test's and the next tests') bind theirs.
+ * Three kinds of client, one per thread in turn: one that closes (FIN),
+ * one that resets (RST), and one that sends 20 bytes that are no MPA
+ * request, then resets. From 127.0.0.1: the TIME_WAIT sockets the first
+ * kind leaves hold ports of that address, not of the device's, where
+ * rdma_cm's next iWARP connections (this test's and the next tests') bind
+ * theirs.
  */
 static void *flood_tcp(void *arg)
 {
 	struct sockaddr_in lo = { .sin_family = AF_INET };
+	struct linger rst = { .l_onoff = 1, .l_linger = 0 };
+	static const char junk[20] = "not an MPA request!";
 	struct flood *f = arg;
+	int kind = atomic_fetch_add(&f->next_kind, 1) % 3;
 
 	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	while (!atomic_load(&f->stop)) {
@@ -2473,8 +2480,13 @@ static void *flood_tcp(void *arg)
 				close(s);
 			break;
 		}
-		if (!connect(s, (struct sockaddr *)&f->sin, sizeof(f->sin)))
+		if (kind)
+			setsockopt(s, SOL_SOCKET, SO_LINGER, &rst, sizeof(rst));
+		if (!connect(s, (struct sockaddr *)&f->sin, sizeof(f->sin))) {
 			atomic_fetch_add(&f->tcp_conns, 1);
+			if (kind == 2)
+				send(s, junk, sizeof(junk), MSG_NOSIGNAL);
+		}
 		close(s);
 	}
 	return NULL;
