@@ -10,6 +10,7 @@
  * Copyright (c) 2026 The krdma authors
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -547,6 +549,87 @@ int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 	if (!ret)
 		*out = v;
 	return ret;
+}
+
+int parse_duration(const char *s, uint64_t bare_us, uint64_t *us)
+{
+	static const struct {
+		const char *name;
+		uint64_t us;
+	} units[] = {
+		{ "ms", USEC_PER_MS }, { "msec", USEC_PER_MS },
+		{ "msecs", USEC_PER_MS }, { "s", USEC_PER_S },
+		{ "sec", USEC_PER_S }, { "secs", USEC_PER_S },
+	};
+	uint64_t whole = 0, frac = 0, scale = 1, unit = bare_us;
+	bool digits = false;
+	const char *p;
+	size_t i;
+
+	for (p = s; isdigit((unsigned char)*p); p++, digits = true) {
+		if (whole > (UINT64_MAX - 9) / 10)
+			return -EINVAL;
+		whole = whole * 10 + (*p - '0');
+	}
+	if (*p == '.') {
+		/* digits past a nanosecond of a second change nothing */
+		for (p++; isdigit((unsigned char)*p); p++, digits = true) {
+			if (scale < 1000000000ULL) {
+				frac = frac * 10 + (*p - '0');
+				scale *= 10;
+			}
+		}
+	}
+	if (!digits)
+		return -EINVAL;
+	if (*p) {
+		for (i = 0; i < ARRAY_SIZE(units); i++)
+			if (!strcasecmp(p, units[i].name))
+				break;
+		if (i == ARRAY_SIZE(units))
+			return -EINVAL;
+		unit = units[i].us;
+	}
+	if (whole > (UINT64_MAX - unit) / unit)
+		return -EINVAL;
+	*us = whole * unit + frac * unit / scale;
+	return 0;
+}
+
+/* @us as the shortest of "0", "3600s", "10ms", "1500us" */
+static const char *duration_str(uint64_t us, char *buf, size_t len)
+{
+	if (!us)
+		snprintf(buf, len, "0");
+	else if (!(us % USEC_PER_S))
+		snprintf(buf, len, "%" PRIu64 "s", us / USEC_PER_S);
+	else if (!(us % USEC_PER_MS))
+		snprintf(buf, len, "%" PRIu64 "ms", us / USEC_PER_MS);
+	else
+		snprintf(buf, len, "%" PRIu64 "us", us);
+	return buf;
+}
+
+int duration_opt(const char *cmd, const char *name, const char *s,
+		 uint64_t bare_us, uint64_t min_us, uint64_t max_us,
+		 uint64_t *us)
+{
+	bool ms = bare_us == USEC_PER_MS;
+	char lo[32], hi[32];
+	uint64_t v;
+
+	if (!parse_duration(s, bare_us, &v) && v >= min_us && v <= max_us &&
+	    (!ms || !(v % USEC_PER_MS))) {
+		*us = v;
+		return 0;
+	}
+	errmsg("%s: bad %s '%s' (%s, or a number with a unit: %s; %sfrom %s to %s)",
+	       cmd, name, s, ms ? "milliseconds" : "seconds, fractions too",
+	       ms ? "1500ms, 1.5s" : "500ms, 1.5s",
+	       ms ? "a whole number of milliseconds " : "",
+	       duration_str(min_us, lo, sizeof(lo)),
+	       duration_str(max_us, hi, sizeof(hi)));
+	return EXIT_USAGE;
 }
 
 int help_or_bad_option(int c, char *argv[])
@@ -1545,7 +1628,8 @@ static const struct {
 	  "new since then: its counts, marked new). Needs root (debugfs).\n"
 	  "\n"
 	  "  -i, --interval SECONDS  a sample every SECONDS (0.01 to 3600;\n"
-	  "                          fractions too), until interrupted\n"
+	  "                          fractions too; or with a unit: 500ms,\n"
+	  "                          2s), until interrupted\n"
 	  "  -c, --count COUNT       with -i: stop after COUNT samples\n"
 	  "  -j, --json              one JSON object a sample, one a line:\n"
 	  "                          {\"time\",\"interval\",\"totals\":{\"ops\",\n"
@@ -1571,7 +1655,8 @@ static const struct {
 	  "watches that one and warns.\n"
 	  "\n"
 	  "  -c, --count COUNT    exit after COUNT events\n"
-	  "  -t, --timeout SECS   exit after SECS seconds (fractions too)\n"
+	  "  -t, --timeout SECS   exit after SECS seconds (fractions too; or\n"
+	  "                       with a unit: 500ms, 2s)\n"
 	  "  -j, --json           one JSON object an event, one a line:\n"
 	  "                       {\"time\",\"event\",\"ifname\",\"port\",\"id\",\n"
 	  "                       \"peer\",\"state\",\"old_state\",\"error\"}\n"
@@ -1646,6 +1731,7 @@ static const struct {
 	  "                           {\"min\",\"avg\",\"max\"},...,\"ok\",\"error\"}\n"
 	  "  -h, --help               show this help\n"
 	  "\n"
+	  "MS is milliseconds, or a number with a unit: 500ms, 2s.\n"
 	  "Exit status: 0 when every round ran and was verified both ways, 1\n"
 	  "otherwise, 2 bad usage.\n" },
 	{ "xfer", xfer_main,
@@ -1661,7 +1747,8 @@ static const struct {
 	  "  -s, --size SIZE          bytes (default 16M; K, M, G: binary\n"
 	  "                           multiples; at most 1G)\n"
 	  "  -t, --timeout MS         limit of the connect, and of each wait for\n"
-	  "                           a completion (default 60000)\n"
+	  "                           a completion (default 60000; milliseconds,\n"
+	  "                           or with a unit: 500ms, 2s)\n"
 	  "  -j, --json               print JSON: {\"bytes\",\"write\":{\"seconds\",\n"
 	  "                           \"mb_per_s\",\"verified\"},\"read\":{...},\n"
 	  "                           \"ok\",\"error\"}\n"
@@ -1703,7 +1790,8 @@ static const struct {
 	  "  -B, --bytes BYTES    bytes per size: iterations = BYTES / size,\n"
 	  "                       within [N, ITERS], rounded up to a multiple\n"
 	  "                       of BATCH but for lat (default 256M)\n"
-	  "  -t, --timeout MS     longest wait without progress (default 10000)\n"
+	  "  -t, --timeout MS     longest wait without progress (default 10000;\n"
+	  "                       milliseconds, or with a unit: 500ms, 2s)\n"
 	  "  -R, --ring           take completions from the completion queue\n"
 	  "                       mapped into the process, with no system call\n"
 	  "                       (module feature \"ring\"), not by POLL; either\n"
@@ -1813,7 +1901,8 @@ static const struct {
 	  "                        \"failed\",\"ok\"}\n"
 	  "  -d, --dev DEVNAME     check only that RDMA device\n"
 	  "  -p, --port PORT       port for ADDR (default 18515)\n"
-	  "  -t, --timeout MS      limit of the connect to ADDR (default 3000)\n"
+	  "  -t, --timeout MS      limit of the connect to ADDR (default 3000;\n"
+	  "                        milliseconds, or with a unit: 500ms, 2s)\n"
 	  "  -h, --help            show this help\n"
 	  "\n"
 	  "Exit status: 0 when every check passed (or was skipped), 1 otherwise,\n"

@@ -121,6 +121,28 @@ bool unexpected_arg(int argc, char *argv[]);
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out);
 
+/* Microseconds in a unit of parse_duration() */
+#define USEC_PER_MS ((uint64_t)1000)
+#define USEC_PER_S ((uint64_t)1000000)
+
+/*
+ * A duration, as tc(8) takes a time: a decimal number (a fraction too)
+ * with a unit, "ms" ("msec", "msecs") or "s" ("sec", "secs"), in any
+ * case; a number without a unit counts @bare_us microseconds a unit
+ * (USEC_PER_MS or USEC_PER_S: what the option took before it took units).
+ * Into @us, cut to a whole microsecond. Returns 0 or -EINVAL.
+ */
+int parse_duration(const char *s, uint64_t bare_us, uint64_t *us);
+/*
+ * The duration of option @name ("timeout", "interval") of @cmd: as
+ * parse_duration(), within [@min_us, @max_us], and where a bare number is
+ * milliseconds a whole number of them. Returns 0, or EXIT_USAGE when it
+ * said what the option takes.
+ */
+int duration_opt(const char *cmd, const char *name, const char *s,
+		 uint64_t bare_us, uint64_t min_us, uint64_t max_us,
+		 uint64_t *us);
+
 /*
  * Parse the options of a subcommand that takes only -j/--json, -h/--help:
  * OPT_HELP when the help was printed, OPT_BAD when bad usage was reported.

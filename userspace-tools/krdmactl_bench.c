@@ -1777,9 +1777,12 @@ int bench_main(int argc, char *argv[])
 				goto bad;
 			break;
 		case 't':
-			if (kb_parse_u64(optarg, 1, 3600000, &v))
-				goto bad;
-			o.timeout_ms = v;
+			if (duration_opt("bench", "timeout", optarg, USEC_PER_MS,
+					 USEC_PER_MS, 3600 * USEC_PER_S, &v)) {
+				print_usage_of(argv[0], stderr);
+				return EXIT_USAGE;
+			}
+			o.timeout_ms = v / USEC_PER_MS;
 			break;
 		case 'R':
 			o.ring = true;

@@ -1478,6 +1478,7 @@ static int client_main(int argc, char *argv[], bool bulk)
 		.json = json_output,
 	};
 	const char *opts = bulk ? ":p:s:t:jh" : ":p:c:s:i:t:jh";
+	uint64_t us;
 	int c;
 
 	opterr = 0;
@@ -1506,18 +1507,16 @@ static int client_main(int argc, char *argv[], bool bulk)
 			}
 			break;
 		case 'i':
-			if (parse_u32(optarg, 0, 3600000, &o.interval_ms)) {
-				errmsg("%s: bad interval '%s' (milliseconds)",
-				       o.cmd, optarg);
+			if (duration_opt(o.cmd, "interval", optarg, USEC_PER_MS,
+					 0, 3600 * USEC_PER_S, &us))
 				return EXIT_USAGE;
-			}
+			o.interval_ms = us / USEC_PER_MS;
 			break;
 		case 't':
-			if (parse_u32(optarg, 1, 3600000, &o.timeout_ms)) {
-				errmsg("%s: bad timeout '%s' (milliseconds, 1 or more)",
-				       o.cmd, optarg);
+			if (duration_opt(o.cmd, "timeout", optarg, USEC_PER_MS,
+					 USEC_PER_MS, 3600 * USEC_PER_S, &us))
 				return EXIT_USAGE;
-			}
+			o.timeout_ms = us / USEC_PER_MS;
 			break;
 		case 'j':
 			o.json = true;

@@ -1644,6 +1644,7 @@ int doctor_main(int argc, char *argv[])
 	struct check *c;
 	bool json = json_output, roce = false;
 	int ch, fd, failed = 0, ret;
+	uint64_t us;
 	char *end;
 
 	opterr = 0;
@@ -1658,23 +1659,23 @@ int doctor_main(int argc, char *argv[])
 			devname = optarg;
 			break;
 		case 'p':
-		case 't':
 			errno = 0;
 			{
 				unsigned long v = strtoul(optarg, &end, 10);
 
-				if (errno || *end || !*optarg ||
-				    (ch == 'p' && v > 65535) || v > UINT32_MAX) {
-					errmsg("doctor: bad %s '%s'",
-					       ch == 'p' ? "port" : "timeout",
-					       optarg);
+				if (errno || *end || !*optarg || v > 65535) {
+					errmsg("doctor: bad port '%s'", optarg);
 					return EXIT_USAGE;
 				}
-				if (ch == 'p')
-					port = v;
-				else
-					timeout_ms = v;
+				port = v;
 			}
+			break;
+		case 't':
+			/* 0: krdma's own limit of a connect, 10 s */
+			if (duration_opt("doctor", "timeout", optarg,
+					 USEC_PER_MS, 0, 3600 * USEC_PER_S, &us))
+				return EXIT_USAGE;
+			timeout_ms = us / USEC_PER_MS;
 			break;
 		case 'h':
 			print_usage_of(argv[0], stdout);

@@ -1260,16 +1260,6 @@ static void stat_print(const struct stat_sample *s,
 	free(devs);
 }
 
-/* A positive number of seconds, at most an hour */
-static bool parse_seconds(const char *s, double *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtod(s, &end);
-	return !errno && *s && !*end && *out >= 0.01 && *out <= 3600;
-}
-
 /* The options of stat and monitor: a time, -c COUNT, -j */
 struct watch_opts {
 	double secs;		/* of -i (stat) or -t (monitor); 0: none */
@@ -1293,6 +1283,7 @@ static int parse_watch_opts(int argc, char *argv[], const char *secs_name,
 		{ NULL, 0, NULL, 0 }
 	};
 	const char optstring[] = { ':', so, ':', 'c', ':', 'j', 'h', 0 };
+	uint64_t us;
 	char *end;
 	int c;
 
@@ -1302,11 +1293,12 @@ static int parse_watch_opts(int argc, char *argv[], const char *secs_name,
 	optind = 1;
 	while ((c = getopt_long(argc, argv, optstring, longopts, NULL)) != -1) {
 		if (c == so) {
-			if (!parse_seconds(optarg, &w->secs)) {
-				errmsg("%s: bad %s '%s' (seconds, 0.01 to 3600)",
-				       argv[0], secs_name, optarg);
+			/* seconds, 0.01 to 3600, as before units were taken */
+			if (duration_opt(argv[0], secs_name, optarg, USEC_PER_S,
+					 10 * USEC_PER_MS, 3600 * USEC_PER_S,
+					 &us))
 				return EXIT_USAGE;
-			}
+			w->secs = (double)us / USEC_PER_S;
 		} else if (c == 'c') {
 			errno = 0;
 			w->count = strtoul(optarg, &end, 10);

@@ -1301,6 +1301,68 @@ for bad in "-c 0" "-c x" "-t 0" "-t x" "extra"; do
 	expect_rc 2 "monitor $bad"
 done
 
+# Times: a bare number in the option's own unit (milliseconds for ping,
+# xfer, bench and doctor, seconds for stat -i and monitor -t), or with a
+# unit, ms or s, everywhere; a bad one says which forms it takes
+for t in 100 100ms 100MS 0.1s 0.1sec .1secs 100msec; do
+	run "features=3" ping 198.18.0.2 -c 1 -t $t
+	expect_in err "WELCOME did not complete in 100 ms" "ping -t $t"
+	run "features=3" xfer 198.18.0.2 -t $t
+	expect_in err "WELCOME did not complete in 100 ms" "xfer -t $t"
+	run "features=3" bench 198.18.0.2 -o write -s 64 -t $t
+	expect_in err "no WELCOME within 100 ms" "bench -t $t"
+done
+for i in 1500 1500ms 1.5s; do
+	run "features=7,connect_err=71" ping 198.18.0.2 -c 1 -j -i $i
+	json_check 'd["interval_ms"] == 1500' "ping -i $i: 1500 ms"
+done
+run "features=7,connect_err=71" ping 198.18.0.2 -c 1 -j -i 0s
+json_check 'd["interval_ms"] == 0' "ping -i 0s"
+for t in 100 100ms 0.1s; do
+	run "features=7,connect_err=111" doctor -t $t 198.18.0.2
+	expect_in out '^ok    reach     198\.18\.0\.2:18515: reachable' \
+		"doctor -t $t"
+done
+for i in 0.05 50ms 0.05s; do
+	run "" stat -i $i -c 2
+	expect_rc 0 "stat -i $i -c 2"
+	expect_in out '^per second, over 0\.0[5-9] s:$' "stat -i $i: 0.05 s"
+done
+for t in 0.3 300ms 0.3s; do
+	start=$(date +%s)
+	run "" monitor -t $t
+	expect_rc 0 "monitor -t $t"
+	n=$((n + 1))
+	[ $(($(date +%s) - start)) -lt 10 ] || fail "monitor -t $t: not 0.3 s"
+done
+ms_forms='(milliseconds, or a number with a unit: 1500ms, 1\.5s; a whole number of milliseconds from'
+s_forms='(seconds, fractions too, or a number with a unit: 500ms, 1\.5s; from 10ms to 3600s)'
+while read -r forms what args; do
+	# shellcheck disable=SC2086 # the words
+	run "" $args
+	expect_rc 2 "$args"
+	case $forms in
+	ms) expect_in err "^krdmactl: [a-z]*: bad $what '[^']*' $ms_forms" "$args" ;;
+	s) expect_in err "^krdmactl: [a-z]*: bad $what '[^']*' $s_forms" "$args" ;;
+	esac
+done <<'EOL'
+ms interval ping 198.18.0.2 -i 1.5
+ms interval ping 198.18.0.2 -i 0.5ms
+ms timeout ping 198.18.0.2 -t 0
+ms timeout ping 198.18.0.2 -t 2m
+ms timeout xfer 198.18.0.2 -t 3601s
+ms timeout bench 198.18.0.2 -t 10K
+ms timeout bench 198.18.0.2 --timeout=1h
+ms timeout doctor -t 2x
+ms timeout doctor -t -1
+s interval stat -i 5ms
+s interval stat -i 1e1
+s interval stat -i 0
+s timeout monitor -t 4000
+s timeout monitor -t s
+s timeout monitor --timeout=+1
+EOL
+
 run "eacces,euid=1000,node_gid=54321,node_mode=0660" status
 expect_rc 0 "status, EACCES"
 expect_in err '^krdmactl: cannot list the RDMA devices through /dev/krdma: Permission denied' \
