@@ -1831,6 +1831,32 @@ static const struct {
 #define NUM_WC_STATUS (KRDMA_WC_GENERAL_ERR + 1)
 #define MAX_ERRNO 4095
 
+/* The statuses as libibverbs' ibv_wc_status_str() prints them in logs */
+static const char *const wc_status_verbs_str[NUM_WC_STATUS] = {
+	[KRDMA_WC_SUCCESS] = "success",
+	[KRDMA_WC_LOC_LEN_ERR] = "local length error",
+	[KRDMA_WC_LOC_QP_OP_ERR] = "local QP operation error",
+	[KRDMA_WC_LOC_EEC_OP_ERR] = "local EE context operation error",
+	[KRDMA_WC_LOC_PROT_ERR] = "local protection error",
+	[KRDMA_WC_WR_FLUSH_ERR] = "Work Request Flushed Error",
+	[KRDMA_WC_MW_BIND_ERR] = "memory management operation error",
+	[KRDMA_WC_BAD_RESP_ERR] = "bad response error",
+	[KRDMA_WC_LOC_ACCESS_ERR] = "local access error",
+	[KRDMA_WC_REM_INV_REQ_ERR] = "remote invalid request error",
+	[KRDMA_WC_REM_ACCESS_ERR] = "remote access error",
+	[KRDMA_WC_REM_OP_ERR] = "remote operation error",
+	[KRDMA_WC_RETRY_EXC_ERR] = "transport retry counter exceeded",
+	[KRDMA_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
+	[KRDMA_WC_LOC_RDD_VIOL_ERR] = "local RDD violation error",
+	[KRDMA_WC_REM_INV_RD_REQ_ERR] = "remote invalid RD request",
+	[KRDMA_WC_REM_ABORT_ERR] = "aborted error",
+	[KRDMA_WC_INV_EECN_ERR] = "invalid EE context number",
+	[KRDMA_WC_INV_EEC_STATE_ERR] = "invalid EE context state",
+	[KRDMA_WC_FATAL_ERR] = "fatal error",
+	[KRDMA_WC_RESP_TIMEOUT_ERR] = "response timeout error",
+	[KRDMA_WC_GENERAL_ERR] = "general error",
+};
+
 static bool errno_in_table(int err)
 {
 	size_t i;
@@ -1941,6 +1967,9 @@ static void explain_errno(struct json *j, int err)
 	putchar('\n');
 }
 
+/* The longest word explain takes, with its '\0' */
+#define EXPLAIN_WORD_MAX 128
+
 /* A whole decimal number, with an optional sign */
 static bool parse_number(const char *w, long *v)
 {
@@ -1957,33 +1986,57 @@ static bool parse_number(const char *w, long *v)
 /*
  * Explain @arg, as copied from a log: every meaning it has. A completion
  * status by name (RETRY_EXC_ERR, with or without IBV_WC_, IB_WC_,
- * KRDMA_WC_ or WC_, in any case) or, after such a prefix, by number; an
- * errno by name (ETIMEDOUT or -ETIMEDOUT, any case) or strerror() text; a
- * number is a completion status (0..21) and an errno (a positive errno as
- * status and debugfs print it, or -errno as a return value), whichever it
- * can be.
- * Around it, parentheses and a trailing ',', ':', ';' or '.' are ignored.
- * False when it has no meaning.
+ * KRDMA_WC_ or WC_, in any case), by the whole text of libibverbs'
+ * ibv_wc_status_str() ("transport retry counter exceeded", any case) or,
+ * after such a prefix, by number; an errno by name (ETIMEDOUT or
+ * -ETIMEDOUT, any case) or strerror() text; a number is a completion
+ * status (0..21) and an errno (a positive errno as status and debugfs
+ * print it, or -errno as a return value), whichever it can be, also after
+ * "error" or "err" ("error 110", "err=-110"); after "errno" an errno only.
+ * Around it, blanks, parentheses and a trailing ',', ':', ';' or '.' are
+ * ignored. False when it has no meaning. Says it (JSON into @j, if not
+ * NULL) when @say.
  */
-static bool explain_word(struct json *j, const char *arg)
+static bool explain_word(struct json *j, const char *arg, bool say)
 {
 	static const char *const prefixes[] = {
 		"IBV_WC_", "IB_WC_", "KRDMA_WC_", "WC_",
 	};
+	/* before a number; the first means an errno */
+	static const char *const labels[] = { "errno", "error", "err" };
 	bool status_only = false, errno_only = false, found = false;
-	char buf[128], *w = buf;
+	bool labelled = false;
+	char buf[EXPLAIN_WORD_MAX], *w = buf;
 	size_t i, n;
 	uint32_t s;
 	long v;
 	int err;
 
 	snprintf(buf, sizeof(buf), "%s", arg);
+	w += strspn(w, " \t");
 	if (*w == '(')
 		w++;
 	n = strlen(w);
-	while (n && strchr("),:;.", w[n - 1]))
+	while (n && strchr("),:;. \t", w[n - 1]))
 		w[--n] = '\0';
-	for (i = 0; i < ARRAY_SIZE(prefixes); i++) {
+	for (s = 0; s < NUM_WC_STATUS; s++) {
+		if (!strcasecmp(w, wc_status_verbs_str[s])) {
+			if (say)
+				explain_status(j, s);
+			return true;
+		}
+	}
+	for (i = 0; i < ARRAY_SIZE(labels); i++) {
+		n = strlen(labels[i]);
+		if (!strncasecmp(w, labels[i], n) && w[n] &&
+		    strchr(" \t:=", w[n])) {
+			w += n + strspn(w + n, " \t:=");
+			errno_only = i == 0;
+			labelled = true;
+			break;
+		}
+	}
+	for (i = 0; i < ARRAY_SIZE(prefixes) && !labelled; i++) {
 		n = strlen(prefixes[i]);
 		if (!strncasecmp(w, prefixes[i], n)) {
 			w += n;
@@ -1996,31 +2049,72 @@ static bool explain_word(struct json *j, const char *arg)
 		errno_only = true;
 	}
 	if (parse_number(w, &v)) {
-		if (v >= 0 && v < NUM_WC_STATUS &&
+		if (v >= 0 && v < NUM_WC_STATUS && !errno_only &&
 		    (!status_only || isdigit((unsigned char)w[0]))) {
-			explain_status(j, v);
+			if (say)
+				explain_status(j, v);
 			found = true;
 		}
 		err = v < 0 ? -v : v;
 		if (!status_only && v >= -MAX_ERRNO && v <= MAX_ERRNO &&
 		    errno_name(err)) {
-			explain_errno(j, err);
+			if (say)
+				explain_errno(j, err);
 			found = true;
 		}
 		return found;
 	}
+	if (labelled)
+		return false;
 	for (s = 0; s < NUM_WC_STATUS && !errno_only; s++) {
 		if (!strcasecmp(w, krdma_wc_status_str(s))) {
-			explain_status(j, s);
+			if (say)
+				explain_status(j, s);
 			return true;
 		}
 	}
 	if (status_only)
 		return false;
 	err = errno_by_name(w);
-	if (err)
+	if (err && say)
 		explain_errno(j, err);
 	return err;
+}
+
+/* @n words joined by a space into @buf; false when they do not fit */
+static bool join_words(char *const *w, int n, char *buf, size_t len)
+{
+	size_t at = 0;
+	int i, k;
+
+	for (i = 0; i < n; i++) {
+		k = snprintf(buf + at, len - at, "%s%s", i ? " " : "", w[i]);
+		if (k < 0 || (size_t)k >= len - at)
+			return false;
+		at += k;
+	}
+	return true;
+}
+
+/*
+ * How many of the @n words at @w to explain together: a log's words given
+ * without quotes ("explain errno 110", "explain transport retry counter
+ * exceeded"), when the first alone has no meaning but they have one
+ * together (the most of them that do, at most 8: the texts are shorter);
+ * else 1.
+ */
+static int phrase_len(char *const *w, int n)
+{
+	char buf[EXPLAIN_WORD_MAX];
+	int k;
+
+	if (explain_word(NULL, w[0], false))
+		return 1;
+	for (k = n < 8 ? n : 8; k > 1; k--)
+		if (join_words(w, k, buf, sizeof(buf)) &&
+		    explain_word(NULL, buf, false))
+			return k;
+	return 1;
 }
 
 int explain_main(int argc, char *argv[])
@@ -2032,8 +2126,9 @@ int explain_main(int argc, char *argv[])
 	};
 	struct json jj = { .f = stdout }, *j = NULL;
 	char **opts, **words;
-	int c, a, nopts = 1, nwords = 0, bad = 0, ret = 0;
+	int c, a, used, nopts = 1, nwords = 0, bad = 0, ret = 0;
 	bool json = json_output, dashdash = false;
+	char phrase[EXPLAIN_WORD_MAX];
 	uint32_t s;
 	size_t i;
 
@@ -2090,8 +2185,12 @@ int explain_main(int argc, char *argv[])
 		for (i = 0; i < ARRAY_SIZE(errnos); i++)
 			explain_errno(j, errnos[i].err);
 	}
-	for (a = 0; a < nwords; a++) {
-		if (!explain_word(j, words[a])) {
+	for (a = 0; a < nwords; a += used) {
+		used = phrase_len(words + a, nwords - a);
+		if (used > 1) {
+			join_words(words + a, used, phrase, sizeof(phrase));
+			explain_word(j, phrase, true);
+		} else if (!explain_word(j, words[a], true)) {
 			errmsg("explain: unknown status or errno '%s'",
 			       words[a]);
 			bad++;

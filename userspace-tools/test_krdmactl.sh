@@ -472,14 +472,20 @@ for cmd in version dev status stat monitor set explain doctor serve ping bench b
 done
 
 # explain: every form of a status or errno that a log shows
-for w in 110 -110 ETIMEDOUT etimedout -ETIMEDOUT 'Connection timed out' \
-	'(-110),'; do
-	run "" explain "$w"
-	expect_rc 0 "explain '$w'"
-	expect_in out '^ETIMEDOUT (errno 110, Connection timed out): no answer in time' \
-		"explain '$w'"
+# explain_one WORD PATTERN: explain WORD gives one meaning, the line PATTERN
+explain_one() {
+	run "" explain "$1"
+	expect_rc 0 "explain '$1'"
+	expect_in out "$2" "explain '$1'"
 	n=$((n + 1))
-	[ "$(wc -l <"$TMP/out")" -eq 1 ] || fail "explain '$w': one meaning"
+	[ "$(wc -l <"$TMP/out")" -eq 1 ] || fail "explain '$1': one meaning"
+}
+# also after "error" or "errno" (an errno only)
+for w in 110 -110 ETIMEDOUT etimedout -ETIMEDOUT 'Connection timed out' \
+	'(-110),' 'error 110' 'errno 110' 'ERRNO 110' 'error -110' 'err=-110' \
+	'errno: 110' '(error 110)' 'errno=-110,'; do
+	explain_one "$w" \
+		'^ETIMEDOUT (errno 110, Connection timed out): no answer in time'
 done
 for w in RETRY_EXC_ERR retry_exc_err WC_RETRY_EXC_ERR KRDMA_WC_RETRY_EXC_ERR \
 	IBV_WC_RETRY_EXC_ERR ibv_wc_retry_exc_err IB_WC_RETRY_EXC_ERR WC_12 \
@@ -528,6 +534,88 @@ done
 run "" explain -x
 expect_rc 2 "explain -x"
 expect_in err "unknown option '-x'" "explain -x"
+# libibverbs' texts (ibv_wc_status_str()), whole, any case, one
+# argument or several words
+while IFS='|' read -r name num text; do
+	explain_one "$text" "^$name (completion status $num): "
+done <<'EOL'
+SUCCESS|0|success
+LOC_LEN_ERR|1|local length error
+LOC_QP_OP_ERR|2|local QP operation error
+LOC_EEC_OP_ERR|3|local EE context operation error
+LOC_PROT_ERR|4|local protection error
+WR_FLUSH_ERR|5|Work Request Flushed Error
+MW_BIND_ERR|6|memory management operation error
+BAD_RESP_ERR|7|bad response error
+LOC_ACCESS_ERR|8|local access error
+REM_INV_REQ_ERR|9|remote invalid request error
+REM_ACCESS_ERR|10|remote access error
+REM_OP_ERR|11|remote operation error
+RETRY_EXC_ERR|12|transport retry counter exceeded
+RNR_RETRY_EXC_ERR|13|RNR retry counter exceeded
+LOC_RDD_VIOL_ERR|14|local RDD violation error
+REM_INV_RD_REQ_ERR|15|remote invalid RD request
+REM_ABORT_ERR|16|aborted error
+INV_EECN_ERR|17|invalid EE context number
+INV_EEC_STATE_ERR|18|invalid EE context state
+FATAL_ERR|19|fatal error
+RESP_TIMEOUT_ERR|20|response timeout error
+GENERAL_ERR|21|general error
+RETRY_EXC_ERR|12|TRANSPORT RETRY COUNTER EXCEEDED
+WR_FLUSH_ERR|5|work request flushed error.
+RNR_RETRY_EXC_ERR|13|(rnr retry counter exceeded)
+EOL
+run "" explain transport retry counter exceeded
+expect_rc 0 "explain transport retry counter exceeded (words)"
+expect_in out '^RETRY_EXC_ERR (completion status 12): ' \
+	"explain transport retry counter exceeded (words)"
+n=$((n + 1))
+[ "$(wc -l <"$TMP/out")" -eq 1 ] ||
+	fail "explain transport retry counter exceeded (words): one meaning"
+run "" explain Connection timed out 12
+expect_rc 0 "explain Connection timed out 12 (words)"
+expect_in out '^ETIMEDOUT (errno 110' "explain Connection timed out 12 (words)"
+expect_in out '^RETRY_EXC_ERR (completion status 12)' \
+	"explain Connection timed out 12 (words)"
+expect_in out '^ENOMEM (errno 12' "explain Connection timed out 12 (words)"
+# as words too; "error 12" has every meaning, "errno 12" an errno's only
+run "" explain errno 110
+expect_rc 0 "explain errno 110 (words)"
+expect_in out '^ETIMEDOUT (errno 110, ' "explain errno 110 (words)"
+for w in 'error 12' 'err 12'; do
+	run "" explain "$w"
+	expect_in out '^RETRY_EXC_ERR (completion status 12): ' "explain '$w'"
+	expect_in out '^ENOMEM (errno 12, ' "explain '$w': both"
+done
+run "" explain error 12
+expect_rc 0 "explain error 12 (words)"
+expect_in out '^RETRY_EXC_ERR (completion status 12): ' "explain error 12 (words)"
+expect_in out '^ENOMEM (errno 12, ' "explain error 12 (words): both"
+for w in 'errno 12' 'ERRNO=12'; do
+	run "" explain "$w"
+	expect_in out '^ENOMEM (errno 12, ' "explain '$w'"
+	expect_not_in out 'RETRY_EXC_ERR' "explain '$w': an errno only"
+done
+run "" explain errno 5
+expect_rc 0 "explain errno 5 (words)"
+expect_in out '^EIO (errno 5, ' "explain errno 5 (words)"
+expect_not_in out 'WR_FLUSH_ERR' "explain errno 5 (words): an errno only"
+run "" explain -j "transport retry counter exceeded" errno 12 "error 5"
+expect_rc 0 "explain -j, texts and labels"
+json_check '[(e["kind"], e["name"]) for e in d["explanations"]] == [
+	("status", "RETRY_EXC_ERR"), ("errno", "ENOMEM"),
+	("status", "WR_FLUSH_ERR"), ("errno", "EIO")]' \
+	"explain -j, texts and labels"
+for w in error 'errno x' 'errno 4096' 'error ETIMEDOUT' \
+	'retry counter exceeded' 'transport retry counter'; do
+	run "" explain "$w"
+	expect_rc 1 "explain '$w'"
+	expect_in err "unknown status or errno '$w'" "explain '$w'"
+done
+run "" explain retry counter exceeded
+expect_rc 1 "explain retry counter exceeded (words)"
+expect_in err "unknown status or errno 'retry'" \
+	"explain retry counter exceeded (words)"
 
 # Connections (features=3): EACCES and EPERM of LISTEN, GRANT and SUBMIT,
 # each with the advice for its one cause
