@@ -1845,6 +1845,62 @@ if missing:
 sys.exit(1 if missing or not objs else 0)
 EOP
 
+# The commands with JSON, as krdmactl has them (those whose -j before the
+# command is not refused), and as cli.rst and the man page list them:
+# "Conventions", the "JSON output" section, its table of documents, the
+# commands it says refuse -j, and the man page's -j
+./krdmactl help | sed -n 's/^  \([a-z]*\)  .*/\1/p' >"$TMP/cmds"
+: >"$TMP/json_cmds"
+while read -r cmd; do
+	./krdmactl -j "$cmd" --help >/dev/null 2>&1 && echo "$cmd" >>"$TMP/json_cmds"
+done <"$TMP/cmds"
+: >"$TMP/out"
+n=$((n + 1))
+"$PYTHON" - "$SCHEMA" ./krdmactl.8 "$TMP/cmds" "$TMP/json_cmds" 2>"$TMP/err" <<'EOP' || fail "cli.rst and the man page list the commands with JSON as krdmactl has them"
+import re, sys
+# (one line, one blank between words: the phrases below may wrap)
+rst = re.sub(r"\s+", " ", open(sys.argv[1]).read())
+man = re.sub(r"\s+", " ", open(sys.argv[2]).read())
+cmds = open(sys.argv[3]).read().split()
+code = set(open(sys.argv[4]).read().split())
+assert code and set(cmds) > code, (cmds, code)
+
+def between(text, start, end):
+    i = text.index(start) + len(start)
+    return text[i:text.index(end, i)]
+
+def names(text):
+    # ``cmd`` and ``cmd sub``, but not what is in parentheses
+    text = re.sub(r"\([^)]*\)", "", text)
+    return {w.split()[0] for w in re.findall(r"``([a-z][a-z -]*)``", text)}
+
+lists = {
+    "Conventions": names(between(rst, "prints one JSON object instead of text, for",
+                                 "also before the command")),
+    "JSON output": names(between(rst, "prints one JSON object on stdout in place of the text, for",
+                                 "before the command indents it")),
+    "the table of documents": {
+        m.split()[0] for m in re.findall(r"``([a-z]+[a-z ]* -j[^`]*)``",
+                                         between(rst, "The document of each command:",
+                                                 " ERROR ~~~~~"))},
+    "the man page": {w.split()[0] for w in
+                     re.split(r",\s*", between(man, "does (", ";"))},
+}
+bad = False
+for where, got in lists.items():
+    if got != code:
+        print("%s: %s, not %s" % (where, sorted(got), sorted(code)),
+              file=sys.stderr)
+        bad = True
+# the commands it says refuse -j: every other one
+refuse = {w for w in re.findall(r"``([a-z]+)``",
+          between(rst, "The commands without JSON (", ") refuse"))}
+if refuse != set(cmds) - code:
+    print("commands without JSON: %s, not %s" % (sorted(refuse),
+          sorted(set(cmds) - code)), file=sys.stderr)
+    bad = True
+sys.exit(1 if bad else 0)
+EOP
 unset KRDMA_DEBUGFS KRDMA_SYSFS_MODULE KRDMA_BLK_SYSFS
 
 if command -v valgrind >/dev/null 2>&1; then
