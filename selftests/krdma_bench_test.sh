@@ -32,23 +32,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-n=0
-failed=0
-check() {
-	local desc=$1
+# shellcheck source=selftests/lib.sh
+. selftests/lib.sh
+# A failed check's diagnostics: the end of the client's and the server's
+# output, each line named by its file
+bench_diag() {
+	local f
 
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n $desc"
-	else
-		failed=$((failed + 1))
-		echo "not ok $n $desc"
-		for f in "$TMP"/out "$TMP"/err "$TMP"/srv; do
-			[[ -s $f ]] && tail -n 15 "$f" | sed "s|^|# ${f##*/}: |"
-		done
-	fi
+	for f in "$TMP"/out "$TMP"/err "$TMP"/srv; do
+		[[ -s $f ]] && tail -n 15 "$f" | sed "s|^|# ${f##*/}: |"
+	done
 }
+CHECK_DIAG=bench_diag
 
 # wait_listening LOG PID: the server PID says it listens, within 30 s
 wait_listening() {
@@ -101,13 +96,7 @@ for r in rows:
     # MB/s = size x messages/s (both rounded)
     assert abs(r["mb_per_s"] - r["size"] * r["mmsg_per_s"]) <= 0.01 * r["mb_per_s"] + 0.01, r
 EOF
-	schema BENCH
-}
-
-# schema OBJECT: $TMP/out is a document OBJECT of cli.rst, "JSON output"
-schema() {
-	"$PYTHON" userspace-tools/check_json.py Documentation/cli.rst "$1" \
-		"$TMP/out" 2>>"$TMP/err"
+	json_schema BENCH
 }
 
 text_ok() {
@@ -132,7 +121,7 @@ assert l["median"] <= l["p99"] <= l["p99_9"] and c["median"] <= c["p99"], rows
 # unit for all of them: microseconds)
 assert l["avg"] <= l["p99_9"] * 1.001 + 0.001, rows
 EOF
-	schema BENCH_CONN || return 1
+	json_schema BENCH_CONN || return 1
 	# the server saw each of them come and say bye
 	[[ $(grep -c '^client [0-9]*: done$' "$TMP/srv") == "$2" ]]
 }

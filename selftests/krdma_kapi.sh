@@ -13,26 +13,10 @@ cd "$(dirname "$0")/.." || exit 1
 
 KO=$PWD/selftests/krdma_sample/krdma_sample.ko
 RESULTS=/sys/kernel/debug/krdma_sample/results
-n=0
-failed=0
-lines=()
-
-ok() {
-	n=$((n + 1))
-	lines+=("ok $n $1")
-}
-
-not_ok() {
-	n=$((n + 1))
-	failed=$((failed + 1))
-	lines+=("not ok $n $1")
-}
-
-check() { # description, then the command
-	local desc=$1
-	shift
-	if "$@"; then ok "$desc"; else not_ok "$desc"; fi
-}
+TMP=$(mktemp -d /tmp/krdma_kapi.XXXXXX) || exit 1
+trap 'rm -rf "$TMP"' EXIT
+# shellcheck source=selftests/lib.sh
+. selftests/lib.sh
 
 # The exports, each in the KRDMA namespace
 exports_ok() {
@@ -52,113 +36,118 @@ exports_ok() {
 	done
 	((missing == 0))
 }
-check "all API functions exported GPL in namespace KRDMA" exports_ok
-check "the sample imports the KRDMA namespace" \
-	bash -c "modinfo -F import_ns '$KO' | grep -qx KRDMA"
 
-# 1: the sample's own cases
-if out=$(insmod "$KO" 2>&1); then
-	ok "sample consumer loads and runs"
-	while read -r line; do
-		case $line in
-		"ok "* | "not ok "*)
-			desc=${line#ok }
-			desc=${desc#not ok }
-			desc=${desc#* }
-			if [[ $line == ok* ]]; then ok "$desc"; else not_ok "$desc"; fi
-			;;
-		"#"*) lines+=("$line") ;;
-		esac
-	done <"$RESULTS"
-	# krdma is held by its consumer
-	if out2=$(rmmod krdma 2>&1); then
-		not_ok "krdma cannot be unloaded while a consumer is loaded"
-		insmod "$PWD/krdma.ko"
+# Every case; its results are kept until their number, the plan that
+# comes first, is known
+cases() {
+	check "all API functions exported GPL in namespace KRDMA" exports_ok
+	check "the sample imports the KRDMA namespace" \
+		bash -c "modinfo -F import_ns '$KO' | grep -qx KRDMA"
+
+	# 1: the sample's own cases
+	if out=$(insmod "$KO" 2>&1); then
+		ok "sample consumer loads and runs"
+		while read -r line; do
+			case $line in
+			"ok "* | "not ok "*)
+				desc=${line#ok }
+				desc=${desc#not ok }
+				desc=${desc#* }
+				if [[ $line == ok* ]]; then ok "$desc"; else not_ok "$desc"; fi
+				;;
+			"#"*) echo "$line" ;;
+			esac
+		done <"$RESULTS"
+		# krdma is held by its consumer
+		if out2=$(rmmod krdma 2>&1); then
+			not_ok "krdma cannot be unloaded while a consumer is loaded"
+			insmod "$PWD/krdma.ko"
+		else
+			case $out2 in
+			*"in use"*) ok "krdma cannot be unloaded while a consumer is loaded" ;;
+			*) echo "# $out2" && not_ok "krdma cannot be unloaded while a consumer is loaded" ;;
+			esac
+		fi
+		check "sample consumer unloads" rmmod krdma_sample
 	else
-		case $out2 in
-		*"in use"*) ok "krdma cannot be unloaded while a consumer is loaded" ;;
-		*) lines+=("# $out2") && not_ok "krdma cannot be unloaded while a consumer is loaded" ;;
-		esac
+		echo "# $out"
+		not_ok "sample consumer loads and runs"
 	fi
-	check "sample consumer unloads" rmmod krdma_sample
-else
-	lines+=("# $out")
-	not_ok "sample consumer loads and runs"
-fi
 
-# 2: unload with operations in flight, on each device
-for ip in 198.18.0.1 198.18.1.1; do
-	before=$(dmesg | grep -c "krdma_sample: .* of 16 operations completed")
-	if insmod "$KO" addrs="$ip" leave_in_flight=1 &&
-	   grep -q "^ok .*left in flight" "$RESULTS" && rmmod krdma_sample; then
-		after=$(dmesg | grep -c "krdma_sample: .* of 16 operations completed")
-		check "$ip: consumer unloaded with 16 writes in flight, all completed" \
-			test "$before" -eq "$after"
-	else
-		rmmod krdma_sample 2>/dev/null
-		not_ok "$ip: consumer unloaded with 16 writes in flight, all completed"
-	fi
-done
-
-# 3: kernel <-> userspace: the module grants kernel memory to a /dev/krdma
-#    peer, which grants its own memory back
-user_ok=0
-if insmod "$KO" addrs=198.18.0.1 user_serve=1; then
-	read -r port state </sys/kernel/debug/krdma_sample/user
-	if timeout 60 selftests/krdma_kapi_user 198.18.0.1 "$port" >/tmp/kapi_user.log 2>&1; then
-		user_ok=1
-	fi
-	sed 's/^/# /' /tmp/kapi_user.log >/tmp/kapi_user.diag
-	while IFS= read -r l; do lines+=("$l"); done </tmp/kapi_user.diag
-	for _ in $(seq 300); do
-		read -r port state </sys/kernel/debug/krdma_sample/user
-		[[ $state != running ]] && break
-		sleep 0.1
-	done
-	lines+=("# kernel side: $state")
-	[[ $state == ok ]] || user_ok=0
-	rmmod krdma_sample || user_ok=0
-fi
-if ((user_ok)); then
-	ok "a kernel token works for a /dev/krdma peer and a user token for the kernel"
-else
-	not_ok "a kernel token works for a /dev/krdma peer and a user token for the kernel"
-fi
-
-# 4: the device goes away under a consumer's connections with operations in
-#    flight: it is told (event, -ENODEV), everything completes and closes
-for type in rxe siw; do
-	netdev=veth1 ip=198.18.0.2
-	[[ $type == siw ]] && netdev=veth3 ip=198.18.1.2
-	desc="$type: device removed under a consumer's connections: told, completed, closed"
-	if rdma link add krdmak0 type "$type" netdev "$netdev" &&
-	   insmod "$KO" addrs="$ip" hold=1 &&
-	   grep -q "^ok .*held (0)" "$RESULTS"; then
-		rdma link delete krdmak0
-		for _ in $(seq 100); do
-			read -r st </sys/kernel/debug/krdma_sample/hold
-			[[ $st == done=10\ * && $st == *events=2* ]] && break
-			sleep 0.1
-		done
-		lines+=("# $st")
-		# all 10 done (the 2 RECVs flushed), both ends told, one of
-		# them with ENODEV (the other may hear of its peer first)
-		if [[ $st == "done=10 failed="[2-9]*" events=2 "* &&
-		      $st == *-19* && $st == *"state=3" ]] &&
-		   rmmod krdma_sample; then
-			ok "$desc"
+	# 2: unload with operations in flight, on each device
+	for ip in 198.18.0.1 198.18.1.1; do
+		before=$(dmesg | grep -c "krdma_sample: .* of 16 operations completed")
+		if insmod "$KO" addrs="$ip" leave_in_flight=1 &&
+		   grep -q "^ok .*left in flight" "$RESULTS" && rmmod krdma_sample; then
+			after=$(dmesg | grep -c "krdma_sample: .* of 16 operations completed")
+			check "$ip: consumer unloaded with 16 writes in flight, all completed" \
+				test "$before" -eq "$after"
 		else
 			rmmod krdma_sample 2>/dev/null
+			not_ok "$ip: consumer unloaded with 16 writes in flight, all completed"
+		fi
+	done
+
+	# 3: kernel <-> userspace: the module grants kernel memory to a /dev/krdma
+	#    peer, which grants its own memory back
+	user_ok=0
+	if insmod "$KO" addrs=198.18.0.1 user_serve=1; then
+		read -r port state </sys/kernel/debug/krdma_sample/user
+		if timeout 60 selftests/krdma_kapi_user 198.18.0.1 "$port" >/tmp/kapi_user.log 2>&1; then
+			user_ok=1
+		fi
+		while IFS= read -r l; do echo "# $l"; done </tmp/kapi_user.log
+		for _ in $(seq 300); do
+			read -r port state </sys/kernel/debug/krdma_sample/user
+			[[ $state != running ]] && break
+			sleep 0.1
+		done
+		echo "# kernel side: $state"
+		[[ $state == ok ]] || user_ok=0
+		rmmod krdma_sample || user_ok=0
+	fi
+	if ((user_ok)); then
+		ok "a kernel token works for a /dev/krdma peer and a user token for the kernel"
+	else
+		not_ok "a kernel token works for a /dev/krdma peer and a user token for the kernel"
+	fi
+
+	# 4: the device goes away under a consumer's connections with operations in
+	#    flight: it is told (event, -ENODEV), everything completes and closes
+	for type in rxe siw; do
+		netdev=veth1 ip=198.18.0.2
+		[[ $type == siw ]] && netdev=veth3 ip=198.18.1.2
+		desc="$type: device removed under a consumer's connections: told, completed, closed"
+		if rdma link add krdmak0 type "$type" netdev "$netdev" &&
+		   insmod "$KO" addrs="$ip" hold=1 &&
+		   grep -q "^ok .*held (0)" "$RESULTS"; then
+			rdma link delete krdmak0
+			for _ in $(seq 100); do
+				read -r st </sys/kernel/debug/krdma_sample/hold
+				[[ $st == done=10\ * && $st == *events=2* ]] && break
+				sleep 0.1
+			done
+			echo "# $st"
+			# all 10 done (the 2 RECVs flushed), both ends told, one of
+			# them with ENODEV (the other may hear of its peer first)
+			if [[ $st == "done=10 failed="[2-9]*" events=2 "* &&
+			      $st == *-19* && $st == *"state=3" ]] &&
+			   rmmod krdma_sample; then
+				ok "$desc"
+			else
+				rmmod krdma_sample 2>/dev/null
+				not_ok "$desc"
+			fi
+		else
+			rmmod krdma_sample 2>/dev/null
+			rdma link delete krdmak0 2>/dev/null
 			not_ok "$desc"
 		fi
-	else
-		rmmod krdma_sample 2>/dev/null
-		rdma link delete krdmak0 2>/dev/null
-		not_ok "$desc"
-	fi
-done
+	done
+}
 
+cases >"$TMP/tap"
 echo "TAP version 13"
 echo "1..$n"
-printf '%s\n' "${lines[@]}"
+cat "$TMP/tap"
 ((failed == 0))

@@ -4,10 +4,12 @@
 # temporary directory). Each test prints "ok N DESC" or "not ok N DESC";
 # $n counts the tests, $failed the failed ones, $skipped the skipped ones.
 #
-#   check DESC COMMAND...  ok when COMMAND succeeds; else not ok, with the
-#                          start of $TMP/out and $TMP/err (those not empty;
-#                          CHECK_FILES="NAME..." in $TMP for others) as
-#                          diagnostics: 4000 bytes of each, or CHECK_LINES
+#   check DESC COMMAND...  ok when COMMAND succeeds; else not ok, then
+#                          the diagnostics of $CHECK_DIAG, a command (a
+#                          script's own; ":" for none), or of check_diag
+#   check_diag             the start of $TMP/out and $TMP/err (those not
+#                          empty; CHECK_FILES="NAME..." in $TMP for
+#                          others): 4000 bytes of each, or CHECK_LINES
 #                          lines of at most 300 characters
 #   ok DESC, not_ok DESC, skip DESC REASON, diag (stdin as "# " lines)
 #   json_schema OBJECT     $TMP/out is one krdmactl JSON document of type
@@ -61,22 +63,28 @@ json_schema() {
 		Documentation/cli.rst "$1" "$TMP/out" 2>>"$TMP/err"
 }
 
+check_diag() {
+	local f
+
+	for f in ${CHECK_FILES:-out err}; do
+		[[ -s $TMP/$f ]] || continue
+		echo "# --- $f:"
+		if [[ -n ${CHECK_LINES:-} ]]; then
+			head -n "$CHECK_LINES" "$TMP/$f" | cut -c 1-300 | diag
+		else
+			head -c 4000 "$TMP/$f" | diag
+		fi
+	done
+}
+
 check() {
-	local desc=$1 f
+	local desc=$1
 
 	shift
 	if "$@"; then
 		ok "$desc"
 	else
 		not_ok "$desc"
-		for f in ${CHECK_FILES:-out err}; do
-			[[ -s $TMP/$f ]] || continue
-			echo "# --- $f:"
-			if [[ -n ${CHECK_LINES:-} ]]; then
-				head -n "$CHECK_LINES" "$TMP/$f" | cut -c 1-300 | diag
-			else
-				head -c 4000 "$TMP/$f" | diag
-			fi
-		done
+		"${CHECK_DIAG:-check_diag}"
 	fi
 }

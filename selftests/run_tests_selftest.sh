@@ -38,19 +38,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-pass=0 fail=0 n=0
-check() { # description command...
-	local d=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		pass=$((pass + 1))
-		echo "ok $n $d"
-	else
-		fail=$((fail + 1))
-		echo "not ok $n $d"
-	fi
-}
+# shellcheck source=selftests/lib.sh
+. "$here/lib.sh"
+# no diagnostics after a failed check (and no $TMP): each run's output is
+# shown whole before its checks
+CHECK_DIAG=:
 gone() { # pidfile: that process is not there (or a zombie)
 	local p s=
 	read -r p <"$1" || return 1
@@ -201,5 +193,5 @@ check "a user buffer released after its program ended: it passes" \
 check "a user buffer still there 5 s after: one failure, the buffer shown" \
 	eval 'has "$r" "^1 1 0 $tmp/keeps .*1 user buffer\(s\) still pinned by krdma 5s after it ended" &&
 	      has "$tmp/out3" "^# run_tests: left: id=1 kind=user" && ((rc == 1))'
-echo "run_tests self-test: $pass passed, $fail failed"
-((fail == 0))
+echo "run_tests self-test: $((n - failed)) passed, $failed failed"
+((failed == 0))
