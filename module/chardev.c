@@ -53,7 +53,7 @@ static int krdma_cmd_query_module(struct krdma_ucmd *ucmd)
 					  KRDMA_PATCH);
 	cmd->features = KRDMA_FEATURE_DEV_QUERY | KRDMA_FEATURE_CONN |
 			KRDMA_FEATURE_KRDMA_PEER | KRDMA_FEATURE_UNSIGNALED |
-			KRDMA_FEATURE_RING;
+			KRDMA_FEATURE_RING | KRDMA_FEATURE_EARLY_RECVS;
 	cmd->num_devices = krdma_device_count(ucmd->kfile->net);
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
 }
@@ -206,7 +206,7 @@ static const struct krdma_ioctl_op krdma_ioctl_ops[] = {
 	KRDMA_IOCTL_OP(KRDMA_IOC_LISTEN, krdma_cmd_listen,
 		       struct krdma_listen, rq_depth),
 	KRDMA_IOCTL_OP(KRDMA_IOC_ACCEPT, krdma_cmd_accept,
-		       struct krdma_accept, __reserved),
+		       struct krdma_accept, recv_count),
 	KRDMA_IOCTL_OP(KRDMA_IOC_CONNECT, krdma_cmd_connect,
 		       struct krdma_connect, handle),
 	KRDMA_IOCTL_OP(KRDMA_IOC_DISCONNECT, krdma_cmd_disconnect,

@@ -57,7 +57,19 @@ static u32 krdma_depth(u32 want)
 	return clamp_t(u32, want, KRDMA_MIN_DEPTH, KRDMA_MAX_DEPTH);
 }
 
+/**
+ * krdma_conn_depth - the queue depth a connection asked for @want gets
+ * @want: sq_depth or rq_depth as given (0: default)
+ *
+ * Return: the depth krdma uses (the device may allow fewer).
+ */
+u32 krdma_conn_depth(u32 want)
+{
+	return krdma_depth(want);
+}
+
 static void krdma_conn_close_work(struct work_struct *work);
+static void krdma_conn_request_expired(struct work_struct *work);
 static bool krdma_conn_close_unclaimed(struct krdma_conn *conn);
 static void krdma_listener_unqueue(struct krdma_listener *l);
 static void krdma_conn_error_work(struct work_struct *work);
@@ -95,6 +107,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
 	spin_lock_init(&conn->sq_lock);
 	INIT_WORK(&conn->post_work, krdma_post_work);
 	INIT_WORK(&conn->close_work, krdma_conn_close_work);
+	INIT_DELAYED_WORK(&conn->request_work, krdma_conn_request_expired);
 	INIT_WORK(&conn->error_work, krdma_conn_error_work);
 	if (p)
 		conn->params = *p;
@@ -465,6 +478,13 @@ static void krdma_conn_quiesce(struct krdma_conn *conn)
 
 	mutex_lock(&conn->post_mutex);
 	mutex_unlock(&conn->post_mutex);
+	/*
+	 * And for krdma_accept_finish(), if it is between its two sections
+	 * under conn->lock: it uses the cm_id, which the teardown destroys.
+	 * Bounded: it waits for nothing but the id's handler mutex and one
+	 * rdma_accept().
+	 */
+	wait_event(conn->wait, !READ_ONCE(conn->accepting));
 }
 
 /**
@@ -498,6 +518,9 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	}
 	/* No new operation after this; the posts before it are drained below */
 	krdma_conn_stop(conn, error);
+	/* A request's timer: its reference, unless it runs (it finds CLOSING) */
+	if (cancel_delayed_work(&conn->request_work))
+		krdma_conn_put(conn);
 	/*
 	 * From here the CM handler leaves the connection alone, and
 	 * conn->lock is not held across rdma_cm and verbs calls: on iWARP,
@@ -652,6 +675,39 @@ static bool krdma_conn_close_unclaimed(struct krdma_conn *conn)
 	return claim == KRDMA_CLAIM_LISTENER || claim == KRDMA_CLAIM_DOOMED;
 }
 
+/* How long a request of a listener that defers the accept may wait */
+#define KRDMA_REQUEST_TIMEOUT_MS	30000
+
+/*
+ * A request nobody took in time: refuse it. Its peer has most likely
+ * given up (a krdma CONNECT after 10 s by default, siw after 10 s) and
+ * may have said nothing (siw does not report a peer that closes a request
+ * not accepted yet; an IB peer that crashed after the MRA sends no REJ):
+ * without this it would hold a QP and a backlog slot until an ACCEPT
+ * found it dead.
+ */
+static void krdma_conn_request_expired(struct work_struct *work)
+{
+	struct krdma_conn *conn = container_of(to_delayed_work(work),
+					       struct krdma_conn, request_work);
+	struct krdma_listener *l = conn->listener;
+	bool unclaimed;
+
+	mutex_lock(&conn->lock);
+	spin_lock(&l->lock);
+	unclaimed = conn->claim == KRDMA_CLAIM_LISTENER;
+	spin_unlock(&l->lock);
+	if (unclaimed && conn->state == KRDMA_CS_CONNECTING) {
+		pr_debug("conn %p: request not accepted in %u ms: refused\n",
+			 conn, KRDMA_REQUEST_TIMEOUT_MS);
+		krdma_conn_fail(conn, -ETIMEDOUT);
+		/* Claimed since? Then its taker finds it failed */
+		krdma_conn_close_unclaimed(conn);
+	}
+	mutex_unlock(&conn->lock);
+	krdma_conn_put(conn);
+}
+
 /**
  * krdma_conn_info - describe a connection
  * @conn: the connection
@@ -720,16 +776,19 @@ static int krdma_cm_status_errno(struct rdma_cm_event *ev)
  * yet: the connection has not been returned to anyone, and a teardown
  * takes it only after conn->lock.
  */
-static int krdma_conn_prepare(struct krdma_conn *conn)
+static int krdma_conn_prepare_with(struct krdma_conn *conn,
+				   int (*prepare)(struct krdma_conn *conn,
+						  void *context),
+				   void *context)
 {
 	int ret;
 
 	lockdep_assert_held(&conn->lock);
 
-	if (!conn->params.prepare)
+	if (!prepare)
 		return 0;
 	WRITE_ONCE(conn->preparing, true);
-	ret = conn->params.prepare(conn, conn->params.context);
+	ret = prepare(conn, context);
 	WRITE_ONCE(conn->preparing, false);
 	if (ret > 0)
 		ret = -EINVAL;	/* not an errno: refuse all the same */
@@ -737,6 +796,12 @@ static int krdma_conn_prepare(struct krdma_conn *conn)
 		pr_debug("conn %p: refused by its prepare callback: %d\n",
 			 conn, ret);
 	return ret;
+}
+
+static int krdma_conn_prepare(struct krdma_conn *conn)
+{
+	return krdma_conn_prepare_with(conn, conn->params.prepare,
+				       conn->params.context);
 }
 
 static int krdma_conn_connect_locked(struct krdma_conn *conn)
@@ -751,6 +816,8 @@ static int krdma_conn_connect_locked(struct krdma_conn *conn)
 		return ret;
 	/* On failure the teardown flushes what it posted, with the QP */
 	ret = krdma_conn_prepare(conn);
+	/* Called once: what it uses may be gone once krdma_connect() returns */
+	conn->params.prepare = NULL;
 	if (ret)
 		return ret;
 	krdma_fill_hdr(conn, &hdr);
@@ -815,8 +882,9 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 		}
 		krdma_conn_save_addrs(conn);
 		krdma_conn_set_state(conn, KRDMA_CS_CONNECTED, 0);
-		close_it = passive && !krdma_listener_enqueue(conn->listener,
-							      conn);
+		/* Accepted in a call: that call has it, and hands it out */
+		close_it = passive && !conn->accept_in_call &&
+			   !krdma_listener_enqueue(conn->listener, conn);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
@@ -1064,31 +1132,48 @@ static int krdma_listener_request(struct krdma_listener *l,
 	 * (it is on the device's list since its QP) must not doom it: this
 	 * handler discards it on failure.
 	 */
+	conn->accept_in_call = l->defer;
 	spin_lock(&l->lock);
 	WRITE_ONCE(conn->claim, KRDMA_CLAIM_LISTENER);
 	list_add_tail(&conn->listen_entry, &l->pending);
 	spin_unlock(&l->lock);
+
+	/* What the accept grants, now or in krdma_accept_finish() */
+	conn->responder_resources = min_t(u32,
+					  ev->param.conn.responder_resources,
+					  attrs->max_qp_rd_atom);
+	conn->initiator_depth = min_t(u32, ev->param.conn.initiator_depth,
+				      attrs->max_qp_init_rd_atom);
+	/* The listener's own setting does not pass to the new id */
+	rdma_set_ack_timeout(id, min_t(unsigned int, ack_timeout, 31));
+	id->context = conn;
+	if (conn->accept_in_call) {
+		/*
+		 * Waits, not accepted, for a krdma_accept_take(); from here
+		 * its events come to krdma_conn_event(). A listener closed
+		 * meanwhile leaves it pending, for its close.
+		 */
+		krdma_listener_enqueue(l, conn);
+		krdma_conn_get(conn);
+		queue_delayed_work(krdma_wq, &conn->request_work,
+				   msecs_to_jiffies(KRDMA_REQUEST_TIMEOUT_MS));
+		mutex_unlock(&conn->lock);
+		return 0;
+	}
+
 	ret = krdma_conn_prepare(conn);
 	if (ret)
 		goto err_fail;
-
 	krdma_fill_hdr(conn, &hdr);
 	param.private_data = &hdr;
 	param.private_data_len = sizeof(hdr);
-	param.responder_resources = min_t(u32, ev->param.conn.responder_resources,
-					  attrs->max_qp_rd_atom);
-	param.initiator_depth = min_t(u32, ev->param.conn.initiator_depth,
-				      attrs->max_qp_init_rd_atom);
+	param.responder_resources = conn->responder_resources;
+	param.initiator_depth = conn->initiator_depth;
 	param.flow_control = 1;
 	param.rnr_retry_count = 7;
-	/* The listener's own setting does not pass to the new id */
-	rdma_set_ack_timeout(id, min_t(unsigned int, ack_timeout, 31));
-	conn->initiator_depth = param.initiator_depth;
-	conn->responder_resources = param.responder_resources;
 	ret = rdma_accept(id, &param);
 	if (ret)
 		goto err_fail;
-	id->context = conn;
 	mutex_unlock(&conn->lock);
 	return 0;
 
@@ -1100,7 +1185,6 @@ err_fail:
 	 * (rdma_cm must not destroy it: return 0).
 	 */
 	krdma_listener_reject(id, reason);
-	id->context = conn;
 	krdma_conn_fail(conn, ret);
 	krdma_conn_close_unclaimed(conn);
 	mutex_unlock(&conn->lock);
@@ -1184,6 +1268,29 @@ struct krdma_listener *krdma_listen(struct net *net, struct sockaddr *addr,
 				    u32 backlog,
 				    const struct krdma_conn_params *params)
 {
+	return krdma_listen_defer(net, addr, backlog, params, false);
+}
+EXPORT_SYMBOL_NS_GPL(krdma_listen, KRDMA);
+
+/**
+ * krdma_listen_defer - krdma_listen(), with the accept deferred or not
+ * @net: as krdma_listen()
+ * @addr: as krdma_listen()
+ * @backlog: as krdma_listen(); with @defer, the requests that may wait
+ * @params: as krdma_listen()
+ * @defer: leave each request unaccepted, on the accept queue, until
+ *         krdma_accept_take() and krdma_accept_finish() accept it (the
+ *         ioctl layer's KRDMA_LISTEN_DEFER_ACCEPT); @params->prepare is
+ *         then not called
+ *
+ * Context: process context; sleeps.
+ * Return: as krdma_listen().
+ */
+struct krdma_listener *krdma_listen_defer(struct net *net,
+					  struct sockaddr *addr, u32 backlog,
+					  const struct krdma_conn_params *params,
+					  bool defer)
+{
 	struct krdma_listener *l;
 	struct rdma_cm_id *id;
 	int ret;
@@ -1199,6 +1306,7 @@ struct krdma_listener *krdma_listen(struct net *net, struct sockaddr *addr,
 	init_waitqueue_head(&l->wait);
 	l->net = get_net(net);
 	l->backlog = krdma_listen_backlog(backlog);
+	l->defer = defer;
 	if (params)
 		l->params = *params;
 	l->params.sq_depth = krdma_depth(params ? params->sq_depth : 0);
@@ -1226,7 +1334,6 @@ err_put_listener:
 	krdma_listener_put(l);
 	return ERR_PTR(ret);
 }
-EXPORT_SYMBOL_NS_GPL(krdma_listen, KRDMA);
 
 /**
  * krdma_listener_addr - the address a listener is bound to
@@ -1255,18 +1362,23 @@ static bool krdma_listener_ready(struct krdma_listener *l)
 }
 
 /**
- * krdma_accept - take an established connection from a listener
+ * krdma_accept_take - claim the oldest connection waiting on a listener
  * @l: the listener
  * @nonblock: fail with -EAGAIN instead of waiting
  * @timeout: jiffies to wait, or MAX_SCHEDULE_TIMEOUT
- * @out: the connection; the caller owns a reference
+ * @out: the connection, claimed (KRDMA_CLAIM_TAKEN): established, or a
+ *       request not accepted yet when the listener defers the accept. The
+ *       caller owns a reference and ends the claim with
+ *       krdma_accept_finish().
+ *
+ * Connections that failed while they waited are closed and skipped.
  *
  * Context: process context; may sleep.
  * Return: 0, -EAGAIN, -ETIMEDOUT, -EINTR, or -ENOTCONN when the listener
  * was closed (device removed).
  */
-int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
-		 struct krdma_conn **out)
+int krdma_accept_take(struct krdma_listener *l, bool nonblock, long timeout,
+		      struct krdma_conn **out)
 {
 	struct krdma_conn *conn;
 	bool claimed;
@@ -1287,10 +1399,13 @@ int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
 		if (conn) {
 			/* A queued connection is the listener's to give */
 			WARN_ON_ONCE(!claimed);
-			if (READ_ONCE(conn->state) == KRDMA_CS_CONNECTED) {
-				krdma_conn_set_owner(conn, _RET_IP_, NULL);
-				WRITE_ONCE(conn->claim, KRDMA_CLAIM_OWNER);
-				krdma_listener_unqueue(l);
+			/* Its timer finds it claimed: stop it if it can be */
+			if (conn->accept_in_call &&
+			    cancel_delayed_work(&conn->request_work))
+				krdma_conn_put(conn);
+			if (READ_ONCE(conn->state) ==
+			    (conn->accept_in_call ? KRDMA_CS_CONNECTING :
+						    KRDMA_CS_CONNECTED)) {
 				*out = conn;
 				ret = 0;
 				break;
@@ -1316,6 +1431,147 @@ int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
 	}
 	krdma_listener_put(l);
 	return ret;
+}
+
+/* How long an accept in a call waits for the request to be established */
+#define KRDMA_ACCEPT_ESTABLISH_MS	10000
+
+/*
+ * Accept a request of a listener that defers the accept, in the caller's
+ * context: @prepare posts its RECVs first. rdma_accept() outside the CM
+ * handler needs the id's handler mutex, which the handler holds when it
+ * takes conn->lock: so that mutex first, and conn->accepting keeps the
+ * id from the teardown while conn->lock is not held.
+ */
+static int krdma_conn_accept_request(struct krdma_conn *conn,
+				     int (*prepare)(struct krdma_conn *conn,
+						    void *ctx),
+				     void *ctx)
+{
+	struct rdma_conn_param param = {};
+	struct krdma_cm_hdr hdr;
+	struct rdma_cm_id *id;
+	long left;
+	int ret;
+
+	mutex_lock(&conn->lock);
+	if (conn->state != KRDMA_CS_CONNECTING) {
+		mutex_unlock(&conn->lock);
+		return -ECONNABORTED;
+	}
+	id = conn->cm_id;
+	WRITE_ONCE(conn->accepting, true);
+	mutex_unlock(&conn->lock);
+
+	rdma_lock_handler(id);
+	mutex_lock(&conn->lock);
+	ret = -ECONNABORTED;
+	if (conn->state != KRDMA_CS_CONNECTING)
+		goto out_unlock;
+	ret = krdma_conn_prepare_with(conn, prepare, ctx);
+	if (ret) {
+		krdma_listener_reject(id, KRDMA_REJ_NO_RESOURCES);
+		goto out_unlock;
+	}
+	krdma_fill_hdr(conn, &hdr);
+	param.private_data = &hdr;
+	param.private_data_len = sizeof(hdr);
+	param.responder_resources = conn->responder_resources;
+	param.initiator_depth = conn->initiator_depth;
+	param.flow_control = 1;
+	param.rnr_retry_count = 7;
+	ret = rdma_accept(id, &param);
+	if (ret) {
+		pr_debug("conn %p: rdma_accept: %d\n", conn, ret);
+		ret = -ECONNABORTED;
+	}
+out_unlock:
+	mutex_unlock(&conn->lock);
+	rdma_unlock_handler(id);
+	mutex_lock(&conn->lock);
+	WRITE_ONCE(conn->accepting, false);
+	wake_up_all(&conn->wait);
+	mutex_unlock(&conn->lock);
+	if (ret)
+		return ret;
+
+	left = wait_event_interruptible_timeout(conn->wait,
+						krdma_conn_settled(conn),
+					msecs_to_jiffies(KRDMA_ACCEPT_ESTABLISH_MS));
+	switch (READ_ONCE(conn->state)) {
+	case KRDMA_CS_CONNECTED:
+		return 0;
+	case KRDMA_CS_CONNECTING:
+		return left < 0 ? -EINTR : -ECONNABORTED;
+	default:
+		return -ECONNABORTED;
+	}
+}
+
+/**
+ * krdma_accept_finish - hand out a connection krdma_accept_take() claimed
+ * @l: the listener
+ * @conn: the connection
+ * @prepare: for a request of a listener that defers the accept: called
+ *           under the connection's lock before the accept, to post the
+ *           RECVs for the peer's first messages (as
+ *           krdma_conn_params.prepare), or NULL; unused otherwise
+ * @ctx: passed to @prepare
+ *
+ * A request is accepted here, and the call waits until it is established
+ * (up to KRDMA_ACCEPT_ESTABLISH_MS, interruptible). On failure the
+ * connection is torn down (the peer is refused, or disconnected) and the
+ * reference of @conn is dropped.
+ *
+ * Context: process context; sleeps.
+ * Return: 0 (the caller owns @conn, and records itself as its owner:
+ * krdma_conn_set_owner()), -ECONNABORTED (the request failed or
+ * was not established in time), -EINTR, or the error of @prepare.
+ */
+int krdma_accept_finish(struct krdma_listener *l, struct krdma_conn *conn,
+			int (*prepare)(struct krdma_conn *conn, void *ctx),
+			void *ctx)
+{
+	int ret = 0;
+
+	if (conn->accept_in_call)
+		ret = krdma_conn_accept_request(conn, prepare, ctx);
+	if (ret) {
+		krdma_conn_close(conn);
+		krdma_listener_unqueue(l);
+		return ret;
+	}
+	WRITE_ONCE(conn->claim, KRDMA_CLAIM_OWNER);
+	krdma_listener_unqueue(l);
+	return 0;
+}
+
+/**
+ * krdma_accept - take an established connection from a listener
+ * @l: the listener
+ * @nonblock: fail with -EAGAIN instead of waiting
+ * @timeout: jiffies to wait, or MAX_SCHEDULE_TIMEOUT
+ * @out: the connection; the caller owns a reference
+ *
+ * Context: process context; may sleep.
+ * Return: 0, -EAGAIN, -ETIMEDOUT, -EINTR, or -ENOTCONN when the listener
+ * was closed (device removed).
+ */
+int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
+		 struct krdma_conn **out)
+{
+	struct krdma_conn *conn;
+	int ret;
+
+	ret = krdma_accept_take(l, nonblock, timeout, &conn);
+	if (ret)
+		return ret;
+	ret = krdma_accept_finish(l, conn, NULL, NULL);
+	if (ret)
+		return ret;
+	krdma_conn_set_owner(conn, _RET_IP_, NULL);
+	*out = conn;
+	return 0;
 }
 EXPORT_SYMBOL_NS_GPL(krdma_accept, KRDMA);
 

@@ -250,6 +250,7 @@ struct krdma_listener {
 	u32 queued;
 	u32 backlog;
 	bool closed;
+	bool defer;
 	wait_queue_head_t wait;
 };
 
@@ -378,6 +379,16 @@ enum krdma_conn_claim {
  * @rq_total: receive WRs the QP takes (less one for the drain)
  * @rq_free: receive WRs that may still be posted
  * @pending: operations accepted but not fully posted yet
+ * @request_work: a request of a listener that defers the accept, not
+ *                taken within KRDMA_REQUEST_TIMEOUT_MS: refused (its peer
+ *                has likely given up); holds a reference while queued
+ * @accept_in_call: a request of a listener that defers the accept:
+ *                  accepted by krdma_accept_finish(), not by the CM
+ *                  handler (set before the request is queued)
+ * @accepting: krdma_accept_finish() uses @cm_id without @lock (it takes
+ *             the id's handler mutex first): the teardown waits for it to
+ *             end before it destroys the id (under @lock, waited for on
+ *             @wait)
  * @preparing: @params.prepare runs: RECVs may be posted while the
  *             connection is still CONNECTING (written under @lock, read
  *             under @post_mutex)
@@ -403,6 +414,7 @@ struct krdma_conn {
 	enum krdma_conn_claim claim;
 	struct completion torn_down_done;
 	struct work_struct close_work;
+	struct delayed_work request_work;
 	atomic_t qp_error;
 	struct work_struct error_work;
 	struct rdma_cm_id *cm_id;
@@ -452,6 +464,8 @@ struct krdma_conn {
 	struct list_head zombies;
 	struct list_head free_chunks;
 	struct list_head deferred;
+	bool accept_in_call;
+	bool accepting;
 	bool preparing;
 	bool post_refused;
 	bool push_fence;
@@ -463,6 +477,16 @@ struct krdma_conn {
 
 /* conn.c */
 u32 krdma_listen_backlog(u32 backlog);
+u32 krdma_conn_depth(u32 want);
+struct krdma_listener *krdma_listen_defer(struct net *net,
+					  struct sockaddr *addr, u32 backlog,
+					  const struct krdma_conn_params *params,
+					  bool defer);
+int krdma_accept_take(struct krdma_listener *l, bool nonblock, long timeout,
+		      struct krdma_conn **out);
+int krdma_accept_finish(struct krdma_listener *l, struct krdma_conn *conn,
+			int (*prepare)(struct krdma_conn *conn, void *ctx),
+			void *ctx);
 void krdma_listener_unaccept(struct krdma_listener *l, struct krdma_conn *conn);
 void krdma_listener_put(struct krdma_listener *l);
 bool krdma_listener_enqueue(struct krdma_listener *l, struct krdma_conn *conn);
@@ -618,6 +642,7 @@ int krdma_post_local_wrs(struct krdma_conn *conn, struct ib_send_wr *wr,
 void krdma_conn_drain(struct krdma_conn *conn);
 int krdma_post_heartbeat(struct krdma_conn *conn);
 int krdma_post_queue(struct krdma_conn *conn, struct krdma_req *req);
+int krdma_xfer_check_ranges(struct krdma_req *req);
 void krdma_xfer_push(struct krdma_conn *conn);
 
 /* chardev.c */

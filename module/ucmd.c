@@ -48,6 +48,8 @@ struct krdma_uobj {
 /**
  * struct krdma_uop - an operation submitted from userspace
  * @kfile: the file whose completion queue it completes into
+ * @gate: for a RECV of CONNECT or ACCEPT (struct krdma_early_recv), the
+ *        gate its completion passes; NULL for operations of a SUBMIT
  * @cookie: the caller's cookie
  * @conn_handle: the connection's handle, for the completion
  * @req: the core's operation; last, allocated with room for the
@@ -55,9 +57,69 @@ struct krdma_uobj {
  */
 struct krdma_uop {
 	struct krdma_file *kfile;
+	struct krdma_ugate *gate;
 	u64 cookie;
 	u32 conn_handle;
 	struct krdma_req req;
+};
+
+/*
+ * RECVs given with CONNECT or ACCEPT ("early RECVs") are posted on the
+ * new queue pair before the peer can send: from the CM handler (CONNECT)
+ * or the accepting call (ACCEPT), under conn->lock. So whatever touches
+ * user memory is done before: the operations are copied and their uops
+ * built (buffers looked up, completion entries reserved) first. They may
+ * complete before the call has published the handle, or after it failed:
+ * their gate holds each completion, in order, until the handle is
+ * published, and then lets them into the queue; when the call fails it
+ * drops them, so that nothing the caller cannot name completes.
+ */
+enum krdma_ugate_state {
+	KRDMA_UGATE_SHUT,	/* holding completions */
+	KRDMA_UGATE_OPEN,	/* the handle is published: let them pass */
+	KRDMA_UGATE_DROP,	/* the call failed: give their entries back */
+};
+
+/**
+ * struct krdma_ugate - where the completions of early RECVs wait
+ * @ref: the call, and each early RECV not completed
+ * @lock: protects @state and @held; a completion is delivered under it
+ *        while the gate opens, so that they stay in order
+ * @state: enum krdma_ugate_state
+ * @held: struct krdma_early_recv completed while shut
+ */
+struct krdma_ugate {
+	struct kref ref;
+	spinlock_t lock; /* @state, @held */
+	enum krdma_ugate_state state;
+	struct list_head held;
+};
+
+/**
+ * struct krdma_early_recv - a RECV of CONNECT or ACCEPT
+ * @entry: in the gate's @held list, once completed while it was shut
+ * @wc: the completion, kept while held
+ * @uop: the operation; last, sized for its ranges
+ */
+struct krdma_early_recv {
+	struct list_head entry;
+	struct krdma_wc wc;
+	struct krdma_uop uop;
+};
+
+/**
+ * struct krdma_early_recvs - the RECVs of one CONNECT or ACCEPT
+ * @gate: their gate; this holds one reference
+ * @count: RECVs built
+ * @posted: RECVs posted (the first @posted of @recvs): the core's from
+ *          then on; the others are this call's to free
+ * @recvs: the RECVs
+ */
+struct krdma_early_recvs {
+	struct krdma_ugate *gate;
+	u32 count;
+	u32 posted;
+	struct krdma_early_recv *recvs[];
 };
 
 /* Bytes of a uop whose operation has @num_sge ranges (at most 16) */
@@ -104,43 +166,70 @@ static void *krdma_uobj_lookup(struct krdma_file *kfile, u32 handle,
 
 /*
  * A handle becomes visible only once the caller has been told about it.
- * krdma_uobj_respond() reserves the handle (a reserved slot of the xarray,
- * which lookups and DESTROY do not see), writes the command's struct back
- * with it, and only then stores the object in the slot. When the struct
- * cannot be written back (EFAULT) the slot is freed and the caller undoes
- * the object it made: nothing is left that the caller cannot name.
+ * krdma_uobj_reserve() takes the handle (a reserved slot of the xarray,
+ * which lookups and DESTROY do not see); the command writes its struct
+ * back with it, and only then krdma_uobj_publish() stores the object in
+ * the slot. When the struct cannot be written back (EFAULT),
+ * krdma_uobj_abort() frees the slot and the caller undoes the object it
+ * made: nothing is left that the caller cannot name.
  */
-static int krdma_uobj_respond(struct krdma_ucmd *ucmd, size_t size,
-			      enum krdma_uobj_type type, void *obj,
-			      u32 *handle)
+static struct krdma_uobj *krdma_uobj_reserve(struct krdma_file *kfile,
+					     enum krdma_uobj_type type,
+					     u32 *handle)
 {
-	struct krdma_file *kfile = ucmd->kfile;
 	struct krdma_uobj *uobj;
-	void *old;
 	int ret;
 
 	uobj = kmalloc(sizeof(*uobj), GFP_KERNEL_ACCOUNT);
 	if (!uobj)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	uobj->type = type;
-	uobj->obj = obj;
+	uobj->obj = NULL;
 	ret = xa_alloc(&kfile->objects, handle, XA_ZERO_ENTRY, xa_limit_32b,
 		       GFP_KERNEL_ACCOUNT);
-	if (ret)
-		goto err_free_uobj;
-	ret = krdma_ucmd_respond(ucmd, size);
-	if (ret)
-		goto err_erase_handle;
-	/* The slot exists: storing into it allocates nothing */
-	old = xa_store(&kfile->objects, *handle, uobj, GFP_KERNEL);
-	WARN_ON_ONCE(old && !xa_is_zero(old));
-	return 0;
+	if (ret) {
+		kfree(uobj);
+		return ERR_PTR(ret);
+	}
+	return uobj;
+}
 
-err_erase_handle:
-	xa_erase(&kfile->objects, *handle);
-err_free_uobj:
+static void krdma_uobj_publish(struct krdma_file *kfile,
+			       struct krdma_uobj *uobj, u32 handle, void *obj)
+{
+	void *old;
+
+	uobj->obj = obj;
+	/* The slot exists: storing into it allocates nothing */
+	old = xa_store(&kfile->objects, handle, uobj, GFP_KERNEL);
+	WARN_ON_ONCE(old && !xa_is_zero(old));
+}
+
+static void krdma_uobj_abort(struct krdma_file *kfile,
+			     struct krdma_uobj *uobj, u32 handle)
+{
+	xa_erase(&kfile->objects, handle);
 	kfree(uobj);
-	return ret;
+}
+
+/* Reserve a handle for @obj, tell the caller, publish it */
+static int krdma_uobj_respond(struct krdma_ucmd *ucmd, size_t size,
+			      enum krdma_uobj_type type, void *obj,
+			      u32 *handle)
+{
+	struct krdma_uobj *uobj;
+	int ret;
+
+	uobj = krdma_uobj_reserve(ucmd->kfile, type, handle);
+	if (IS_ERR(uobj))
+		return PTR_ERR(uobj);
+	ret = krdma_ucmd_respond(ucmd, size);
+	if (ret) {
+		krdma_uobj_abort(ucmd->kfile, uobj, *handle);
+		return ret;
+	}
+	krdma_uobj_publish(ucmd->kfile, uobj, *handle, obj);
+	return 0;
 }
 
 /*
@@ -448,7 +537,7 @@ int krdma_cmd_listen(struct krdma_ucmd *ucmd)
 	u32 backlog;
 	int ret;
 
-	if (cmd->flags & ~KRDMA_LISTEN_KRDMA_PEER)
+	if (cmd->flags & ~(KRDMA_LISTEN_KRDMA_PEER | KRDMA_LISTEN_DEFER_ACCEPT))
 		return -EINVAL;
 	ret = krdma_addr_in(&cmd->addr, &ss, false);
 	if (ret)
@@ -464,8 +553,9 @@ int krdma_cmd_listen(struct krdma_ucmd *ucmd)
 				  backlog);
 	if (ret)
 		return ret;
-	l = krdma_listen(ucmd->kfile->net, (struct sockaddr *)&ss, backlog,
-			 &params);
+	l = krdma_listen_defer(ucmd->kfile->net, (struct sockaddr *)&ss,
+			       backlog, &params,
+			       cmd->flags & KRDMA_LISTEN_DEFER_ACCEPT);
 	if (IS_ERR(l)) {
 		ret = PTR_ERR(l);
 		goto err_uncharge;
@@ -484,93 +574,6 @@ err_close:
 	krdma_listener_close(l);
 err_uncharge:
 	krdma_user_uncharge_n(ucmd->kfile->user, KRDMA_USER_BACKLOG, backlog);
-	return ret;
-}
-
-int krdma_cmd_accept(struct krdma_ucmd *ucmd)
-{
-	struct krdma_accept *cmd = ucmd->cmd;
-	struct krdma_listener *l;
-	struct krdma_conn *conn;
-	int ret;
-
-	if (cmd->flags & ~KRDMA_ACCEPT_NONBLOCK || cmd->__reserved)
-		return -EINVAL;
-	l = krdma_uobj_lookup(ucmd->kfile, cmd->listener, KRDMA_UOBJ_LISTENER);
-	if (!l)
-		return -ENOENT;
-	/* Over the limit, the connection stays queued */
-	ret = krdma_user_charge(ucmd->kfile->user, KRDMA_USER_CONNS);
-	if (ret)
-		goto out_put_listener;
-	ret = krdma_accept(l, cmd->flags & KRDMA_ACCEPT_NONBLOCK ||
-			   !cmd->timeout_ms,
-			   krdma_timeout(cmd->timeout_ms), &conn);
-	if (ret)
-		goto err_uncharge;
-	krdma_conn_set_owner(conn, 0, ucmd->kfile->user);
-	ret = krdma_uobj_respond(ucmd, sizeof(*cmd), KRDMA_UOBJ_CONN, conn,
-				 &cmd->handle);
-	if (ret)
-		goto err_unaccept;
-	krdma_listener_put(l);
-	return 0;
-
-err_unaccept:
-	/* Not told about it: the next ACCEPT gets it */
-	krdma_listener_unaccept(l, conn);
-err_uncharge:
-	krdma_user_uncharge(ucmd->kfile->user, KRDMA_USER_CONNS);
-out_put_listener:
-	krdma_listener_put(l);
-	return ret;
-}
-
-int krdma_cmd_connect(struct krdma_ucmd *ucmd)
-{
-	struct krdma_connect *cmd = ucmd->cmd;
-	struct krdma_conn_params params = {
-		.sq_depth = cmd->sq_depth,
-		.rq_depth = cmd->rq_depth,
-		.flags = cmd->flags & KRDMA_CONNECT_KRDMA_PEER ?
-			 KRDMA_CONN_KRDMA_PEER : 0,
-	};
-	struct sockaddr_storage dst, src;
-	struct krdma_conn *conn;
-	int ret;
-
-	if (cmd->flags & ~KRDMA_CONNECT_KRDMA_PEER)
-		return -EINVAL;
-	ret = krdma_addr_in(&cmd->dst, &dst, false);
-	if (ret)
-		return ret;
-	ret = krdma_addr_in(&cmd->src, &src, true);
-	if (ret)
-		return ret;
-
-	ret = krdma_user_charge(ucmd->kfile->user, KRDMA_USER_CONNS);
-	if (ret)
-		return ret;
-	conn = krdma_connect(ucmd->kfile->net, (struct sockaddr *)&dst,
-			     src.ss_family ? (struct sockaddr *)&src : NULL,
-			     krdma_timeout(cmd->timeout_ms ?:
-					   KRDMA_CONNECT_TIMEOUT_MS),
-			     &params);
-	if (IS_ERR(conn)) {
-		ret = PTR_ERR(conn);
-		goto err_uncharge;
-	}
-	krdma_conn_set_owner(conn, 0, ucmd->kfile->user);
-	ret = krdma_uobj_respond(ucmd, sizeof(*cmd), KRDMA_UOBJ_CONN, conn,
-				 &cmd->handle);
-	if (ret)
-		goto err_close;
-	return 0;
-
-err_close:
-	krdma_conn_close(conn);
-err_uncharge:
-	krdma_user_uncharge(ucmd->kfile->user, KRDMA_USER_CONNS);
 	return ret;
 }
 
@@ -701,37 +704,57 @@ out_put_conn:
  * The completion queue
  */
 
-/*
- * Any context. Every operation of the ioctl layer comes here once
- * (KRDMA_REQ_QUIET_DONE): an unsignaled one that succeeded gives its
- * entry back unfilled.
- */
-static void krdma_uop_done(struct krdma_req *req, const struct krdma_wc *wc)
+/* Any context: give back the entry of an operation that fills none */
+static void krdma_ucq_give_back(struct krdma_ucq *ucq)
 {
-	struct krdma_uop *uop = container_of(req, struct krdma_uop, req);
-	struct krdma_ucq *ucq = &uop->kfile->ucq;
-	struct krdma_completion *e;
 	unsigned long flags;
 	bool full;
 
-	if (wc->status == IB_WC_SUCCESS && (req->flags & KRDMA_REQ_UNSIGNALED)) {
-		spin_lock_irqsave(&ucq->lock, flags);
-		full = ucq->reserved == ucq->size;
-		ucq->reserved--;
-		spin_unlock_irqrestore(&ucq->lock, flags);
-		/* Only a SUBMIT waiting for room cares, and only if it was full */
-		if (full)
-			krdma_ucq_wake(ucq);
+	spin_lock_irqsave(&ucq->lock, flags);
+	full = ucq->reserved == ucq->size;
+	ucq->reserved--;
+	spin_unlock_irqrestore(&ucq->lock, flags);
+	/* Only a SUBMIT waiting for room cares, and only if it was full */
+	if (full)
+		krdma_ucq_wake(ucq);
+}
+
+static void krdma_ugate_release(struct kref *ref)
+{
+	kfree(container_of(ref, struct krdma_ugate, ref));
+}
+
+static void krdma_ugate_put(struct krdma_ugate *gate)
+{
+	kref_put(&gate->ref, krdma_ugate_release);
+}
+
+static void krdma_uop_free(struct krdma_uop *uop)
+{
+	struct krdma_ugate *gate = uop->gate;
+
+	if (!gate) {
 		kfree(uop);
 		return;
 	}
+	kfree(container_of(uop, struct krdma_early_recv, uop));
+	krdma_ugate_put(gate);
+}
+
+/* Any context: fill the entry @uop reserved (the caller frees @uop) */
+static void krdma_uop_fill_entry(struct krdma_uop *uop,
+				 const struct krdma_wc *wc)
+{
+	struct krdma_ucq *ucq = &uop->kfile->ucq;
+	struct krdma_completion *e;
+	unsigned long flags;
 
 	spin_lock_irqsave(&ucq->lock, flags);
 	e = &ucq->ring[ucq->tail & (ucq->size - 1)];
 	memset(e, 0, sizeof(*e));
 	e->cookie = uop->cookie;
 	e->status = wc->status;
-	e->opcode = req->opcode;
+	e->opcode = uop->req.opcode;
 	e->byte_len = wc->byte_len;
 	e->imm_data = wc->imm_data;
 	e->flags = (wc->has_imm ? KRDMA_WC_F_IMM : 0) |
@@ -744,7 +767,56 @@ static void krdma_uop_done(struct krdma_req *req, const struct krdma_wc *wc)
 		smp_store_release(&ucq->map->hdr->tail, ucq->tail);
 	spin_unlock_irqrestore(&ucq->lock, flags);
 	krdma_ucq_wake(ucq);
-	kfree(uop);
+}
+
+/*
+ * Any context: an early RECV completed. Delivered at once if its gate is
+ * open (under the gate's lock, as krdma_ugate_open() delivers the held
+ * ones: in order), held while it is shut, dropped if the call failed.
+ */
+static void krdma_early_recv_done(struct krdma_uop *uop,
+				  const struct krdma_wc *wc)
+{
+	struct krdma_early_recv *er = container_of(uop, struct krdma_early_recv,
+						   uop);
+	struct krdma_ugate *gate = uop->gate;
+	enum krdma_ugate_state state;
+	unsigned long flags;
+
+	spin_lock_irqsave(&gate->lock, flags);
+	state = gate->state;
+	if (state == KRDMA_UGATE_SHUT) {
+		er->wc = *wc;
+		list_add_tail(&er->entry, &gate->held);
+	} else if (state == KRDMA_UGATE_OPEN) {
+		krdma_uop_fill_entry(uop, wc);
+	}
+	spin_unlock_irqrestore(&gate->lock, flags);
+	if (state == KRDMA_UGATE_DROP)
+		krdma_ucq_give_back(&uop->kfile->ucq);
+	/* Not under the gate's lock: this may put its last reference */
+	if (state != KRDMA_UGATE_SHUT)
+		krdma_uop_free(uop);
+}
+
+/*
+ * Any context. Every operation of the ioctl layer comes here once
+ * (KRDMA_REQ_QUIET_DONE): an unsignaled one that succeeded gives its
+ * entry back unfilled.
+ */
+static void krdma_uop_done(struct krdma_req *req, const struct krdma_wc *wc)
+{
+	struct krdma_uop *uop = container_of(req, struct krdma_uop, req);
+
+	if (uop->gate) {
+		krdma_early_recv_done(uop, wc);
+		return;
+	}
+	if (wc->status == IB_WC_SUCCESS && (req->flags & KRDMA_REQ_UNSIGNALED))
+		krdma_ucq_give_back(&uop->kfile->ucq);
+	else
+		krdma_uop_fill_entry(uop, wc);
+	krdma_uop_free(uop);
 }
 
 static bool krdma_ucq_try_reserve(struct krdma_ucq *ucq)
@@ -895,6 +967,380 @@ static void krdma_uop_put_bufs(struct krdma_req *req)
 	for (i = 0; i < req->num_sge; i++)
 		krdma_buf_put(req->sge[i].buf);
 	krdma_rkeys_put(req->rkeys);
+}
+
+/*
+ * Early RECVs: the RECVs of CONNECT and ACCEPT (see struct krdma_ugate)
+ */
+
+static void krdma_ugate_open(struct krdma_ugate *gate)
+{
+	struct krdma_early_recv *er, *tmp;
+	LIST_HEAD(held);
+
+	spin_lock_irq(&gate->lock);
+	gate->state = KRDMA_UGATE_OPEN;
+	/* Under the lock: a completion that comes now waits for these */
+	list_for_each_entry(er, &gate->held, entry)
+		krdma_uop_fill_entry(&er->uop, &er->wc);
+	list_splice_init(&gate->held, &held);
+	spin_unlock_irq(&gate->lock);
+	list_for_each_entry_safe(er, tmp, &held, entry)
+		krdma_uop_free(&er->uop);
+}
+
+static void krdma_ugate_drop(struct krdma_ugate *gate)
+{
+	struct krdma_early_recv *er, *tmp;
+	LIST_HEAD(held);
+
+	spin_lock_irq(&gate->lock);
+	gate->state = KRDMA_UGATE_DROP;
+	list_splice_init(&gate->held, &held);
+	spin_unlock_irq(&gate->lock);
+	list_for_each_entry_safe(er, tmp, &held, entry) {
+		krdma_ucq_give_back(&er->uop.kfile->ucq);
+		krdma_uop_free(&er->uop);
+	}
+}
+
+/* Free an early RECV that was never posted: it is still this call's */
+static void krdma_early_recv_discard(struct krdma_early_recv *er)
+{
+	krdma_uop_put_bufs(&er->uop.req);
+	krdma_ucq_give_back(&er->uop.kfile->ucq);
+	krdma_uop_free(&er->uop);
+}
+
+/**
+ * krdma_early_recvs_end - the call that made the RECVs is over
+ * @ers: the RECVs, or NULL
+ * @published: the call succeeded and published the connection's handle:
+ *             their completions go to the queue; else they are dropped
+ *
+ * The RECVs never posted are freed; those posted are the core's, and end
+ * through krdma_early_recv_done().
+ */
+static void krdma_early_recvs_end(struct krdma_early_recvs *ers,
+				  bool published)
+{
+	u32 i;
+
+	if (!ers)
+		return;
+	if (published)
+		krdma_ugate_open(ers->gate);
+	else
+		krdma_ugate_drop(ers->gate);
+	for (i = ers->posted; i < ers->count; i++)
+		krdma_early_recv_discard(ers->recvs[i]);
+	krdma_ugate_put(ers->gate);
+	kfree(ers);
+}
+
+/* Build one early RECV from @op; it holds a completion queue entry */
+static int krdma_early_recv_build(struct krdma_file *kfile,
+				  struct krdma_early_recvs *ers,
+				  const struct krdma_op *op, u32 handle)
+{
+	struct krdma_early_recv *er;
+	int ret;
+
+	if (op->opcode != KRDMA_OP_RECV || op->flags || op->conn ||
+	    op->num_sge > KRDMA_MAX_SGE)
+		return -EINVAL;
+	er = kzalloc(offsetof(struct krdma_early_recv, uop) +
+		     krdma_uop_size(op->num_sge), GFP_KERNEL_ACCOUNT);
+	if (!er)
+		return -ENOMEM;
+	er->uop.kfile = kfile;
+	er->uop.cookie = op->cookie;
+	er->uop.conn_handle = handle;
+	ret = krdma_uop_fill(kfile, NULL, op, &er->uop.req);
+	if (ret)
+		goto err_free;
+	/* Refused now, not once a peer waits for the connection */
+	ret = krdma_xfer_check_ranges(&er->uop.req);
+	if (ret)
+		goto err_free;
+	/* Not EAGAIN, which a non-blocking ACCEPT gives for "none waiting" */
+	ret = krdma_ucq_reserve(&kfile->ucq, false);
+	if (ret == -EAGAIN)
+		ret = -ENOSPC;
+	if (ret)
+		goto err_free;
+	kref_get(&ers->gate->ref);
+	er->uop.gate = ers->gate;
+	ers->recvs[ers->count++] = er;
+	return 0;
+
+err_free:
+	krdma_uop_put_bufs(&er->uop.req);
+	kfree(er);
+	return ret;
+}
+
+/**
+ * krdma_early_recvs_create - build the RECVs of a CONNECT or ACCEPT
+ * @kfile: the file
+ * @uptr: the caller's array of struct krdma_op
+ * @count: its length, 1 to KRDMA_EARLY_RECVS_MAX
+ * @handle: the handle reserved for the connection, for their completions
+ *
+ * Everything that may fault on user memory or sleep for the completion
+ * queue happens here, before any lock is taken.
+ *
+ * Return: the RECVs, or ERR_PTR(): -EFAULT, -EINVAL (not a RECV, a flag,
+ * @conn set, a range), -ENOENT (a buffer), -EPERM, -EOVERFLOW, -EACCES,
+ * -ENOSPC (no room in the completion queue), -ENOMEM.
+ */
+static struct krdma_early_recvs *
+krdma_early_recvs_create(struct krdma_file *kfile, u64 uptr, u32 count,
+			 u32 handle)
+{
+	struct krdma_early_recvs *ers;
+	struct krdma_op *ops;
+	u32 i;
+	int ret;
+
+	ops = kvmalloc_array(count, sizeof(*ops), GFP_KERNEL_ACCOUNT);
+	if (!ops)
+		return ERR_PTR(-ENOMEM);
+	ret = -EFAULT;
+	if (copy_from_user(ops, u64_to_user_ptr(uptr), count * sizeof(*ops)))
+		goto out_free_ops;
+	ret = -ENOMEM;
+	ers = kzalloc(struct_size(ers, recvs, count), GFP_KERNEL_ACCOUNT);
+	if (!ers)
+		goto out_free_ops;
+	ers->gate = kzalloc(sizeof(*ers->gate), GFP_KERNEL_ACCOUNT);
+	if (!ers->gate) {
+		kfree(ers);
+		goto out_free_ops;
+	}
+	kref_init(&ers->gate->ref);
+	spin_lock_init(&ers->gate->lock);
+	INIT_LIST_HEAD(&ers->gate->held);
+	ers->gate->state = KRDMA_UGATE_SHUT;
+
+	for (i = 0; i < count; i++) {
+		ret = krdma_early_recv_build(kfile, ers, &ops[i], handle);
+		if (ret) {
+			krdma_early_recvs_end(ers, false);
+			goto out_free_ops;
+		}
+	}
+	kvfree(ops);
+	return ers;
+
+out_free_ops:
+	kvfree(ops);
+	return ERR_PTR(ret);
+}
+
+/*
+ * krdma_conn_params.prepare of a connection with early RECVs: post them,
+ * under conn->lock (CM handler or accepting call). Nothing here touches
+ * user memory. A RECV that needs a local window gets -EMSGSIZE: no
+ * registration before the connection is up.
+ */
+static int krdma_early_recvs_post(struct krdma_conn *conn, void *ctx)
+{
+	struct krdma_local_sge bufs[KRDMA_OP_MAX_SGE];
+	struct krdma_early_recvs *ers = ctx;
+	struct krdma_early_recv *er;
+	u32 nbufs;
+	int ret;
+
+	while (ers->posted < ers->count) {
+		er = ers->recvs[ers->posted];
+		/* Once posted it is the core's: keep the lookups' buffers */
+		nbufs = er->uop.req.num_sge;
+		memcpy(bufs, er->uop.req.sge, nbufs * sizeof(bufs[0]));
+		ret = krdma_post_queue(conn, &er->uop.req);
+		if (ret)
+			return ret;
+		ers->posted++;
+		while (nbufs--)
+			krdma_buf_put(bufs[nbufs].buf);
+	}
+	return 0;
+}
+
+int krdma_cmd_accept(struct krdma_ucmd *ucmd)
+{
+	struct krdma_accept *cmd = ucmd->cmd;
+	struct krdma_file *kfile = ucmd->kfile;
+	struct krdma_early_recvs *ers = NULL;
+	struct krdma_listener *l;
+	struct krdma_uobj *uobj;
+	struct krdma_conn *conn;
+	u32 handle;
+	int ret;
+
+	if (cmd->flags & ~KRDMA_ACCEPT_NONBLOCK ||
+	    cmd->recv_count > KRDMA_EARLY_RECVS_MAX ||
+	    (!cmd->recv_count && cmd->recvs))
+		return -EINVAL;
+	l = krdma_uobj_lookup(kfile, cmd->listener, KRDMA_UOBJ_LISTENER);
+	if (!l)
+		return -ENOENT;
+	/* RECVs before the accept need an accept that waits for them */
+	ret = -EINVAL;
+	if (cmd->recv_count && !l->defer)
+		goto out_put_listener;
+	/* Refused before a request is taken, not by refusing its peer */
+	ret = -ENOBUFS;
+	if (cmd->recv_count > l->params.rq_depth)
+		goto out_put_listener;
+	/* Over the limit, the connection stays queued */
+	ret = krdma_user_charge(kfile->user, KRDMA_USER_CONNS);
+	if (ret)
+		goto out_put_listener;
+	uobj = krdma_uobj_reserve(kfile, KRDMA_UOBJ_CONN, &handle);
+	if (IS_ERR(uobj)) {
+		ret = PTR_ERR(uobj);
+		goto err_uncharge;
+	}
+	if (cmd->recv_count) {
+		ers = krdma_early_recvs_create(kfile, cmd->recvs,
+					       cmd->recv_count, handle);
+		if (IS_ERR(ers)) {
+			ret = PTR_ERR(ers);
+			ers = NULL;
+			goto err_abort_handle;
+		}
+	}
+	cmd->handle = handle;
+	if (l->defer) {
+		/*
+		 * Told first, before a request is taken: nothing waits on
+		 * user memory while a request is claimed (the listener's
+		 * close waits for claimed ones), and a request is never
+		 * accepted for a caller that cannot learn of it
+		 */
+		ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
+		if (ret)
+			goto err_end_recvs;
+	}
+	ret = krdma_accept_take(l, cmd->flags & KRDMA_ACCEPT_NONBLOCK ||
+				!cmd->timeout_ms,
+				krdma_timeout(cmd->timeout_ms), &conn);
+	if (ret)
+		goto err_end_recvs;
+	/* Accepts a request (posting the RECVs first); closes it on failure */
+	ret = krdma_accept_finish(l, conn, ers ? krdma_early_recvs_post : NULL,
+				  ers);
+	if (ret)
+		goto err_end_recvs;
+	if (!l->defer) {
+		ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
+		if (ret) {
+			/* Not told about it: the next ACCEPT gets it */
+			krdma_listener_unaccept(l, conn);
+			goto err_end_recvs;
+		}
+	}
+	krdma_conn_set_owner(conn, 0, kfile->user);
+	/* Held completions first: none of a later SUBMIT may pass them */
+	krdma_early_recvs_end(ers, true);
+	krdma_uobj_publish(kfile, uobj, handle, conn);
+	krdma_listener_put(l);
+	return 0;
+
+err_end_recvs:
+	krdma_early_recvs_end(ers, false);
+err_abort_handle:
+	krdma_uobj_abort(kfile, uobj, handle);
+err_uncharge:
+	krdma_user_uncharge(kfile->user, KRDMA_USER_CONNS);
+out_put_listener:
+	krdma_listener_put(l);
+	return ret;
+}
+
+int krdma_cmd_connect(struct krdma_ucmd *ucmd)
+{
+	struct krdma_connect *cmd = ucmd->cmd;
+	struct krdma_file *kfile = ucmd->kfile;
+	struct krdma_conn_params params = {
+		.sq_depth = cmd->sq_depth,
+		.rq_depth = cmd->rq_depth,
+		.flags = cmd->flags & KRDMA_CONNECT_KRDMA_PEER ?
+			 KRDMA_CONN_KRDMA_PEER : 0,
+	};
+	struct krdma_early_recvs *ers = NULL;
+	struct sockaddr_storage dst, src;
+	struct krdma_uobj *uobj;
+	struct krdma_conn *conn;
+	u32 handle;
+	int ret;
+
+	if (cmd->flags & ~KRDMA_CONNECT_KRDMA_PEER || cmd->__reserved ||
+	    cmd->recv_count > KRDMA_EARLY_RECVS_MAX ||
+	    (!cmd->recv_count && cmd->recvs))
+		return -EINVAL;
+	ret = krdma_addr_in(&cmd->dst, &dst, false);
+	if (ret)
+		return ret;
+	ret = krdma_addr_in(&cmd->src, &src, true);
+	if (ret)
+		return ret;
+	if (cmd->recv_count > krdma_conn_depth(cmd->rq_depth))
+		return -ENOBUFS;
+
+	ret = krdma_user_charge(kfile->user, KRDMA_USER_CONNS);
+	if (ret)
+		return ret;
+	uobj = krdma_uobj_reserve(kfile, KRDMA_UOBJ_CONN, &handle);
+	if (IS_ERR(uobj)) {
+		ret = PTR_ERR(uobj);
+		goto err_uncharge;
+	}
+	if (cmd->recv_count) {
+		ers = krdma_early_recvs_create(kfile, cmd->recvs,
+					       cmd->recv_count, handle);
+		if (IS_ERR(ers)) {
+			ret = PTR_ERR(ers);
+			ers = NULL;
+			goto err_abort_handle;
+		}
+		/*
+		 * Called once, in the CM handler, before the connect request;
+		 * @context serves nothing else (no @event): @ers may go once
+		 * krdma_connect() returned
+		 */
+		params.prepare = krdma_early_recvs_post;
+		params.context = ers;
+	}
+	conn = krdma_connect(kfile->net, (struct sockaddr *)&dst,
+			     src.ss_family ? (struct sockaddr *)&src : NULL,
+			     krdma_timeout(cmd->timeout_ms ?:
+					   KRDMA_CONNECT_TIMEOUT_MS),
+			     &params);
+	if (IS_ERR(conn)) {
+		ret = PTR_ERR(conn);
+		goto err_end_recvs;
+	}
+	krdma_conn_set_owner(conn, 0, kfile->user);
+	cmd->handle = handle;
+	ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	if (ret)
+		goto err_close;
+	/* Held completions first: none of a later SUBMIT may pass them */
+	krdma_early_recvs_end(ers, true);
+	krdma_uobj_publish(kfile, uobj, handle, conn);
+	return 0;
+
+err_close:
+	krdma_conn_close(conn);
+err_end_recvs:
+	krdma_early_recvs_end(ers, false);
+err_abort_handle:
+	krdma_uobj_abort(kfile, uobj, handle);
+err_uncharge:
+	krdma_user_uncharge(kfile->user, KRDMA_USER_CONNS);
+	return ret;
 }
 
 /*

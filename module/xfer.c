@@ -1385,6 +1385,26 @@ static int krdma_check_sges(struct krdma_req *req, u64 *total)
 	return 0;
 }
 
+/**
+ * krdma_xfer_check_ranges - check an operation's local ranges alone
+ * @req: the operation, its buffers referenced
+ *
+ * What krdma_post() checks of the ranges without a connection: each is
+ * in its buffer, none is empty, and a buffer written into allows it. For
+ * a caller that must refuse a bad operation before it has a connection
+ * to post it on (the RECVs of CONNECT and ACCEPT).
+ *
+ * Return: 0, -EINVAL, -EOVERFLOW or -EACCES, as krdma_post() would.
+ */
+int krdma_xfer_check_ranges(struct krdma_req *req)
+{
+	u64 total;
+
+	if (req->num_sge > KRDMA_OP_MAX_SGE)
+		return -EINVAL;
+	return krdma_check_sges(req, &total);
+}
+
 /*
  * A SEND or RECV is one message: its pages must fit the SGEs of one WR,
  * or be one range of one buffer, which then goes through a local window

@@ -397,6 +397,11 @@ static size_t ioc_min_size(unsigned int ioc)
 {
 	if (iocs[ioc].nr == KRDMA_IOC_CONN_QUERY)
 		return offsetof(struct krdma_conn_query, max_grant_pages);
+	/* Their RECVs came later (KRDMA_FEATURE_EARLY_RECVS) */
+	if (iocs[ioc].nr == KRDMA_IOC_CONNECT)
+		return offsetof(struct krdma_connect, recv_count);
+	if (iocs[ioc].nr == KRDMA_IOC_ACCEPT)
+		return offsetof(struct krdma_accept, recvs);
 	return iocs[ioc].size;
 }
 
@@ -841,7 +846,7 @@ static const struct row rows[] = {
 	  OFF(destroy, handle), H_FOREIGN_CONN, ENOENT),
 
 	GENERIC(I_LISTEN),
-	R("unknown flag bit 1", I_LISTEN, m_flags, 0, 2, EINVAL),
+	R("unknown flag bit 2", I_LISTEN, m_flags, 0, 4, EINVAL),
 	RA("family 0", I_LISTEN, m_addr, OFF(listen, addr), AD_FAMILY, 0,
 	   EINVAL),
 	RA("family 12345", I_LISTEN, m_addr, OFF(listen, addr), AD_FAMILY,
@@ -861,8 +866,10 @@ static const struct row rows[] = {
 	  0, 0),
 
 	GENERIC(I_ACCEPT),
-	R("reserved not 0", I_ACCEPT, m_u32, OFF(accept, __reserved), 1,
-	  EINVAL),
+	R("RECVs on a listener that does not defer the accept", I_ACCEPT,
+	  m_u32, OFF(accept, recv_count), 1, EINVAL),
+	R("more RECVs than KRDMA_EARLY_RECVS_MAX", I_ACCEPT, m_u32,
+	  OFF(accept, recv_count), KRDMA_EARLY_RECVS_MAX + 1, EINVAL),
 	R("unknown flag bit 1", I_ACCEPT, m_flags, 0, 2, EINVAL),
 	R("timeout 0 without NONBLOCK does not wait", I_ACCEPT,
 	  m_accept_timeout0, 0, 0, EAGAIN),
@@ -881,6 +888,10 @@ static const struct row rows[] = {
 
 	GENERIC(I_CONNECT),
 	R("unknown flag bit 1", I_CONNECT, m_flags, 0, 2, EINVAL),
+	R("reserved not 0", I_CONNECT, m_u32, OFF(connect, __reserved), 1,
+	  EINVAL),
+	R("more RECVs than KRDMA_EARLY_RECVS_MAX", I_CONNECT, m_u32,
+	  OFF(connect, recv_count), KRDMA_EARLY_RECVS_MAX + 1, EINVAL),
 	RA("destination family 0", I_CONNECT, m_addr, OFF(connect, dst),
 	   AD_FAMILY, 0, EINVAL),
 	R("destination port 65536", I_CONNECT, m_addr, OFF(connect, dst),
@@ -1723,12 +1734,16 @@ TEST_F(badin, outputs_carry_no_stale_bytes)
 	cn->timeout_ms = 10000;
 	cn->sq_depth = 0;
 	cn->rq_depth = 0;
+	cn->recv_count = 0;
+	cn->__reserved = 0;
+	cn->recvs = 0;
 	call_out(_metadata, c->cfd, KRDMA_IOC_CONNECT, b, sizeof(*cn),
 		 "CONNECT");
 	handle = cn->handle;
 	filled(b, sizeof(*ac));
 	ac->flags = 0;
-	ac->__reserved = 0;
+	ac->recv_count = 0;
+	ac->recvs = 0;
 	ac->listener = c->slistener;
 	ac->timeout_ms = 10000;
 	call_out(_metadata, c->sfd, KRDMA_IOC_ACCEPT, b, sizeof(*ac), "ACCEPT");

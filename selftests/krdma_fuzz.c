@@ -644,6 +644,8 @@ static void op_listen(struct ctx *c)
 		return;
 	l.addr = ipaddr[ip];
 	l.backlog = rn(rs, 8);
+	if (chance(rs, 15))
+		l.flags = KRDMA_LISTEN_DEFER_ACCEPT;
 	if (chance(rs, 10)) {
 		switch (rn(rs, 6)) {
 		case 0:
@@ -680,6 +682,39 @@ static void op_listen(struct ctx *c)
 	o.lport = l.addr.port;
 	listener_add(ip, l.addr.port);
 	remember(c, &o);
+}
+
+static void fill_op(struct ctx *c, int s, struct krdma_op *op,
+		    struct krdma_sge *sgebuf);
+
+/*
+ * RECVs for CONNECT or ACCEPT to post before the connection is up: mostly
+ * RECVs with connection 0, now and then anything fill_op() makes, a bad
+ * pointer or too many
+ */
+static void fill_early_recvs(struct ctx *c, __u32 *count, __u64 *ptr)
+{
+	static __thread struct krdma_op ops[4];
+	static __thread struct krdma_sge sges[4][KRDMA_MAX_SGE];
+	uint64_t *rs = c->rs;
+	int s = pick_slot_for(c);
+	uint32_t i;
+
+	*count = 1 + rn(rs, 4);
+	for (i = 0; i < *count; i++) {
+		fill_op(c, s, &ops[i], sges[i]);
+		if (chance(rs, 80)) {
+			ops[i].opcode = KRDMA_OP_RECV;
+			ops[i].conn = 0;
+			ops[i].flags = 0;
+			ops[i].__reserved = 0;
+		}
+	}
+	*ptr = (uintptr_t)ops;
+	if (chance(rs, 5))
+		*ptr = bad_ptr(rs);
+	if (chance(rs, 3))
+		*count = KRDMA_EARLY_RECVS_MAX + 1 + rn(rs, 10);
 }
 
 static void op_connect(struct ctx *c)
@@ -727,6 +762,8 @@ static void op_connect(struct ctx *c)
 			k.timeout_ms = 1 + rn(rs, 5);
 		}
 	}
+	if (chance(rs, 25))
+		fill_early_recvs(c, &k.recv_count, &k.recvs);
 	k.size = rand_size(rs, sizeof(k));
 	if (do_ioctl(c->t, c->fd, KRDMA_IOC_CONNECT, &k, "connect"))
 		return;
@@ -757,8 +794,9 @@ static void op_accept(struct ctx *c)
 	}
 	if (chance(rs, 5))
 		a.flags |= 2 << rn(rs, 30);
-	if (chance(rs, 3))
-		a.__reserved = 1;
+	/* Taken only by a listener that defers the accept (LISTEN flag 2) */
+	if (chance(rs, 25))
+		fill_early_recvs(c, &a.recv_count, &a.recvs);
 	a.size = rand_size(rs, sizeof(a));
 	if (do_ioctl(c->t, c->fd, KRDMA_IOC_ACCEPT, &a, "accept"))
 		return;
@@ -2415,7 +2453,7 @@ static bool errno_documented(int e)
 		ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EADDRINUSE, EADDRNOTAVAIL,
 		EMSGSIZE, ENOBUFS, EPERM, EPROTO, ECONNRESET, EOPNOTSUPP,
 		EINTR, EACCES, EBADF, EMFILE, ENFILE, EIO, EBUSY,
-		EPROTONOSUPPORT,
+		EPROTONOSUPPORT, ECONNABORTED,
 	};
 	size_t i;
 

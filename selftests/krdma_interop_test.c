@@ -50,6 +50,9 @@
 #define MSG_DONE_A		1
 #define MSG_DONE_B		2
 #define MSG_VERDICT		3
+#define MSG_FIRST		4	/* krdma_verbs_peer --send-first */
+#define MSG_FIRST_STATUS	0x46495253
+#define MSG_FIRST_SLOT		3
 #define GUARD			0xee
 
 /* Peer exit codes */
@@ -69,6 +72,7 @@
 
 #define COOKIE_RECV(n)		(100 + (n))
 #define COOKIE_SEND		200
+#define COOKIE_FIRST		201
 #define COOKIE_WRITE		300
 #define COOKIE_READ		301
 
@@ -439,9 +443,14 @@ static void op_init(struct krdma_op *op, uint32_t opcode, uint32_t conn,
  * The krdma side of the script, on @conn: @size bytes each way at offset
  * @off of the windows.
  */
+/*
+ * The krdma side of the script. @early: the message buffer (MSG_SLOTS
+ * slots) whose RECVs ACCEPT posted already, at COOKIE_RECV(i) into slot
+ * i, or NULL to post them here
+ */
 static void krdma_side(struct __test_metadata *_metadata,
 		       FIXTURE_DATA(interop) *self, uint32_t conn,
-		       size_t size, size_t off)
+		       size_t size, size_t off, struct mem *early)
 {
 	const size_t wlen = off + 2 * size;
 	struct mem win = {}, io = {}, msg = {};
@@ -461,8 +470,12 @@ static void krdma_side(struct __test_metadata *_metadata,
 			     KRDMA_ACCESS_REMOTE_WRITE));
 	ASSERT_EQ(0, mem_get(self->fd, &io, IO_SINK + 2 * size + IO_TAIL,
 			     KRDMA_ACCESS_LOCAL_WRITE));
-	ASSERT_EQ(0, mem_get(self->fd, &msg, MSG_SLOTS * MSG_SLOT,
-			     KRDMA_ACCESS_LOCAL_WRITE));
+	if (early) {
+		msg = *early;
+	} else {
+		ASSERT_EQ(0, mem_get(self->fd, &msg, MSG_SLOTS * MSG_SLOT,
+				     KRDMA_ACCESS_LOCAL_WRITE));
+	}
 	w = win.p + WIN_LEAD;
 	sink = io.p + IO_SINK + size;
 	pattern(w + off, size, SEED_KRDMA_READ);
@@ -487,7 +500,9 @@ static void krdma_side(struct __test_metadata *_metadata,
 	memcpy(msg.p + MSG_SEND_SLOT * MSG_SLOT, &wt, sizeof(wt));
 	op_init(&ops[MSG_NRECV], KRDMA_OP_SEND, conn, msg.h,
 		MSG_SEND_SLOT * MSG_SLOT, sizeof(wt), COOKIE_SEND);
-	ASSERT_EQ(0, krdma_submit_ops(self->fd, ops, MSG_NRECV + 1, 0, &n));
+	/* With early RECVs, only the SEND */
+	ASSERT_EQ(0, krdma_submit_ops(self->fd, early ? &ops[MSG_NRECV] : ops,
+				      early ? 1 : MSG_NRECV + 1, 0, &n));
 	ASSERT_EQ(0, wait_cookie(self, COOKIE_SEND, &wc));
 	EXPECT_WC(wc, COOKIE_SEND);
 
@@ -569,7 +584,8 @@ static void krdma_side(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, krdma_destroy_handle(self->fd, grant));
 	mem_put(self->fd, &win);
 	mem_put(self->fd, &io);
-	mem_put(self->fd, &msg);
+	if (!early)
+		mem_put(self->fd, &msg);
 }
 
 /* Wait, bounded, for a connection to leave the CONNECTED state */
@@ -647,7 +663,7 @@ static void verbs_client(struct __test_metadata *_metadata,
 	 * to say it is connected, as protocol.rst asks of a first sender.
 	 */
 	ASSERT_NE(NULL, peer_wait_line(self, "connected to ", WAIT_MS));
-	krdma_side(_metadata, self, conn, size, off);
+	krdma_side(_metadata, self, conn, size, off, NULL);
 	EXPECT_EQ(PEER_OK, peer_wait_exit(self, PEER_EXIT_MS));
 	/* The peer disconnected when it was done */
 	EXPECT_EQ(KRDMA_CONN_ERROR, wait_conn_down(self->fd, conn));
@@ -697,7 +713,7 @@ static void verbs_server(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, krdma_connect_flags(self->fd, &dst, NULL, flags, 10000,
 					 &conn));
 	check_conn(_metadata, self, variant, conn, !opt);
-	krdma_side(_metadata, self, conn, size, off);
+	krdma_side(_metadata, self, conn, size, off, NULL);
 	EXPECT_EQ(PEER_OK, peer_wait_exit(self, PEER_EXIT_MS));
 	EXPECT_EQ(KRDMA_CONN_ERROR, wait_conn_down(self->fd, conn));
 	EXPECT_EQ(0, krdma_destroy_handle(self->fd, conn));
@@ -711,6 +727,70 @@ TEST_F_TIMEOUT(interop, verbs_client_to_krdma_listener, 240)
 	for (i = 0; i < ARRAY_SIZE(runs); i++)
 		verbs_client(_metadata, self, variant, runs[i].size,
 			     runs[i].off, NULL, NULL);
+}
+
+/*
+ * (a') a verbs client that SENDs the moment it is connected, to a krdma
+ * listener that defers the accept: ACCEPT posts the RECVs first (a FIRST
+ * slot, then the script's), so the SEND finds one on every transport. On
+ * iWARP, without them, the SEND would end the connection (protocol.rst,
+ * "Ordering rules").
+ */
+TEST_F_TIMEOUT(interop, verbs_client_sends_first_into_deferred_accept, 240)
+{
+	char port[16], n[32], o[32];
+	const char *args[] = {
+		"-c", variant->ip, "-p", port, "-n", n, "-o", o,
+		"-t", PEER_TIMEOUT, "--send-first", NULL,
+	};
+	struct krdma_op recvs[MSG_NRECV + 1];
+	struct krdma_completion wc;
+	struct krdma_conn_query q;
+	struct krdma_addr any, bound;
+	struct wire_msg m;
+	struct mem msg = {};
+	uint32_t l, conn;
+	int i;
+
+	if (krdma_check_module(self->fd, KRDMA_FEATURE_EARLY_RECVS, NULL))
+		SKIP(return, "the module has no KRDMA_FEATURE_EARLY_RECVS");
+	ASSERT_EQ(0, krdma_parse_addr(variant->ip, 0, &any));
+	ASSERT_EQ(0, krdma_listen_flags(self->fd, &any, 4,
+					KRDMA_LISTEN_DEFER_ACCEPT, &l, &bound));
+	snprintf(port, sizeof(port), "%u", bound.port);
+	snprintf(n, sizeof(n), "%zu", runs[0].size);
+	snprintf(o, sizeof(o), "%zu", runs[0].off);
+	ASSERT_EQ(0, mem_get(self->fd, &msg, MSG_SLOTS * MSG_SLOT,
+			     KRDMA_ACCESS_LOCAL_WRITE));
+	/* Consumed in order: the FIRST message, then the script's */
+	op_init(&recvs[0], KRDMA_OP_RECV, 0, msg.h, MSG_FIRST_SLOT * MSG_SLOT,
+		MSG_SLOT, COOKIE_FIRST);
+	for (i = 0; i < MSG_NRECV; i++)
+		op_init(&recvs[i + 1], KRDMA_OP_RECV, 0, msg.h, i * MSG_SLOT,
+			MSG_SLOT, COOKIE_RECV(i));
+
+	self->nstash = 0;
+	ASSERT_EQ(0, peer_spawn(self, args));
+	ASSERT_EQ(0, krdma_accept_recvs(self->fd, l, 0, WAIT_MS, recvs,
+					MSG_NRECV + 1, &conn));
+	ASSERT_EQ(0, krdma_conn_info(self->fd, conn, &q));
+	EXPECT_EQ(KRDMA_CONN_CONNECTED, q.state);
+	/* The peer's FIRST came into the RECV that ACCEPT posted first */
+	ASSERT_EQ(0, wait_cookie(self, COOKIE_FIRST, &wc));
+	EXPECT_WC(wc, COOKIE_FIRST);
+	EXPECT_EQ(conn, wc.conn);
+	ASSERT_EQ(sizeof(m), wc.byte_len);
+	memcpy(&m, msg.p + MSG_FIRST_SLOT * MSG_SLOT, sizeof(m));
+	EXPECT_EQ(MSG_FIRST, le32toh(m.type));
+	EXPECT_EQ(MSG_FIRST_STATUS, le32toh(m.status));
+	/* Then the script, into the RECVs ACCEPT posted for it */
+	ASSERT_NE(NULL, peer_wait_line(self, "sent FIRST", WAIT_MS));
+	krdma_side(_metadata, self, conn, runs[0].size, runs[0].off, &msg);
+	EXPECT_EQ(PEER_OK, peer_wait_exit(self, PEER_EXIT_MS));
+	EXPECT_EQ(KRDMA_CONN_ERROR, wait_conn_down(self->fd, conn));
+	EXPECT_EQ(0, krdma_destroy_handle(self->fd, conn));
+	EXPECT_EQ(0, krdma_destroy_handle(self->fd, l));
+	mem_put(self->fd, &msg);
 }
 
 /* (b) krdma connects to a verbs server, which sends krdma's header */

@@ -25,6 +25,10 @@
  *                     of reason N in its private data (0: none), and exit
  *   --resp-res N      RDMA READs this peer serves at once (responder
  *                     resources; default: what the device can do)
+ *   --send-first      (-c) SEND a FIRST message {type 4, status
+ *                     0x46495253} the moment the connection is up, before
+ *                     the script: for a krdma listener that posted its
+ *                     RECVs before it accepted (KRDMA_LISTEN_DEFER_ACCEPT)
  *
  * stdout, line by line: the server prints "listening ADDR PORT" once it
  * listens, then both modes print what they did; errors go to stderr.
@@ -122,6 +126,8 @@
 #define MSG_DONE_A		1
 #define MSG_DONE_B		2
 #define MSG_VERDICT		3
+#define MSG_FIRST		4
+#define MSG_FIRST_STATUS	0x46495253	/* "SRIF" */
 
 #define GUARD			0xee
 /* Where the window starts in this peer's memory, and slack after it */
@@ -194,6 +200,7 @@ struct peer {
 	unsigned int port;
 	bool server;
 	bool no_hdr;
+	bool send_first;
 	int pdata_len;		/* -1: none of its own */
 	int reject;		/* -1: accept */
 	bool rejected;
@@ -976,6 +983,13 @@ static int run_script(struct peer *p)
 	long at;
 	int ret;
 
+	if (p->send_first) {
+		ret = send_msg(p, MSG_FIRST, MSG_FIRST_STATUS);
+		if (ret)
+			return ret;
+		printf("sent FIRST\n");
+	}
+
 	/* krdma's token */
 	ret = wait_wc(p, WRID_RECV(0), &wc);
 	if (ret)
@@ -1111,7 +1125,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: %s -c ADDR -p PORT | -s ADDR -p PORT [-n SIZE] [-o OFFSET]\n"
 		"       [-t SECONDS] [--no-hdr] [--pdata N] [--hdr-version N]\n"
-		"       [--resp-res N] [--reject N]\n",
+		"       [--resp-res N] [--reject N] [--send-first]\n",
 		prog);
 	exit(EXIT_SETUP);
 }
@@ -1124,6 +1138,7 @@ int main(int argc, char **argv)
 		{ "resp-res", required_argument, NULL, 'R' },
 		{ "pdata", required_argument, NULL, 'P' },
 		{ "reject", required_argument, NULL, 'J' },
+		{ "send-first", no_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
@@ -1174,6 +1189,9 @@ int main(int argc, char **argv)
 			if (p.pdata_len < 0 || p.pdata_len > 196)
 				usage();
 			break;
+		case 'F':
+			p.send_first = true;
+			break;
 		case 'J':
 			p.reject = atoi(optarg);
 			if (p.reject < 0 || p.reject > 255)
@@ -1185,7 +1203,8 @@ int main(int argc, char **argv)
 	}
 	if (!p.addr || !have_port || optind != argc || !p.size ||
 	    p.size > (1UL << 30) || p.off > 65536 || !timeout ||
-	    (!p.server && !p.port) || p.port > 65535)
+	    (!p.server && !p.port) || p.port > 65535 ||
+	    (p.server && p.send_first))
 		usage();
 	p.wlen = p.off + 2 * p.size;
 	clock_gettime(CLOCK_MONOTONIC, &p.deadline);

@@ -1970,7 +1970,7 @@ static const struct abi_cmd abi_cmds[] = {
 		OFF(struct krdma_listen, addr.__reserved), 0, abi_fill_listen),
 	ABI_CMD(KRDMA_IOC_ACCEPT, struct krdma_accept,
 		OFF(struct krdma_accept, flags),
-		OFF(struct krdma_accept, __reserved), -EAGAIN,
+		OFF(struct krdma_accept, recv_count), -EAGAIN,
 		abi_fill_accept),
 	ABI_CMD(KRDMA_IOC_CONNECT, struct krdma_connect,
 		OFF(struct krdma_connect, flags),
@@ -2009,6 +2009,11 @@ static size_t abi_min_size(const struct abi_cmd *c)
 {
 	if (c->cmd == KRDMA_IOC_CONN_QUERY)
 		return offsetof(struct krdma_conn_query, max_grant_pages);
+	/* Their RECVs came later (KRDMA_FEATURE_EARLY_RECVS) */
+	if (c->cmd == KRDMA_IOC_CONNECT)
+		return offsetof(struct krdma_connect, recv_count);
+	if (c->cmd == KRDMA_IOC_ACCEPT)
+		return offsetof(struct krdma_accept, recvs);
 	return c->size;
 }
 

@@ -564,7 +564,7 @@ static int fake_conn_ioctl(unsigned long cmd, void *arg)
 	case KRDMA_IOC_ACCEPT: {
 		struct krdma_accept *a = arg;
 
-		if (check_in(a, sizeof(*a), a->flags, a->__reserved))
+		if (check_in(a, sizeof(*a), a->flags, a->recv_count))
 			return -EINVAL;
 		if (!opt("peer") || accepted)
 			return -ETIMEDOUT;	/* nobody else comes */

@@ -240,18 +240,25 @@ static int kb_submit(struct kb_sess *s, struct krdma_op *ops, uint32_t n,
 	return 0;
 }
 
+/* The control RECV of @slot, on the session's connection (0: none yet) */
+static void kb_ctrl_recv_op(const struct kb_sess *s, uint32_t slot,
+			    struct krdma_op *op)
+{
+	memset(op, 0, sizeof(*op));
+	op->opcode = KRDMA_OP_RECV;
+	op->cookie = KB_COOKIE(KB_K_CRECV, slot);
+	op->conn = s->conn;
+	op->num_sge = 1;
+	op->sge.buf = s->ctrl_h;
+	op->sge.offset = (uint64_t)slot * KB_SLOT;
+	op->sge.length = KB_SLOT;
+}
+
 static int kb_post_ctrl_recv(struct kb_sess *s, uint32_t slot)
 {
 	struct krdma_op op;
 
-	memset(&op, 0, sizeof(op));
-	op.opcode = KRDMA_OP_RECV;
-	op.cookie = KB_COOKIE(KB_K_CRECV, slot);
-	op.conn = s->conn;
-	op.num_sge = 1;
-	op.sge.buf = s->ctrl_h;
-	op.sge.offset = (uint64_t)slot * KB_SLOT;
-	op.sge.length = KB_SLOT;
+	kb_ctrl_recv_op(s, slot, &op);
 	return kb_submit(s, &op, 1, "a control RECV");
 }
 
@@ -431,9 +438,14 @@ static int kb_recv(struct kb_sess *s, unsigned int type, struct kb_msg *m,
 	return 0;
 }
 
+/*
+ * Connect with the control RECVs @recvs already posted (when the module
+ * can: KRDMA_FEATURE_EARLY_RECVS), so that the WELCOME finds them
+ */
 static int kb_connect_raw(int fd, const struct krdma_addr *dst,
 			  uint32_t flags, uint32_t timeout_ms, uint32_t sq,
-			  uint32_t rq, uint32_t *conn)
+			  uint32_t rq, const struct krdma_op *recvs,
+			  uint32_t nrecvs, uint32_t *conn)
 {
 	struct krdma_connect c;
 	int ret;
@@ -445,6 +457,8 @@ static int kb_connect_raw(int fd, const struct krdma_addr *dst,
 	c.timeout_ms = timeout_ms;
 	c.sq_depth = sq;
 	c.rq_depth = rq;
+	c.recv_count = nrecvs;
+	c.recvs = (uintptr_t)recvs;
 	ret = krdma_ioctl(fd, KRDMA_IOC_CONNECT, &c);
 	if (!ret)
 		*conn = c.handle;
@@ -1231,9 +1245,14 @@ static int kb_conn_once(struct kb_sess *s, const struct krdma_addr *dst,
 	struct kb_msg m;
 	int ret;
 
+	struct krdma_op recv;
+	bool early = module_has(s->fd, KRDMA_FEATURE_EARLY_RECVS);
+
+	s->conn = 0;
+	kb_ctrl_recv_op(s, 0, &recv);
 	t0 = kb_now();
 	ret = kb_connect_raw(s->fd, dst, s->connect_flags, s->timeout_ms, 16,
-			     8, &s->conn);
+			     8, early ? &recv : NULL, early, &s->conn);
 	t1 = kb_now();
 	if (ret) {
 		char target[80];
@@ -1244,12 +1263,12 @@ static int kb_conn_once(struct kb_sess *s, const struct krdma_addr *dst,
 		return ret;
 	}
 	*connect_ns = t1 - t0 > UINT32_MAX ? UINT32_MAX : t1 - t0;
-	/* the RECV first: on iWARP the WELCOME may follow in 50 ms */
-	ret = kb_post_ctrl_recv(s, 0);
+	/* Else the RECV first: on iWARP the WELCOME may follow in 50 ms */
+	ret = early ? 0 : kb_post_ctrl_recv(s, 0);
 	if (!ret && dev[0] == '?')
 		*transport = kb_conn_device(s, dev, dev_len, &tr);
 	if (!ret)
-		ret = kb_conn_wait(s, KB_COOKIE(KB_K_CRECV, 0), "the WELCOME");
+		ret = kb_conn_wait(s, KB_COOKIE(KB_K_CRECV, 0), "WELCOME");
 	if (!ret) {
 		memcpy(&m, s->ctrl, sizeof(m));
 		if (m.magic != KB_MAGIC || m.type != KB_WELCOME) {
@@ -1393,9 +1412,10 @@ static int bench_client(const struct bench_opts *o)
 	uint64_t max_size = 0, max_iters = 0;
 	const char *transport = "unknown";
 	char dev[KRDMA_NAME_MAX] = "?", target[80];
+	struct krdma_op recvs[KB_CLIENT_RECVS];
 	uint32_t tr;
 	struct kb_msg m;
-	bool ok;
+	bool ok, early;
 	int ret;
 
 	memset(&s, 0, sizeof(s));
@@ -1443,17 +1463,21 @@ static int bench_client(const struct bench_opts *o)
 			     KRDMA_ACCESS_LOCAL_WRITE | KRDMA_ACCESS_REMOTE_WRITE,
 			     &s.data, &s.data_map, &s.data_h);
 	s.data_len = 2 * max_size;
+	early = module_has(s.fd, KRDMA_FEATURE_EARLY_RECVS);
+	for (i = 0; i < KB_CLIENT_RECVS; i++)
+		kb_ctrl_recv_op(&s, i, &recvs[i]);
 	if (!ret) {
 		ret = kb_connect_raw(s.fd, &dst, tool_connect_flags(s.fd),
 				     o->timeout_ms, o->depth + 32,
-				     KB_CLIENT_RECVS + 16, &s.conn);
+				     KB_CLIENT_RECVS + 16, early ? recvs : NULL,
+				     early ? KB_CLIENT_RECVS : 0, &s.conn);
 		if (ret) {
 			kb_fail(&s, ret, "cannot connect to %s", target);
 			s.hint = krdma_cmd_strerror_hint(KRDMA_IOC_CONNECT,
 							 ret);
 		}
 	}
-	for (i = 0; !ret && i < KB_CLIENT_RECVS; i++)
+	for (i = 0; !ret && !early && i < KB_CLIENT_RECVS; i++)
 		ret = kb_post_ctrl_recv(&s, i);
 	if (!ret)
 		ret = kb_recv(&s, KB_WELCOME, &m, "WELCOME");

@@ -369,16 +369,22 @@ static int kp_wait(struct kp_sess *s, uint64_t cookie,
 }
 
 /* Post the RECV of the next message into the RECV slot */
+/* The RECV of a message, into the RECV slot */
+static void kp_recv_op(struct krdma_op *op)
+{
+	memset(op, 0, sizeof(*op));
+	op->opcode = KRDMA_OP_RECV;
+	op->num_sge = 1;
+	op->sge.offset = 0;
+	op->sge.length = KP_SLOT;
+}
+
 static int kp_post_recv(struct kp_sess *s, uint64_t *cookie)
 {
 	struct krdma_op op;
 
-	memset(&op, 0, sizeof(op));
-	op.opcode = KRDMA_OP_RECV;
-	op.num_sge = 1;
+	kp_recv_op(&op);
 	op.sge.buf = s->slots_h;
-	op.sge.offset = 0;
-	op.sge.length = KP_SLOT;
 	*cookie = s->next_cookie;
 	return kp_submit(s, &op, "a RECV");
 }
@@ -1037,21 +1043,32 @@ static int ping_round(struct kp_sess *s, const struct ping_opts *o,
 static int ping_connect(struct kp_sess *s, const struct ping_opts *o,
 			struct ping_res *res, struct kp_msg *welcome)
 {
+	struct krdma_op op;
 	unsigned int tries;
 	uint32_t flags;
+	bool early;
 	uint64_t rc;
 	int ret;
 
 	flags = tool_connect_flags(s->fd);
+	early = module_has(s->fd, KRDMA_FEATURE_EARLY_RECVS);
 	for (tries = 1;; tries++) {
 		s->first_cookie = s->next_cookie;
 		s->nstash = 0;
-		ret = krdma_connect_flags(s->fd, &s->dst, NULL, flags,
-					  o->timeout_ms, &s->conn);
+		/* The RECV for the WELCOME, posted before the connect request */
+		kp_recv_op(&op);
+		op.sge.buf = s->slots_h;
+		op.cookie = rc = s->next_cookie;
+		if (early)
+			s->next_cookie++;
+		ret = krdma_connect_recvs(s->fd, &s->dst, NULL, flags,
+					  o->timeout_ms, early ? &op : NULL,
+					  early, &s->conn);
 		/*
-		 * On iWARP the WELCOME can overtake our first RECV even
-		 * before the connect returned: the connection is reset under
-		 * it. A refusal (nobody listens) is ECONNREFUSED, not this.
+		 * Without early RECVs (an older module), on iWARP the
+		 * WELCOME can overtake our first RECV even before the
+		 * connect returned: the connection is reset under it. A
+		 * refusal (nobody listens) is ECONNREFUSED, not this.
 		 */
 		if (ret == -ECONNRESET && tries < KP_CONNECT_TRIES && !kp_stop) {
 			if (!o->json)
@@ -1066,7 +1083,7 @@ static int ping_connect(struct kp_sess *s, const struct ping_opts *o,
 				"cannot connect to %s", res->target);
 			return ret;
 		}
-		ret = kp_post_recv(s, &rc);
+		ret = early ? 0 : kp_post_recv(s, &rc);
 		if (!ret)
 			ret = kp_recv(s, rc, KP_WELCOME, welcome,
 				      "the server's WELCOME");

@@ -581,6 +581,14 @@ int krdma_listen_flags(int fd, const struct krdma_addr *addr,
 int krdma_accept_conn(int fd, uint32_t listener, uint32_t flags,
 		      uint32_t timeout_ms, uint32_t *conn)
 {
+	return krdma_accept_recvs(fd, listener, flags, timeout_ms, NULL, 0,
+				  conn);
+}
+
+int krdma_accept_recvs(int fd, uint32_t listener, uint32_t flags,
+		       uint32_t timeout_ms, const struct krdma_op *recvs,
+		       uint32_t nrecvs, uint32_t *conn)
+{
 	struct krdma_accept a;
 	int ret;
 
@@ -589,6 +597,8 @@ int krdma_accept_conn(int fd, uint32_t listener, uint32_t flags,
 	a.flags = flags;
 	a.listener = listener;
 	a.timeout_ms = timeout_ms;
+	a.recv_count = nrecvs;
+	a.recvs = (uintptr_t)recvs;
 	ret = krdma_ioctl(fd, KRDMA_IOC_ACCEPT, &a);
 	if (!ret)
 		*conn = a.handle;
@@ -612,6 +622,15 @@ int krdma_connect_flags(int fd, const struct krdma_addr *dst,
 			const struct krdma_addr *src, uint32_t flags,
 			uint32_t timeout_ms, uint32_t *conn)
 {
+	return krdma_connect_recvs(fd, dst, src, flags, timeout_ms, NULL, 0,
+				   conn);
+}
+
+int krdma_connect_recvs(int fd, const struct krdma_addr *dst,
+			const struct krdma_addr *src, uint32_t flags,
+			uint32_t timeout_ms, const struct krdma_op *recvs,
+			uint32_t nrecvs, uint32_t *conn)
+{
 	struct krdma_connect c;
 	int ret;
 
@@ -622,6 +641,8 @@ int krdma_connect_flags(int fd, const struct krdma_addr *dst,
 	if (src)
 		c.src = *src;
 	c.timeout_ms = timeout_ms;
+	c.recv_count = nrecvs;
+	c.recvs = (uintptr_t)recvs;
 	ret = krdma_ioctl(fd, KRDMA_IOC_CONNECT, &c);
 	if (!ret)
 		*conn = c.handle;

@@ -182,6 +182,14 @@ int krdma_listen_flags(int fd, const struct krdma_addr *addr,
 		       struct krdma_addr *bound);
 int krdma_accept_conn(int fd, uint32_t listener, uint32_t flags,
 		      uint32_t timeout_ms, uint32_t *conn);
+/*
+ * The same, posting @nrecvs RECVs (KRDMA_OP_RECV, conn 0) on the
+ * connection before it is accepted: for a listener made with
+ * KRDMA_LISTEN_DEFER_ACCEPT (KRDMA_FEATURE_EARLY_RECVS)
+ */
+int krdma_accept_recvs(int fd, uint32_t listener, uint32_t flags,
+		       uint32_t timeout_ms, const struct krdma_op *recvs,
+		       uint32_t nrecvs, uint32_t *conn);
 int krdma_connect_to(int fd, const struct krdma_addr *dst,
 		     uint32_t timeout_ms, uint32_t *conn);
 /* The same from a given local address (src: NULL or family 0 for any) */
@@ -192,6 +200,15 @@ int krdma_connect_from(int fd, const struct krdma_addr *dst,
 int krdma_connect_flags(int fd, const struct krdma_addr *dst,
 			const struct krdma_addr *src, uint32_t flags,
 			uint32_t timeout_ms, uint32_t *conn);
+/*
+ * The same, posting @nrecvs RECVs (KRDMA_OP_RECV, conn 0) before the
+ * connect request is sent (KRDMA_FEATURE_EARLY_RECVS): the peer may SEND
+ * at once. They complete with the new handle; none does if this fails.
+ */
+int krdma_connect_recvs(int fd, const struct krdma_addr *dst,
+			const struct krdma_addr *src, uint32_t flags,
+			uint32_t timeout_ms, const struct krdma_op *recvs,
+			uint32_t nrecvs, uint32_t *conn);
 int krdma_disconnect_conn(int fd, uint32_t conn);
 int krdma_conn_info(int fd, uint32_t conn, struct krdma_conn_query *out);
 int krdma_destroy_handle(int fd, uint32_t handle);

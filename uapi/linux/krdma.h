@@ -92,6 +92,10 @@
 							 */
 #define KRDMA_FEATURE_UNSIGNALED	_BITULL(3)	/* KRDMA_OP_F_UNSIGNALED */
 #define KRDMA_FEATURE_RING		_BITULL(4)	/* RING_SETUP, mmap */
+#define KRDMA_FEATURE_EARLY_RECVS	_BITULL(5)	/* RECVs of CONNECT and
+							 * ACCEPT,
+							 * KRDMA_LISTEN_DEFER_ACCEPT
+							 */
 
 /* Encoding of krdma_query_module.version */
 #define KRDMA_VERSION_CODE(major, minor, patch) \
@@ -336,9 +340,14 @@ struct krdma_port_query {
  * - ENOENT: no such handle in this file.
  * - ENOTCONN: the connection is not (or no longer) connected.
  * - ETIMEDOUT: a connect, accept or wait timed out.
- * - EAGAIN: non-blocking accept with nothing to accept; submit with no
- *   room left in the completion queue, or (a large SEND or RECV that
- *   needs a local window) no room in the send queue to register it.
+ * - EAGAIN: non-blocking accept with nothing to accept; submit (or
+ *   CONNECT, ACCEPT with RECVs) with no room left in the completion
+ *   queue, or (a large SEND or RECV that needs a local window) no room in
+ *   the send queue to register it.
+ * - ECONNABORTED: ACCEPT on a KRDMA_LISTEN_DEFER_ACCEPT listener: the
+ *   request it took failed while it was accepted; the next may not.
+ * - ENOSPC: CONNECT or ACCEPT with RECVs and no room for them in the
+ *   completion queue.
  * - ECONNREFUSED: nobody listens there, the listener is closing, or a
  *   peer that is not krdma rejected us.
  * - EBUSY: CONNECT to a krdma listener whose backlog of connections not
@@ -426,13 +435,18 @@ struct krdma_destroy {
 #define KRDMA_LISTEN_KRDMA_PEER	_BITUL(0)	/* reject peers that are not
 						 * krdma
 						 */
+#define KRDMA_LISTEN_DEFER_ACCEPT _BITUL(1)	/* accept each request in
+						 * its KRDMA_IOC_ACCEPT
+						 */
 
 /**
  * struct krdma_listen - ioctl(KRDMA_IOC_LISTEN)
  * @size: sizeof(struct krdma_listen)
  * @flags: KRDMA_LISTEN_*: KRDMA_LISTEN_KRDMA_PEER rejects a connect request
  *         that carries no krdma handshake (a plain verbs peer), with the
- *         reason "not krdma" (Documentation/protocol.rst)
+ *         reason "not krdma" (Documentation/protocol.rst);
+ *         KRDMA_LISTEN_DEFER_ACCEPT leaves each request unaccepted until
+ *         a KRDMA_IOC_ACCEPT takes it (see struct krdma_accept)
  * @addr: Input: address to listen on (all-zero address: every address of
  *        the family); port 0 picks a free port. Output: the bound address
  *        and port.
@@ -446,7 +460,13 @@ struct krdma_destroy {
  *
  * Listens in the network namespace of the process that opened the file.
  * Connections are accepted by the kernel as they arrive (up to @backlog
- * waiting) and handed out by KRDMA_IOC_ACCEPT.
+ * waiting) and handed out by KRDMA_IOC_ACCEPT. With
+ * KRDMA_LISTEN_DEFER_ACCEPT, requests wait unaccepted instead (up to
+ * @backlog), and each is accepted by the KRDMA_IOC_ACCEPT that takes it:
+ * the peer's connect completes only then, so its first SEND finds the
+ * RECVs that ACCEPT posted. A peer gives up on a request not accepted
+ * in time (a krdma CONNECT after its timeout, 10 s by default; siw after
+ * 10 s whatever the timeout).
  */
 struct krdma_listen {
 	__u32 size;
@@ -466,15 +486,45 @@ struct krdma_listen {
 /* Timeouts in milliseconds; this one means "no limit" */
 #define KRDMA_TIMEOUT_INFINITE	0xffffffffU
 
+/* Most RECVs one CONNECT or ACCEPT may post (and at most rq_depth) */
+#define KRDMA_EARLY_RECVS_MAX	256
+
 /**
  * struct krdma_accept - ioctl(KRDMA_IOC_ACCEPT)
  * @size: sizeof(struct krdma_accept)
  * @flags: KRDMA_ACCEPT_*
  * @listener: Input: the listener
- * @timeout_ms: Input: how long to wait; 0: do not wait (as
- *              KRDMA_ACCEPT_NONBLOCK); KRDMA_TIMEOUT_INFINITE: no limit
- * @handle: Output: the new, connected connection
- * @__reserved: Must be 0
+ * @timeout_ms: Input: how long to wait for a connection (or request);
+ *              0: do not wait (as KRDMA_ACCEPT_NONBLOCK);
+ *              KRDMA_TIMEOUT_INFINITE: no limit
+ * @handle: Output: the new, connected connection; valid only when the
+ *          call returns 0
+ * @recv_count: Input: number of RECVs at @recvs, 0 to
+ *              KRDMA_EARLY_RECVS_MAX; not 0 only on a listener made with
+ *              KRDMA_LISTEN_DEFER_ACCEPT (else EINVAL)
+ * @recvs: Input: pointer to an array of @recv_count struct krdma_op, each
+ *         a KRDMA_OP_RECV with @conn 0 (the connection is the new one);
+ *         0 when @recv_count is 0
+ *
+ * On a listener made with KRDMA_LISTEN_DEFER_ACCEPT, ACCEPT takes the
+ * oldest request, posts the @recvs on its queue pair, and only then
+ * accepts it, waiting (up to 10 s more) until it is established. The
+ * peer's first messages therefore find those RECVs, on every transport.
+ * They complete as RECVs of a SUBMIT would, with the new handle, and
+ * never before the call returns it. When the call fails, none of them
+ * completes, none is posted any more, and the request is refused or
+ * torn down: the peer's connect fails. ECONNABORTED: the request failed
+ * while it was accepted (the peer gave up, or its connection failed at
+ * once, or was not established within 10 s); call ACCEPT again for the
+ * next one. The errors of the @recvs, checked before a request is taken,
+ * are those of KRDMA_IOC_SUBMIT for a RECV, ENOBUFS for more than the
+ * listener's rq_depth, and ENOSPC when the completion queue has no room
+ * for them (this call does not wait for room); EMSGSIZE, for a RECV that
+ * needs the buffer's local window (more pages than max_recv_sge), comes
+ * only once the request's queue pair exists, and refuses the request.
+ * With KRDMA_ACCEPT_NONBLOCK (or @timeout_ms 0) the call does not wait
+ * for a request, but does wait for the one it took to be established.
+ * A request that no ACCEPT took within 30 s is refused.
  */
 struct krdma_accept {
 	__u32 size;
@@ -482,7 +532,8 @@ struct krdma_accept {
 	__u32 listener;
 	__u32 timeout_ms;
 	__u32 handle;
-	__u32 __reserved;
+	__u32 recv_count;
+	__aligned_u64 recvs;
 };
 
 #define KRDMA_IOC_ACCEPT _IO(KRDMA_TYPE, KRDMA_CMD_ACCEPT)
@@ -503,9 +554,22 @@ struct krdma_accept {
  * @sq_depth: Input: send queue depth (0: default)
  * @rq_depth: Input: receive queue depth (0: default)
  * @handle: Output: the connection
+ * @recv_count: Input: number of RECVs at @recvs, 0 to KRDMA_EARLY_RECVS_MAX
+ * @__reserved: Must be 0
+ * @recvs: Input: pointer to an array of @recv_count struct krdma_op, each
+ *         a KRDMA_OP_RECV with @conn 0 (the connection is the new one);
+ *         0 when @recv_count is 0
  *
  * Resolves the address, the route, creates the queue pair and connects,
- * blocking until it is connected or failed.
+ * blocking until it is connected or failed. The @recvs are posted on the
+ * queue pair before the connect request is sent, so the peer's first
+ * messages find them even when they arrive before this call returns (on
+ * iWARP they can). They complete as RECVs of a SUBMIT would, with the
+ * new handle, and never before the call returns it. When the call fails,
+ * none of them completes. Their errors are those of KRDMA_IOC_SUBMIT for
+ * a RECV, ENOBUFS for more than @rq_depth, ENOSPC when the completion
+ * queue has no room for them (not waited out), and EMSGSIZE for a RECV
+ * that needs the buffer's local window (more pages than max_recv_sge).
  */
 struct krdma_connect {
 	__u32 size;
@@ -516,6 +580,9 @@ struct krdma_connect {
 	__u32 sq_depth;
 	__u32 rq_depth;
 	__u32 handle;
+	__u32 recv_count;
+	__u32 __reserved;
+	__aligned_u64 recvs;
 };
 
 #define KRDMA_IOC_CONNECT _IO(KRDMA_TYPE, KRDMA_CMD_CONNECT)
