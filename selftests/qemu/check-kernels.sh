@@ -179,7 +179,7 @@ if ((debug_stage)); then
 			env KRDMA_KERNEL_TREE="$tree" KRDMA_DEBUG_KERNEL=1 \
 			KRDMA_NO_LINT=1 KRDMA_TESTS_LIST=selftests/tests-debug.list \
 			KRDMA_TEST_TIMEOUT="${KRDMA_DEBUG_TEST_TIMEOUT:-900}" \
-			KRDMA_QEMU_TIMEOUT="${KRDMA_DEBUG_QEMU_TIMEOUT:-2400}" \
+			KRDMA_QEMU_TIMEOUT="${KRDMA_DEBUG_QEMU_TIMEOUT:-4200}" \
 			"$here/run.sh" check
 		count "debug kernel"
 	fi
