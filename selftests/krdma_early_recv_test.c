@@ -1244,6 +1244,35 @@ TEST_F_TIMEOUT(early, accept_efault_takes_no_request, 120)
 }
 
 /*
+ * Requests that krdma holds unaccepted (passive connections still
+ * CONNECTING, in /sys/kernel/debug/krdma/connections): polled, as nothing
+ * tells userspace, every 10 ms for up to @ms. Return: how many at the end.
+ */
+static int requests_held(int want, long ms)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	long t0 = now_ms();
+	char line[512];
+	int n;
+
+	do {
+		FILE *f = fopen("/sys/kernel/debug/krdma/connections", "r");
+
+		if (!f)
+			return -1;
+		n = 0;
+		while (fgets(line, sizeof(line), f))
+			n += strstr(line, " state=CONNECTING ") &&
+			     strstr(line, " passive=1 ");
+		fclose(f);
+		if (n >= want)
+			break;
+		nanosleep(&ts, NULL);
+	} while (now_ms() - t0 < ms);
+	return n;
+}
+
+/*
  * Three requests at a deferred listener; ACCEPT takes one, whose client
  * SENDs into the ACCEPT's RECV. DESTROY of the listener refuses the other
  * two at once; the accepted connection carries on.
@@ -1312,6 +1341,13 @@ TEST_F_TIMEOUT(early, listener_closed_with_requests_waiting, 120)
 			       i, strerror(-cli[i].ret), cli[i].ms);
 	}
 
+	/*
+	 * Both have reached krdma: a request still in the driver when the
+	 * listener goes is not krdma's to refuse (siw leaves it to its MPA
+	 * timeout, 10 s)
+	 */
+	ASSERT_EQ(2, requests_held(2, 10000))
+		TH_LOG("requests held by krdma (-1: no debugfs)");
 	t0 = now_ms();
 	ASSERT_EQ(0, krdma_destroy_handle(self->sfd, l));
 	for (i = 0; i < 3; i++)

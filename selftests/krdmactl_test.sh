@@ -471,7 +471,7 @@ if start_server 0.0.0.0; then
 	kill "$server_pid" 2>/dev/null
 	wait "$server_pid" 2>/dev/null
 else
-	check "serve on a taken port: the first server starts listening" false
+	CHECK_FILES=server check "serve on a taken port: the first server starts listening" false
 fi
 
 # Bad usage
