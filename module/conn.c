@@ -24,6 +24,8 @@
 #define KRDMA_MAX_DEPTH		4096
 #define KRDMA_DEFAULT_BACKLOG	16
 #define KRDMA_RESOLVE_MS	5000
+/* Ports a listen on port 0 tries when the driver finds one taken */
+#define KRDMA_LISTEN_ANY_PORT_TRIES	8
 
 static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 
@@ -1253,6 +1255,14 @@ u32 krdma_listen_backlog(u32 backlog)
 			 KRDMA_DEFAULT_BACKLOG;
 }
 
+/* The port of an AF_INET or AF_INET6 address, network order */
+static __be16 krdma_sockaddr_port(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET6)
+		return ((const struct sockaddr_in6 *)sa)->sin6_port;
+	return ((const struct sockaddr_in *)sa)->sin_port;
+}
+
 /**
  * krdma_listen - listen for connections
  * @net: network namespace to listen in
@@ -1293,6 +1303,7 @@ struct krdma_listener *krdma_listen_defer(struct net *net,
 {
 	struct krdma_listener *l;
 	struct rdma_cm_id *id;
+	unsigned int tries;
 	int ret;
 
 	l = kzalloc(sizeof(*l), GFP_KERNEL);
@@ -1312,19 +1323,32 @@ struct krdma_listener *krdma_listen_defer(struct net *net,
 	l->params.sq_depth = krdma_depth(params ? params->sq_depth : 0);
 	l->params.rq_depth = krdma_depth(params ? params->rq_depth : 0);
 
-	id = rdma_create_id(net, krdma_cm_handler, l, RDMA_PS_TCP, IB_QPT_RC);
-	if (IS_ERR(id)) {
-		ret = PTR_ERR(id);
-		goto err_put_listener;
+	for (tries = 0;; tries++) {
+		id = rdma_create_id(net, krdma_cm_handler, l, RDMA_PS_TCP,
+				    IB_QPT_RC);
+		if (IS_ERR(id)) {
+			ret = PTR_ERR(id);
+			goto err_put_listener;
+		}
+		if (addr->sa_family == AF_INET6)
+			rdma_set_afonly(id, 1);
+		ret = rdma_bind_addr(id, addr);
+		if (ret)
+			goto err_destroy_id;
+		ret = rdma_listen(id, l->backlog);
+		if (!ret)
+			break;
+		/*
+		 * Port 0: rdma_cm picks a port free among its own ids, but an
+		 * iWARP driver then binds a TCP socket to it, which other
+		 * sockets of the machine may hold (siw: TIME_WAIT ones of
+		 * clients without SO_REUSEADDR). Another port, then.
+		 */
+		if (ret != -EADDRINUSE || krdma_sockaddr_port(addr) ||
+		    tries == KRDMA_LISTEN_ANY_PORT_TRIES)
+			goto err_destroy_id;
+		rdma_destroy_id(id);
 	}
-	if (addr->sa_family == AF_INET6)
-		rdma_set_afonly(id, 1);
-	ret = rdma_bind_addr(id, addr);
-	if (ret)
-		goto err_destroy_id;
-	ret = rdma_listen(id, l->backlog);
-	if (ret)
-		goto err_destroy_id;
 	l->cm_id = id;
 	return l;
 
