@@ -52,13 +52,6 @@ __MODULE_PARM_TYPE(ack_timeout, "uint");
 MODULE_PARM_DESC(ack_timeout,
 		 "IB/RoCE ACK timeout exponent, 0..31: 4.096us * 2^N (default 18, ~1 s)");
 
-static u32 krdma_depth(u32 want)
-{
-	if (!want)
-		return KRDMA_DEFAULT_DEPTH;
-	return clamp_t(u32, want, KRDMA_MIN_DEPTH, KRDMA_MAX_DEPTH);
-}
-
 /**
  * krdma_conn_depth - the queue depth a connection asked for @want gets
  * @want: sq_depth or rq_depth as given (0: default)
@@ -67,7 +60,9 @@ static u32 krdma_depth(u32 want)
  */
 u32 krdma_conn_depth(u32 want)
 {
-	return krdma_depth(want);
+	if (!want)
+		return KRDMA_DEFAULT_DEPTH;
+	return clamp_t(u32, want, KRDMA_MIN_DEPTH, KRDMA_MAX_DEPTH);
 }
 
 static void krdma_conn_close_work(struct work_struct *work);
@@ -113,8 +108,8 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
 	INIT_WORK(&conn->error_work, krdma_conn_error_work);
 	if (p)
 		conn->params = *p;
-	conn->params.sq_depth = krdma_depth(p ? p->sq_depth : 0);
-	conn->params.rq_depth = krdma_depth(p ? p->rq_depth : 0);
+	conn->params.sq_depth = krdma_conn_depth(p ? p->sq_depth : 0);
+	conn->params.rq_depth = krdma_conn_depth(p ? p->rq_depth : 0);
 	if (krdma_registry_add_conn(conn)) {
 		kfree(conn);
 		return NULL;
@@ -1320,8 +1315,8 @@ struct krdma_listener *krdma_listen_defer(struct net *net,
 	l->defer = defer;
 	if (params)
 		l->params = *params;
-	l->params.sq_depth = krdma_depth(params ? params->sq_depth : 0);
-	l->params.rq_depth = krdma_depth(params ? params->rq_depth : 0);
+	l->params.sq_depth = krdma_conn_depth(params ? params->sq_depth : 0);
+	l->params.rq_depth = krdma_conn_depth(params ? params->rq_depth : 0);
 
 	for (tries = 0;; tries++) {
 		id = rdma_create_id(net, krdma_cm_handler, l, RDMA_PS_TCP,
