@@ -1340,7 +1340,7 @@ struct krdma_listener *krdma_listen_defer(struct net *net,
 		 * clients without SO_REUSEADDR). Another port, then.
 		 */
 		if (ret != -EADDRINUSE || krdma_sockaddr_port(addr) ||
-		    tries == KRDMA_LISTEN_ANY_PORT_TRIES)
+		    tries + 1 == KRDMA_LISTEN_ANY_PORT_TRIES)
 			goto err_destroy_id;
 		rdma_destroy_id(id);
 	}
