@@ -54,10 +54,14 @@
 #define MSG_FIRST_STATUS	0x46495253
 #define MSG_FIRST_SLOT		3
 #define GUARD			0xee
+/* krdma_verbs_peer --write-imm: the RECV buffer its WRITE must not touch */
+#define SEED_RECV		0x55
+#define MSG_IMM_SLOT		1
 
 /* Peer exit codes */
 #define PEER_OK			0
 #define PEER_REJECTED		5
+#define PEER_NOT_POSTED		7	/* --write-imm: ibv_post_send() refused */
 
 /* This side's layout: window at WIN_LEAD, io and message slots as the peer */
 #define WIN_LEAD		5
@@ -75,6 +79,7 @@
 #define COOKIE_FIRST		201
 #define COOKIE_WRITE		300
 #define COOKIE_READ		301
+#define COOKIE_IMM		400
 
 /*
  * A token as it goes over the wire: 32 bytes, little-endian; a sender may
@@ -90,6 +95,21 @@ struct wire_token {
 } __attribute__((packed));
 
 #define WIRE_TOKEN_MIN 24
+
+/* @tok as the 32 bytes of the wire, at @dst */
+static void wire_token_put(uint8_t *dst, const struct krdma_token *tok)
+{
+	struct wire_token wt = {
+		.addr = htole64(tok->addr),
+		.length = htole64(tok->length),
+		.rkey = htole32(tok->rkey),
+		.access = htole32(tok->access),
+		.seg_shift = htole32(tok->seg_shift),
+		.tag = htole32(tok->tag),
+	};
+
+	memcpy(dst, &wt, sizeof(wt));
+}
 
 struct wire_msg {
 	uint32_t type;
@@ -491,13 +511,7 @@ static void krdma_side(struct __test_metadata *_metadata,
 	for (i = 0; i < MSG_NRECV; i++)
 		op_init(&ops[i], KRDMA_OP_RECV, conn, msg.h, i * MSG_SLOT,
 			MSG_SLOT, COOKIE_RECV(i));
-	wt.addr = htole64(tok.addr);
-	wt.length = htole64(tok.length);
-	wt.rkey = htole32(tok.rkey);
-	wt.access = htole32(tok.access);
-	wt.seg_shift = htole32(tok.seg_shift);
-	wt.tag = htole32(tok.tag);
-	memcpy(msg.p + MSG_SEND_SLOT * MSG_SLOT, &wt, sizeof(wt));
+	wire_token_put(msg.p + MSG_SEND_SLOT * MSG_SLOT, &tok);
 	op_init(&ops[MSG_NRECV], KRDMA_OP_SEND, conn, msg.h,
 		MSG_SEND_SLOT * MSG_SLOT, sizeof(wt), COOKIE_SEND);
 	/* With early RECVs, only the SEND */
@@ -830,6 +844,281 @@ TEST_F_TIMEOUT(interop, krdma_client_to_verbs_server_without_hdr, 120)
 }
 
 /*
+ * krdma_verbs_peer --write-imm (the script at the top of
+ * krdma_verbs_peer.c): the peer connects to our listener, takes our token
+ * and RDMA WRITEs with immediate into our window, which consumes the one
+ * RECV we posted. Protocol.rst ("SENDs and RECVs"): the RECV gets nothing
+ * in its buffer and may have none; its completion is KRDMA_OP_RECV with
+ * KRDMA_WC_F_IMM | KRDMA_WC_F_RDMA_IMM, the immediate (the peer's
+ * htonl(x) is x) and the WRITE's length in byte_len.
+ */
+struct write_imm {
+	struct mem win, msg;
+	uint32_t conn, grant;
+	char line[256];		/* what the peer said of its WRITE */
+};
+
+/*
+ * Start the peer, accept it, grant our window (W = @off + 2 @size, the
+ * WRITE at @off + @size), post the RECV (with a buffer of MSG_SLOT bytes
+ * of a pattern at MSG_IMM_SLOT if @recv_buf, else without ranges), send
+ * our token, and wait for the peer's "write-imm: " line. ASSERTs only.
+ */
+static void write_imm_start(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(interop) *self,
+			    const FIXTURE_VARIANT(interop) *variant,
+			    struct write_imm *st, size_t size, size_t off,
+			    uint32_t imm, bool recv_buf)
+{
+	const size_t wlen = off + 2 * size;
+	char port[16], n[32], o[32], i[16];
+	const char *args[] = {
+		"-c", variant->ip, "-p", port, "-n", n, "-o", o,
+		"-t", PEER_TIMEOUT, "--write-imm", i, NULL,
+	};
+	struct krdma_completion wc;
+	struct krdma_conn_query q;
+	struct krdma_token tok;
+	struct krdma_op ops[2];
+	const char *line;
+	size_t len;
+	uint32_t sub;
+
+	memset(st, 0, sizeof(*st));
+	self->nstash = 0;
+	ASSERT_EQ(0, mem_get(self->fd, &st->win, WIN_LEAD + wlen + WIN_TAIL,
+			     KRDMA_ACCESS_REMOTE_WRITE));
+	ASSERT_EQ(0, mem_get(self->fd, &st->msg, MSG_SLOTS * MSG_SLOT,
+			     KRDMA_ACCESS_LOCAL_WRITE));
+	pattern(st->msg.p + MSG_IMM_SLOT * MSG_SLOT, MSG_SLOT, SEED_RECV);
+
+	snprintf(port, sizeof(port), "%u", self->laddr.port);
+	snprintf(n, sizeof(n), "%zu", size);
+	snprintf(o, sizeof(o), "%zu", off);
+	snprintf(i, sizeof(i), "0x%08x", imm);
+	ASSERT_EQ(0, peer_spawn(self, args));
+	ASSERT_EQ(0, krdma_accept_conn(self->fd, self->listener, 0, WAIT_MS,
+				       &st->conn));
+	ASSERT_EQ(0, krdma_conn_info(self->fd, st->conn, &q));
+	ASSERT_EQ(KRDMA_CONN_CONNECTED, q.state);
+	/* We speak first: only once the peer is connected (verbs_client()) */
+	ASSERT_NE(NULL, peer_wait_line(self, "connected to ", WAIT_MS));
+
+	ASSERT_EQ(0, krdma_grant_window(self->fd, st->conn, st->win.h,
+					WIN_LEAD, wlen,
+					KRDMA_ACCESS_REMOTE_WRITE, &st->grant,
+					&tok));
+	ASSERT_EQ(wlen, tok.length);
+	/* The only RECV, then the token the WRITE needs */
+	op_init(&ops[0], KRDMA_OP_RECV, st->conn, st->msg.h,
+		MSG_IMM_SLOT * MSG_SLOT, MSG_SLOT, COOKIE_IMM);
+	if (!recv_buf) {
+		ops[0].num_sge = 0;
+		memset(&ops[0].sge, 0, sizeof(ops[0].sge));
+	}
+	wire_token_put(st->msg.p + MSG_SEND_SLOT * MSG_SLOT, &tok);
+	op_init(&ops[1], KRDMA_OP_SEND, st->conn, st->msg.h,
+		MSG_SEND_SLOT * MSG_SLOT, sizeof(struct wire_token),
+		COOKIE_SEND);
+	ASSERT_EQ(0, krdma_submit_ops(self->fd, ops, 2, 0, &sub));
+	ASSERT_EQ(0, wait_cookie(self, COOKIE_SEND, &wc));
+	ASSERT_EQ(KRDMA_WC_SUCCESS, wc.status)
+		TH_LOG("%s", krdma_wc_status_str(wc.status));
+	ASSERT_EQ(COOKIE_SEND, wc.cookie);
+
+	line = peer_wait_line(self, "write-imm: ", WAIT_MS);
+	ASSERT_NE(NULL, line)
+		TH_LOG("the peer said nothing of its WRITE (its output follows)");
+	len = strcspn(line, "\n");
+	if (len >= sizeof(st->line))
+		len = sizeof(st->line) - 1;
+	memcpy(st->line, line, len);
+	st->line[len] = '\0';
+}
+
+/* Nothing around the RECV's buffer changed, nor the buffer (@recv_buf) */
+static long write_imm_msg_changed(const struct write_imm *st)
+{
+	const uint8_t *m = st->msg.p;
+	long at;
+
+	at = check_fill(m, MSG_IMM_SLOT * MSG_SLOT, GUARD);
+	if (at >= 0)
+		return at;
+	at = check_pattern(m + MSG_IMM_SLOT * MSG_SLOT, MSG_SLOT, SEED_RECV);
+	if (at >= 0)
+		return MSG_IMM_SLOT * MSG_SLOT + at;
+	at = check_fill(m + (MSG_IMM_SLOT + 1) * MSG_SLOT,
+			(MSG_SEND_SLOT - MSG_IMM_SLOT - 1) * MSG_SLOT, GUARD);
+	if (at >= 0)
+		return (MSG_IMM_SLOT + 1) * MSG_SLOT + at;
+	return -1;
+}
+
+/*
+ * DONE_B to the peer, which then disconnects with exit status @peer_exit;
+ * the grant is gone first. ASSERTs only.
+ */
+static void write_imm_finish(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(interop) *self,
+			     struct write_imm *st, int peer_exit)
+{
+	struct krdma_completion wc;
+	struct wire_msg m = { htole32(MSG_DONE_B), 0 };
+	struct krdma_op op;
+	uint32_t sub;
+
+	ASSERT_EQ(0, krdma_destroy_handle(self->fd, st->grant));
+	memcpy(st->msg.p + MSG_SEND_SLOT * MSG_SLOT, &m, sizeof(m));
+	op_init(&op, KRDMA_OP_SEND, st->conn, st->msg.h,
+		MSG_SEND_SLOT * MSG_SLOT, sizeof(m), COOKIE_SEND);
+	ASSERT_EQ(0, krdma_submit_ops(self->fd, &op, 1, 0, &sub));
+	ASSERT_EQ(0, wait_cookie(self, COOKIE_SEND, &wc));
+	ASSERT_EQ(KRDMA_WC_SUCCESS, wc.status)
+		TH_LOG("%s", krdma_wc_status_str(wc.status));
+	ASSERT_EQ(COOKIE_SEND, wc.cookie);
+	ASSERT_EQ(peer_exit, peer_wait_exit(self, PEER_EXIT_MS));
+	ASSERT_EQ(KRDMA_CONN_ERROR, wait_conn_down(self->fd, st->conn));
+}
+
+static void write_imm_put(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(interop) *self, struct write_imm *st)
+{
+	ASSERT_EQ(0, krdma_destroy_handle(self->fd, st->conn));
+	mem_put(self->fd, &st->win);
+	mem_put(self->fd, &st->msg);
+}
+
+/*
+ * The peer WRITEs @size bytes with immediate @imm at @off + @size of our
+ * window, into our RECV (with a buffer if @recv_buf): every byte of the
+ * window and of the message buffer checked
+ */
+static void verbs_write_imm(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(interop) *self,
+			    const FIXTURE_VARIANT(interop) *variant,
+			    size_t size, size_t off, uint32_t imm,
+			    bool recv_buf)
+{
+	const size_t wlen = off + 2 * size;
+	struct krdma_completion wc;
+	struct write_imm st;
+	const uint8_t *w;
+	long at;
+
+	TH_LOG("WRITE with immediate 0x%08x of %zu bytes, into a RECV %s",
+	       imm, size, recv_buf ? "of 64 bytes" : "without ranges");
+	write_imm_start(_metadata, self, variant, &st, size, off, imm,
+			recv_buf);
+	ASSERT_EQ(0, strncmp(st.line, "wrote ", 6))
+		TH_LOG("the peer's WRITE with immediate: %s", st.line);
+	w = st.win.p + WIN_LEAD;
+
+	ASSERT_EQ(0, wait_cookie(self, COOKIE_IMM, &wc));
+	EXPECT_WC(wc, COOKIE_IMM);
+	EXPECT_EQ(KRDMA_OP_RECV, wc.opcode);
+	EXPECT_EQ(st.conn, wc.conn);
+	EXPECT_EQ(KRDMA_WC_F_IMM | KRDMA_WC_F_RDMA_IMM, wc.flags);
+	EXPECT_EQ(imm, wc.imm_data)
+		TH_LOG("imm_data 0x%08x, expected 0x%08x", wc.imm_data, imm);
+	/* The WRITE's length (rxe: its RETH's), larger than the RECV or not */
+	EXPECT_EQ(size, wc.byte_len);
+
+	/* The bytes landed in the window, and nowhere else */
+	at = check_pattern(w + off + size, size, SEED_PEER_WRITE);
+	EXPECT_EQ(-1, at)
+		TH_LOG("the WRITE of %zu bytes: byte %ld is 0x%02x, expected 0x%02x",
+		       size, at, at >= 0 ? w[off + size + at] : 0,
+		       at >= 0 ? pattern_byte(at, SEED_PEER_WRITE) : 0);
+	EXPECT_EQ(-1, check_fill(st.win.p, WIN_LEAD + off + size, GUARD));
+	EXPECT_EQ(-1, check_fill(w + wlen, WIN_TAIL, GUARD));
+	/* ... and none in the RECV's buffer */
+	at = write_imm_msg_changed(&st);
+	EXPECT_EQ(-1, at)
+		TH_LOG("byte %ld of the message buffer changed", at);
+	/* No other completion came meanwhile */
+	EXPECT_EQ(0, self->nstash);
+
+	write_imm_finish(_metadata, self, &st, PEER_OK);
+	write_imm_put(_metadata, self, &st);
+}
+
+/*
+ * iWARP has no WRITE with immediate, and a verbs peer cannot even post
+ * one on siw: libsiw's ibv_post_send() refuses the opcode (EINVAL), so
+ * nothing goes on the wire. What the test can check: nothing reaches
+ * krdma (the RECV stays posted, the connection up), and the peer's
+ * disconnect flushes the RECV, its buffer untouched. @why: the peer's
+ * words. ASSERTs only: the caller SKIPs after it.
+ */
+static void write_imm_not_posted(struct __test_metadata *_metadata,
+				 FIXTURE_DATA(interop) *self,
+				 const FIXTURE_VARIANT(interop) *variant,
+				 char *why, size_t why_len)
+{
+	struct krdma_completion wc = {};
+	struct krdma_conn_query q;
+	struct write_imm st;
+
+	write_imm_start(_metadata, self, variant, &st, 4096, 3, 0xa1b2c3d4,
+			true);
+	ASSERT_EQ(0, strncmp(st.line, "not posted: ", 12))
+		TH_LOG("%s took a WRITE with immediate (\"%s\"): check what krdma makes of it",
+		       variant->dev, st.line);
+	snprintf(why, why_len, "%s", st.line);
+
+	ASSERT_EQ(0, self->nstash);
+	ASSERT_EQ(0, krdma_poll_wc(self->fd, &wc, 1, 500))
+		TH_LOG("a completion (cookie %llu, %s) though the peer posted nothing",
+		       (unsigned long long)wc.cookie,
+		       krdma_wc_status_str(wc.status));
+	ASSERT_EQ(0, krdma_conn_info(self->fd, st.conn, &q));
+	ASSERT_EQ(KRDMA_CONN_CONNECTED, q.state);
+
+	write_imm_finish(_metadata, self, &st, PEER_NOT_POSTED);
+	ASSERT_EQ(0, wait_cookie(self, COOKIE_IMM, &wc));
+	ASSERT_EQ(COOKIE_IMM, wc.cookie);
+	ASSERT_EQ(KRDMA_WC_WR_FLUSH_ERR, wc.status)
+		TH_LOG("the RECV: %s", krdma_wc_status_str(wc.status));
+	ASSERT_EQ(-1, write_imm_msg_changed(&st));
+	ASSERT_EQ(-1, check_fill(st.win.p, st.win.len, GUARD));
+	write_imm_put(_metadata, self, &st);
+}
+
+/*
+ * A verbs peer's RDMA WRITE with immediate into a krdma RECV, with a
+ * buffer the WRITE must leave alone or without ranges: 4096 bytes (more
+ * than the RECV's 64), 1 and 0
+ */
+TEST_F_TIMEOUT(interop, verbs_write_imm_into_krdma_recv, 240)
+{
+	static const struct {
+		size_t size;
+		uint32_t imm;
+		bool recv_buf;
+	} cases[] = {
+		{ 4096, 0xa1b2c3d4, true },
+		{ 4096, 0x0badf00d, false },
+		{ 1, 0x12345678, true },
+		{ 1, 0x80000001, false },
+		{ 0, 0xfedcba98, true },
+		{ 0, 0x00c0ffee, false },
+	};
+	char why[256];
+	unsigned int i;
+
+	if (variant->iwarp) {
+		write_imm_not_posted(_metadata, self, variant, why,
+				     sizeof(why));
+		SKIP(return, "iWARP has no RDMA WRITE with immediate: the verbs peer's ibv_post_send() refused it (%s); nothing reached krdma",
+		     why);
+	}
+	for (i = 0; i < ARRAY_SIZE(cases); i++)
+		verbs_write_imm(_metadata, self, variant, cases[i].size, 3,
+				cases[i].imm, cases[i].recv_buf);
+}
+
+/*
  * Wait for the peer's "rejected: " line and the peer's exit (rejected):
  * true if the line is @want
  */
@@ -882,10 +1171,14 @@ TEST_F_TIMEOUT(interop, verbs_client_private_data_of_any_length, 240)
 			     lens[i]);
 }
 
-/* ... and from a verbs server, in its accept */
+/*
+ * ... and from a verbs server, in its accept (on RoCE the CM pads a REP
+ * to 196 bytes; on iWARP it arrives as sent, 0 and 27 bytes too: fewer
+ * than a header)
+ */
 TEST_F_TIMEOUT(interop, verbs_server_private_data_of_any_length, 240)
 {
-	static const char *const lens[] = { "1", "8", "28", "56" };
+	static const char *const lens[] = { "0", "1", "8", "27", "28", "56" };
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(lens); i++)

@@ -29,6 +29,8 @@
  *                     0x46495253} the moment the connection is up, before
  *                     the script: for a krdma listener that posted its
  *                     RECVs before it accepted (KRDMA_LISTEN_DEFER_ACCEPT)
+ *   --write-imm IMM   instead of the script, one RDMA WRITE with immediate
+ *                     htonl(IMM) into krdma's window (below); -n may be 0
  *
  * stdout, line by line: the server prints "listening ADDR PORT" once it
  * listens, then both modes print what they did; errors go to stderr.
@@ -36,7 +38,9 @@
  * Exit status: 0 when every byte checked out on this side, 1 usage or
  * local setup error, 2 connection or transfer failed, 3 protocol error
  * (bad or missing krdma header, unexpected message or token), 4 data
- * mismatch, 5 the connection was rejected, 6 timeout. A rejected client
+ * mismatch, 5 the connection was rejected, 6 timeout, 7 the device
+ * refused to post the RDMA WRITE with immediate of --write-imm (siw: iWARP
+ * has none; nothing was sent). A rejected client
  * prints "rejected: krdma reason R version V" when the reject carries
  * krdma's reason (struct krdma_cm_rej: le32 magic, u8 version, u8 reason,
  * le16 0), else "rejected: no krdma reason".
@@ -85,6 +89,19 @@
  *
  * Messages are 8 bytes: le32 type, le32 status. Pattern: byte i of a
  * region of seed s is kvp_pattern_byte(i, s) below.
+ *
+ * The script of --write-imm IMM: the same windows, only krdma's is used.
+ *
+ *   krdma -> peer   its token (32 bytes, REMOTE_WRITE; one registration);
+ *                   krdma has posted the RECV the WRITE is to consume
+ *   peer            RDMA WRITE with immediate htonl(IMM): S bytes (0 to
+ *                   post no SGE) of pattern PEER_WRITE at O + S of krdma's
+ *                   window; prints "write-imm: wrote ..." once it has
+ *                   completed, or "write-imm: not posted: ..." when
+ *                   ibv_post_send() refused it (then it sends nothing)
+ *   krdma           checks its RECV's completion and its window
+ *   krdma -> peer   DONE_B {type 2, status}
+ *   peer            disconnects
  *
  * Copyright (c) 2026 The krdma authors
  */
@@ -149,6 +166,7 @@
 #define WRID_READ		301
 #define WRID_PIECE		302
 #define WRID_KEYS		303
+#define WRID_WRITE_IMM		304
 
 enum {
 	EXIT_OK = 0,
@@ -158,6 +176,7 @@ enum {
 	EXIT_DATA = 4,
 	EXIT_REJECTED = 5,
 	EXIT_TIMEOUT = 6,
+	EXIT_NOT_POSTED = 7,
 };
 
 struct kvp_cm_hdr {
@@ -201,6 +220,8 @@ struct peer {
 	bool server;
 	bool no_hdr;
 	bool send_first;
+	bool write_imm;
+	uint32_t imm;
 	int pdata_len;		/* -1: none of its own */
 	int reject;		/* -1: accept */
 	bool rejected;
@@ -974,23 +995,15 @@ static uint32_t check_window(struct peer *p)
 	return bad;
 }
 
-static int run_script(struct peer *p)
+/*
+ * krdma's token, in RECV slot 0: for a window of p->wlen bytes with (at
+ * least) the rights @access
+ */
+static int recv_token(struct peer *p, uint32_t access)
 {
-	uint8_t *sink = p->io_mem + IO_SINK + p->size;
-	struct kvp_token mine;
 	struct ibv_wc wc;
-	uint32_t status, verdict;
-	long at;
 	int ret;
 
-	if (p->send_first) {
-		ret = send_msg(p, MSG_FIRST, MSG_FIRST_STATUS);
-		if (ret)
-			return ret;
-		printf("sent FIRST\n");
-	}
-
-	/* krdma's token */
 	ret = wait_wc(p, WRID_RECV(0), &wc);
 	if (ret)
 		return ret;
@@ -1012,13 +1025,33 @@ static int run_script(struct peer *p)
 	       p->remote.addr, p->remote.length, p->remote.rkey,
 	       p->remote.access, p->remote.seg_shift);
 	if (p->remote.length != p->wlen ||
-	    (p->remote.access & (KVP_ACCESS_REMOTE_READ |
-				 KVP_ACCESS_REMOTE_WRITE)) !=
-	    (KVP_ACCESS_REMOTE_READ | KVP_ACCESS_REMOTE_WRITE)) {
-		err("token: expected length %zu with REMOTE_READ|REMOTE_WRITE",
-		    p->wlen);
+	    (p->remote.access & access) != access) {
+		err("token: expected length %zu with access 0x%x", p->wlen,
+		    access);
 		return EXIT_PROTO;
 	}
+	return 0;
+}
+
+static int run_script(struct peer *p)
+{
+	uint8_t *sink = p->io_mem + IO_SINK + p->size;
+	struct kvp_token mine;
+	struct ibv_wc wc;
+	uint32_t status, verdict;
+	long at;
+	int ret;
+
+	if (p->send_first) {
+		ret = send_msg(p, MSG_FIRST, MSG_FIRST_STATUS);
+		if (ret)
+			return ret;
+		printf("sent FIRST\n");
+	}
+
+	ret = recv_token(p, KVP_ACCESS_REMOTE_READ | KVP_ACCESS_REMOTE_WRITE);
+	if (ret)
+		return ret;
 	if (p->remote.seg_shift) {
 		ret = read_keys(p);
 		if (ret)
@@ -1080,6 +1113,62 @@ static int run_script(struct peer *p)
 	return status || verdict ? EXIT_DATA : EXIT_OK;
 }
 
+/*
+ * --write-imm: one RDMA WRITE with immediate of p->size bytes (no SGE for
+ * 0) at O + S of krdma's window. It consumes a RECV of krdma and places
+ * nothing in it (protocol.rst, "SENDs and RECVs"); krdma checks both.
+ */
+static int run_write_imm(struct peer *p)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(p->io_mem + IO_SRC),
+		.length = p->size,
+		.lkey = p->io_mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = WRID_WRITE_IMM,
+		.sg_list = p->size ? &sge : NULL,
+		.num_sge = p->size ? 1 : 0,
+		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		.send_flags = IBV_SEND_SIGNALED,
+		.imm_data = htonl(p->imm),
+	}, *bad;
+	struct ibv_wc wc;
+	uint32_t status;
+	int ret, posted;
+
+	ret = recv_token(p, KVP_ACCESS_REMOTE_WRITE);
+	if (ret)
+		return ret;
+	/* The immediate goes with one work request: no key table */
+	if (p->remote.seg_shift) {
+		err("token: a key table (seg_shift %u); --write-imm needs one registration",
+		    p->remote.seg_shift);
+		return EXIT_PROTO;
+	}
+	wr.wr.rdma.remote_addr = p->remote.addr + p->off + p->size;
+	wr.wr.rdma.rkey = p->remote.rkey;
+	/* A provider may return a negative errno (libsiw: -EINVAL) */
+	posted = ibv_post_send(p->id->qp, &wr, &bad);
+	if (posted) {
+		posted = posted < 0 ? -posted : posted;
+		printf("write-imm: not posted: errno %d (%s)\n", posted,
+		       strerror(posted));
+	} else {
+		ret = wait_wc(p, WRID_WRITE_IMM, &wc);
+		if (ret)
+			return ret;
+		printf("write-imm: wrote %zu bytes with immediate 0x%08x at window offset %zu\n",
+		       p->size, p->imm, p->off + p->size);
+	}
+
+	/* krdma has checked, or has seen that nothing came */
+	ret = recv_msg(p, 1, MSG_DONE_B, &status);
+	if (ret)
+		return ret;
+	return posted ? EXIT_NOT_POSTED : EXIT_OK;
+}
+
 static void disconnect(struct peer *p)
 {
 	struct rdma_cm_event *ev;
@@ -1125,7 +1214,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: %s -c ADDR -p PORT | -s ADDR -p PORT [-n SIZE] [-o OFFSET]\n"
 		"       [-t SECONDS] [--no-hdr] [--pdata N] [--hdr-version N]\n"
-		"       [--resp-res N] [--reject N] [--send-first]\n",
+		"       [--resp-res N] [--reject N] [--send-first] [--write-imm IMM]\n",
 		prog);
 	exit(EXIT_SETUP);
 }
@@ -1139,6 +1228,7 @@ int main(int argc, char **argv)
 		{ "pdata", required_argument, NULL, 'P' },
 		{ "reject", required_argument, NULL, 'J' },
 		{ "send-first", no_argument, NULL, 'F' },
+		{ "write-imm", required_argument, NULL, 'I' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
@@ -1192,6 +1282,10 @@ int main(int argc, char **argv)
 		case 'F':
 			p.send_first = true;
 			break;
+		case 'I':
+			p.write_imm = true;
+			p.imm = strtoul(optarg, NULL, 0);
+			break;
 		case 'J':
 			p.reject = atoi(optarg);
 			if (p.reject < 0 || p.reject > 255)
@@ -1201,10 +1295,11 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (!p.addr || !have_port || optind != argc || !p.size ||
+	if (!p.addr || !have_port || optind != argc ||
+	    (!p.size && !p.write_imm) ||
 	    p.size > (1UL << 30) || p.off > 65536 || !timeout ||
 	    (!p.server && !p.port) || p.port > 65535 ||
-	    (p.server && p.send_first))
+	    (p.server && p.send_first) || (p.write_imm && p.send_first))
 		usage();
 	p.wlen = p.off + 2 * p.size;
 	clock_gettime(CLOCK_MONOTONIC, &p.deadline);
@@ -1229,7 +1324,7 @@ int main(int argc, char **argv)
 
 	ret = p.server ? accept_server(&p) : connect_client(&p);
 	if (!ret && !p.rejected)
-		ret = run_script(&p);
+		ret = p.write_imm ? run_write_imm(&p) : run_script(&p);
 	if (p.connected && ret != EXIT_TIMEOUT)
 		disconnect(&p);
 	cleanup(&p);
