@@ -1277,6 +1277,13 @@ struct krdma_listener *krdma_listen(struct net *net, struct sockaddr *addr,
 }
 EXPORT_SYMBOL_NS_GPL(krdma_listen, KRDMA);
 
+/* The ids a listen on port 0 kept bound to ports that were taken */
+static void krdma_destroy_ids(struct rdma_cm_id **ids, unsigned int n)
+{
+	while (n)
+		rdma_destroy_id(ids[--n]);
+}
+
 /**
  * krdma_listen_defer - krdma_listen(), with the accept deferred or not
  * @net: as krdma_listen()
@@ -1297,8 +1304,9 @@ struct krdma_listener *krdma_listen_defer(struct net *net,
 					  bool defer)
 {
 	struct krdma_listener *l;
+	struct rdma_cm_id *taken[KRDMA_LISTEN_ANY_PORT_TRIES - 1];
+	unsigned int ntaken = 0;
 	struct rdma_cm_id *id;
-	unsigned int tries;
 	int ret;
 
 	l = kzalloc(sizeof(*l), GFP_KERNEL);
@@ -1318,12 +1326,12 @@ struct krdma_listener *krdma_listen_defer(struct net *net,
 	l->params.sq_depth = krdma_conn_depth(params ? params->sq_depth : 0);
 	l->params.rq_depth = krdma_conn_depth(params ? params->rq_depth : 0);
 
-	for (tries = 0;; tries++) {
+	for (;;) {
 		id = rdma_create_id(net, krdma_cm_handler, l, RDMA_PS_TCP,
 				    IB_QPT_RC);
 		if (IS_ERR(id)) {
 			ret = PTR_ERR(id);
-			goto err_put_listener;
+			goto err_destroy_taken;
 		}
 		if (addr->sa_family == AF_INET6)
 			rdma_set_afonly(id, 1);
@@ -1337,19 +1345,23 @@ struct krdma_listener *krdma_listen_defer(struct net *net,
 		 * Port 0: rdma_cm picks a port free among its own ids, but an
 		 * iWARP driver then binds a TCP socket to it, which other
 		 * sockets of the machine may hold (siw: TIME_WAIT ones of
-		 * clients without SO_REUSEADDR). Another port, then.
+		 * clients without SO_REUSEADDR). Another port, then; the id
+		 * stays bound to this one until the end, so that rdma_cm
+		 * does not pick it again.
 		 */
 		if (ret != -EADDRINUSE || krdma_sockaddr_port(addr) ||
-		    tries + 1 == KRDMA_LISTEN_ANY_PORT_TRIES)
+		    ntaken == ARRAY_SIZE(taken))
 			goto err_destroy_id;
-		rdma_destroy_id(id);
+		taken[ntaken++] = id;
 	}
 	l->cm_id = id;
+	krdma_destroy_ids(taken, ntaken);
 	return l;
 
 err_destroy_id:
 	rdma_destroy_id(id);
-err_put_listener:
+err_destroy_taken:
+	krdma_destroy_ids(taken, ntaken);
 	krdma_listener_put(l);
 	return ERR_PTR(ret);
 }

@@ -2592,6 +2592,127 @@ TEST_F_TIMEOUT(dev, listener_closed_under_connect_flood, 120)
 }
 
 /*
+ * Listen on port 0 while TCP holds a port rdma_cm may pick: a TIME_WAIT
+ * socket of a client without SO_REUSEADDR. rdma_cm knows only its own
+ * ids, so it may pick that port, and siw's bind of its TCP listener then
+ * finds it taken (EADDRINUSE): krdma must try another. The ephemeral
+ * range is cut to two ports, TW_PORT and TW_PORT + 1, with TIME_WAIT on
+ * the first: each LISTEN must get the second. Before the retry, half of
+ * them failed on siw. On rxe nothing is TCP: either port will do.
+ */
+#define TW_PORT		61000	/* past Linux's default range, 32768-60999 */
+#define TW_LISTENS	10
+#define PORT_RANGE	"/proc/sys/net/ipv4/ip_local_port_range"
+
+/* A TCP socket in TIME_WAIT at @ip:@port; returns 0 or -errno */
+static int time_wait_at(const char *ip, unsigned int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	char line[256];
+	int srv, cli = -1, acc = -1, ret = -EIO;
+	long end;
+	FILE *f;
+
+	if (inet_pton(AF_INET, ip, &sin.sin_addr) != 1)
+		return -EINVAL;
+	srv = socket(AF_INET, SOCK_STREAM, 0);
+	if (srv < 0)
+		return -errno;
+	if (bind(srv, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    listen(srv, 1) ||
+	    getsockname(srv, (struct sockaddr *)&sin, &len))
+		goto out;
+	cli = socket(AF_INET, SOCK_STREAM, 0);	/* no SO_REUSEADDR */
+	if (cli < 0)
+		goto out;
+	{
+		struct sockaddr_in me = sin;
+
+		me.sin_port = htons(port);
+		if (bind(cli, (struct sockaddr *)&me, sizeof(me)))
+			goto out;
+	}
+	if (connect(cli, (struct sockaddr *)&sin, sizeof(sin)))
+		goto out;
+	acc = accept(srv, NULL, NULL);
+	if (acc < 0)
+		goto out;
+	/* The client closes first: it is the side that waits */
+	close(cli);
+	cli = -1;
+	close(acc);
+	acc = -1;
+	/* /proc/net/tcp: "sl: local_address rem_address st", in hex */
+	for (end = now_ms() + 5000; ret && now_ms() < end; usleep(10000)) {
+		f = fopen("/proc/net/tcp", "r");
+		if (!f)
+			break;
+		while (ret && fgets(line, sizeof(line), f)) {
+			unsigned int lport, st;
+
+			if (sscanf(line, " %*u: %*x:%x %*x:%*x %x", &lport,
+				   &st) == 2 && lport == port && st == 6)
+				ret = 0;
+		}
+		fclose(f);
+	}
+out:
+	if (acc >= 0)
+		close(acc);
+	if (cli >= 0)
+		close(cli);
+	close(srv);
+	return ret;
+}
+
+TEST_F_TIMEOUT(dev, listen_any_port_beside_time_wait, 60)
+{
+	char saved[64] = "", range[64];
+	struct krdma_addr any, bound;
+	unsigned int i, got_first = 0;
+	uint32_t l;
+	int fd, lfd, ret;
+	ssize_t n;
+
+	ASSERT_EQ(0, time_wait_at(variant->ip, TW_PORT))
+		TH_LOG("no TIME_WAIT socket at %s:%u", variant->ip, TW_PORT);
+	fd = open(PORT_RANGE, O_RDWR);
+	ASSERT_LE(0, fd);
+	n = read(fd, saved, sizeof(saved) - 1);
+	ASSERT_LT(0, n);
+	saved[n] = '\0';
+	lfd = krdma_open();
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, krdma_parse_addr(variant->ip, 0, &any));
+	n = snprintf(range, sizeof(range), "%u %u\n", TW_PORT, TW_PORT + 1);
+	ASSERT_EQ(n, pwrite(fd, range, n, 0));
+
+	/* No ASSERT until the range is back */
+	for (i = 0; i < TW_LISTENS; i++) {
+		ret = krdma_listen_on(lfd, &any, 4, &l, &bound);
+		EXPECT_EQ(0, ret)
+			TH_LOG("LISTEN %u of %u on %s port 0: %s", i + 1,
+			       TW_LISTENS, variant->ip, strerror(-ret));
+		if (ret)
+			break;
+		if (bound.port == TW_PORT)
+			got_first++;
+		else
+			EXPECT_EQ(TW_PORT + 1, bound.port);
+		EXPECT_EQ(0, krdma_destroy_handle(lfd, l));
+	}
+	EXPECT_EQ((ssize_t)strlen(saved), pwrite(fd, saved, strlen(saved), 0));
+	close(fd);
+	close(lfd);
+	/* siw's TCP listener cannot have the port that TIME_WAIT holds */
+	if (!strcmp(variant->name, "siw"))
+		EXPECT_EQ(0, got_first);
+	TH_LOG("%u of %u listeners on port %u, the rest on %u", got_first, i,
+	       TW_PORT, TW_PORT + 1);
+}
+
+/*
  * Tests in other network namespaces (last: on a module with the defect,
  * they corrupt a reference count)
  */
