@@ -53,7 +53,8 @@ static int krdma_cmd_query_module(struct krdma_ucmd *ucmd)
 					  KRDMA_PATCH);
 	cmd->features = KRDMA_FEATURE_DEV_QUERY | KRDMA_FEATURE_CONN |
 			KRDMA_FEATURE_KRDMA_PEER | KRDMA_FEATURE_UNSIGNALED |
-			KRDMA_FEATURE_RING | KRDMA_FEATURE_EARLY_RECVS;
+			KRDMA_FEATURE_RING | KRDMA_FEATURE_EARLY_RECVS |
+			KRDMA_FEATURE_LISTEN_QUERY;
 	cmd->num_devices = krdma_device_count(ucmd->kfile->net);
 	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
 }
@@ -165,6 +166,7 @@ union krdma_ucmd_buffer {
 	struct krdma_submit submit;
 	struct krdma_poll poll;
 	struct krdma_ring_setup ring_setup;
+	struct krdma_listen_query listen_query;
 };
 
 /**
@@ -223,6 +225,8 @@ static const struct krdma_ioctl_op krdma_ioctl_ops[] = {
 		       struct krdma_poll, __reserved),
 	KRDMA_IOCTL_OP(KRDMA_IOC_RING_SETUP, krdma_cmd_ring_setup,
 		       struct krdma_ring_setup, mmap_size),
+	KRDMA_IOCTL_OP(KRDMA_IOC_LISTEN_QUERY, krdma_cmd_listen_query,
+		       struct krdma_listen_query, __reserved),
 };
 
 static long krdma_fops_ioctl(struct file *filp, unsigned int cmd,

@@ -1067,8 +1067,14 @@ static void krdma_listener_unqueue(struct krdma_listener *l)
 	spin_unlock(&l->lock);
 }
 
-/* Refuse a connect request, and tell a krdma peer why */
-static void krdma_listener_reject(struct rdma_cm_id *id, int reason)
+/*
+ * Refuse a connect request of @l, and tell a krdma peer why. The owner
+ * learns of it through the listener's counters (LISTEN_QUERY), unless the
+ * listener is closing: its handle is gone by then. From the CM handler
+ * (which must not sleep here: l->lock is a spinlock) or an accepting call.
+ */
+static void krdma_listener_reject(struct krdma_listener *l,
+				  struct rdma_cm_id *id, int reason)
 {
 	struct krdma_cm_rej rej = {
 		.magic = cpu_to_le32(KRDMA_CM_MAGIC),
@@ -1076,7 +1082,17 @@ static void krdma_listener_reject(struct rdma_cm_id *id, int reason)
 		.reason = reason,
 	};
 
+	lockdep_assert_not_held(&l->lock);
 	pr_debug("rejecting a connect request: reason %d\n", reason);
+	if (reason != KRDMA_REJ_CLOSING && reason > 0 &&
+	    reason < KRDMA_REJ_NR) {
+		spin_lock(&l->lock);
+		l->refused[reason]++;
+		l->last_refused_reason = reason;
+		memcpy(&l->last_refused_peer, &id->route.addr.dst_addr,
+		       sizeof(l->last_refused_peer));
+		spin_unlock(&l->lock);
+	}
 	rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
 }
 
@@ -1181,7 +1197,7 @@ err_fail:
 	 * being accepted, and close_work tears it down, the id included
 	 * (rdma_cm must not destroy it: return 0).
 	 */
-	krdma_listener_reject(id, reason);
+	krdma_listener_reject(l, id, reason);
 	krdma_conn_fail(conn, ret);
 	krdma_conn_close_unclaimed(conn);
 	mutex_unlock(&conn->lock);
@@ -1200,7 +1216,7 @@ err_unqueue:
 	spin_unlock(&l->lock);
 	krdma_listener_put(l);
 err_reject:
-	krdma_listener_reject(id, reason);
+	krdma_listener_reject(l, id, reason);
 	return ret;
 }
 
@@ -1501,7 +1517,8 @@ static int krdma_conn_accept_request(struct krdma_conn *conn,
 		goto out_unlock;
 	ret = krdma_conn_prepare_with(conn, prepare, ctx);
 	if (ret) {
-		krdma_listener_reject(id, KRDMA_REJ_NO_RESOURCES);
+		krdma_listener_reject(conn->listener, id,
+				      KRDMA_REJ_NO_RESOURCES);
 		goto out_unlock;
 	}
 	krdma_fill_hdr(conn, &hdr);

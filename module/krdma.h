@@ -28,6 +28,7 @@
 
 #include "compat.h"
 #include "version.h"
+#include "wire.h"
 
 struct krdma_dev_query;
 struct krdma_port_query;
@@ -228,7 +229,8 @@ enum krdma_cm_kind {
  * @cm_id: the listening id; NULL once destroyed
  * @net: namespace it listens in
  * @params: parameters of the connections it accepts
- * @lock: protects @cm_id, @pending, @queue, @queued, @closed
+ * @lock: protects @cm_id, @pending, @queue, @queued, @closed, @refused,
+ *	@last_refused_reason, @last_refused_peer
  * @pending: connections with a QP, not claimed yet, not (or never to
  *	be) established: being established, failed or refused (DOOMED)
  * @queue: established connections not accepted yet
@@ -236,7 +238,12 @@ enum krdma_cm_kind {
  *	out, or torn down by close_work or the listener's close
  * @backlog: the most that may be queued
  * @closed: closed by the owner or by device removal: refuse everything
+ * @defer: requests wait unaccepted for krdma_accept_take()
  * @wait: woken when @queue grows, @queued falls or the listener closes
+ * @refused: connect requests rejected, by enum krdma_rej_reason, for the
+ *	owner (LISTEN_QUERY); not those of a closing listener
+ * @last_refused_reason: the reason of the last of them, 0 if none
+ * @last_refused_peer: the address that one came from
  */
 struct krdma_listener {
 	enum krdma_cm_kind kind;
@@ -244,7 +251,7 @@ struct krdma_listener {
 	struct rdma_cm_id *cm_id;
 	struct net *net;
 	struct krdma_conn_params params;
-	spinlock_t lock; /* @cm_id, @pending, @queue, @queued, @closed, ->claim */
+	spinlock_t lock; /* @cm_id, lists, counts, @closed, ->claim */
 	struct list_head pending;
 	struct list_head queue;
 	u32 queued;
@@ -252,6 +259,9 @@ struct krdma_listener {
 	bool closed;
 	bool defer;
 	wait_queue_head_t wait;
+	u64 refused[KRDMA_REJ_NR];
+	int last_refused_reason;
+	struct sockaddr_storage last_refused_peer;
 };
 
 /**

@@ -577,6 +577,47 @@ err_uncharge:
 	return ret;
 }
 
+/* The reasons of a reject are the ABI's reasons of a refusal */
+static_assert(KRDMA_REFUSED_VERSION == KRDMA_REJ_VERSION);
+static_assert(KRDMA_REFUSED_NOT_KRDMA == KRDMA_REJ_NOT_KRDMA);
+static_assert(KRDMA_REFUSED_BACKLOG == KRDMA_REJ_BACKLOG);
+static_assert(KRDMA_REFUSED_NO_RESOURCES == KRDMA_REJ_NO_RESOURCES);
+
+int krdma_cmd_listen_query(struct krdma_ucmd *ucmd)
+{
+	struct krdma_listen_query *cmd = ucmd->cmd;
+	struct krdma_listener *l;
+	unsigned int i;
+
+	if (cmd->flags || cmd->__reserved)
+		return -EINVAL;
+	l = krdma_uobj_lookup(ucmd->kfile, cmd->handle, KRDMA_UOBJ_LISTENER);
+	if (!l)
+		return -ENOENT;
+
+	/* One snapshot: the CM handler counts under the same lock */
+	memset_after(cmd, 0, handle);
+	spin_lock(&l->lock);
+	cmd->state = l->closed ? KRDMA_LISTENER_CLOSED :
+				 KRDMA_LISTENER_LISTENING;
+	if (l->cm_id)
+		krdma_addr_out(&l->cm_id->route.addr.src_addr, &cmd->addr);
+	cmd->backlog = l->backlog;
+	cmd->queued = l->queued;
+	for (i = 0; i < KRDMA_REJ_NR; i++)
+		cmd->refused += l->refused[i];
+	cmd->refused_version = l->refused[KRDMA_REJ_VERSION];
+	cmd->refused_not_krdma = l->refused[KRDMA_REJ_NOT_KRDMA];
+	cmd->refused_backlog = l->refused[KRDMA_REJ_BACKLOG];
+	cmd->refused_no_resources = l->refused[KRDMA_REJ_NO_RESOURCES];
+	cmd->last_refused_reason = l->last_refused_reason;
+	if (l->last_refused_reason)
+		krdma_addr_out(&l->last_refused_peer, &cmd->last_refused_peer);
+	spin_unlock(&l->lock);
+	krdma_listener_put(l);
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
 int krdma_cmd_disconnect(struct krdma_ucmd *ucmd)
 {
 	struct krdma_disconnect *cmd = ucmd->cmd;

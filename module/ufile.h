@@ -126,6 +126,7 @@ void krdma_ufile_uninit(struct krdma_file *kfile);
 __poll_t krdma_ufile_poll_mask(struct krdma_file *kfile);
 int krdma_cmd_destroy(struct krdma_ucmd *ucmd);
 int krdma_cmd_listen(struct krdma_ucmd *ucmd);
+int krdma_cmd_listen_query(struct krdma_ucmd *ucmd);
 int krdma_cmd_accept(struct krdma_ucmd *ucmd);
 int krdma_cmd_connect(struct krdma_ucmd *ucmd);
 int krdma_cmd_disconnect(struct krdma_ucmd *ucmd);

@@ -58,6 +58,7 @@ enum krdma_rej_reason {
 	KRDMA_REJ_BACKLOG = 3,		/* the backlog is full */
 	KRDMA_REJ_CLOSING = 4,		/* the listener is being closed */
 	KRDMA_REJ_NO_RESOURCES = 5,	/* no memory, QP or CQ for it */
+	KRDMA_REJ_NR,			/* one past the last; not sent */
 };
 
 /**

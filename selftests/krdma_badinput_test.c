@@ -326,6 +326,12 @@ static void b_submit(struct ctx *c, void *arg)
 	a->ops = (uintptr_t)&c->op;
 }
 
+/* The client's listener: nothing refused, nothing queued */
+static void b_listen_query(struct ctx *c, void *arg)
+{
+	((struct krdma_listen_query *)arg)->handle = c->clistener;
+}
+
 /* Nothing waits: count 0 */
 static void b_poll(struct ctx *c, void *arg)
 {
@@ -338,7 +344,7 @@ static void b_poll(struct ctx *c, void *arg)
 enum {
 	I_QUERY_MODULE, I_DEV_LIST, I_DEV_QUERY, I_PORT_QUERY, I_DESTROY,
 	I_LISTEN, I_ACCEPT, I_CONNECT, I_DISCONNECT, I_CONN_QUERY, I_BUF_REG,
-	I_GRANT, I_SUBMIT, I_POLL,
+	I_GRANT, I_SUBMIT, I_POLL, I_LISTEN_QUERY,
 };
 
 #define IOC(_i, _nr, _struct, _handle, _build)				\
@@ -374,6 +380,8 @@ static const struct ioc iocs[] = {
 	    HOFF(struct krdma_grant), b_grant),
 	IOC(I_SUBMIT, KRDMA_IOC_SUBMIT, struct krdma_submit, NONE, b_submit),
 	IOC(I_POLL, KRDMA_IOC_POLL, struct krdma_poll, NONE, b_poll),
+	IOC(I_LISTEN_QUERY, KRDMA_IOC_LISTEN_QUERY, struct krdma_listen_query,
+	    NONE, b_listen_query),
 };
 
 /* Mutations: damage the valid call one way; return the ioctl argument */
@@ -1137,6 +1145,26 @@ static const struct row rows[] = {
 	   OFF(poll, completions), P_HOLE, 0, EFAULT),
 	RP("array cut by the end of a mapping, one waiting", I_POLL, m_uptr,
 	   OFF(poll, completions), P_EDGE, 16, EFAULT),
+
+	GENERIC(I_LISTEN_QUERY),
+	R("unknown flag bit 0", I_LISTEN_QUERY, m_flags, 0, 1, EINVAL),
+	R("reserved not 0", I_LISTEN_QUERY, m_u32,
+	  OFF(listen_query, __reserved), 1, EINVAL),
+	R("the listener", I_LISTEN_QUERY, m_none, 0, 0, 0),
+	R("handle 0", I_LISTEN_QUERY, m_handle, OFF(listen_query, handle),
+	  H_ZERO, ENOENT),
+	R("handle 0xfffffff0", I_LISTEN_QUERY, m_handle,
+	  OFF(listen_query, handle), H_HUGE, ENOENT),
+	R("a connection", I_LISTEN_QUERY, m_handle, OFF(listen_query, handle),
+	  H_CCONN, ENOENT),
+	R("a buffer", I_LISTEN_QUERY, m_handle, OFF(listen_query, handle),
+	  H_CBUF, ENOENT),
+	R("a grant", I_LISTEN_QUERY, m_handle, OFF(listen_query, handle),
+	  H_CGRANT, ENOENT),
+	R("stale listener", I_LISTEN_QUERY, m_handle,
+	  OFF(listen_query, handle), H_STALE_LISTENER, ENOENT),
+	R("listener of another file", I_LISTEN_QUERY, m_handle,
+	  OFF(listen_query, handle), H_FOREIGN_LISTENER, ENOENT),
 };
 
 #define NROWS ARRAY_SIZE(rows)
@@ -1645,6 +1673,7 @@ TEST_F(badin, outputs_carry_no_stale_bytes)
 	struct krdma_grant *gr = (void *)b;
 	struct krdma_submit *su = (void *)b;
 	struct krdma_poll *po = (void *)b;
+	struct krdma_listen_query *lq = (void *)b;
 	uint32_t conns[2] = { c->cconn, c->sconn }, handle, n, i;
 	int fds[2] = { c->cfd, c->sfd };
 	struct krdma_op op;
@@ -1800,6 +1829,24 @@ TEST_F(badin, outputs_carry_no_stale_bytes)
 	EXPECT_EQ(0, wcs[0].__reserved);
 	EXPECT_EQ(-1, kt_check_fill((uint8_t *)(wcs + 1), 3 * sizeof(wcs[0]),
 				    FILL)) TH_LOG("POLL wrote past the count");
+
+	/* Nothing refused yet: the last peer is all zero, not stale */
+	filled(b, sizeof(*lq));
+	lq->flags = 0;
+	lq->__reserved = 0;
+	lq->handle = c->slistener;
+	call_out(_metadata, c->sfd, KRDMA_IOC_LISTEN_QUERY, b, sizeof(*lq),
+		 "LISTEN_QUERY");
+	EXPECT_EQ(KRDMA_LISTENER_LISTENING, lq->state);
+	EXPECT_TRUE(addr_clean(&lq->addr));
+	EXPECT_EQ(0, memcmp(&lq->addr, &c->addr, sizeof(lq->addr)));
+	EXPECT_EQ(16, lq->backlog);
+	EXPECT_EQ(0, lq->queued);
+	EXPECT_EQ(0, lq->refused);
+	EXPECT_EQ(0, lq->last_refused_reason);
+	EXPECT_EQ(-1, kt_check_fill((uint8_t *)&lq->last_refused_peer,
+				    sizeof(lq->last_refused_peer), 0));
+	EXPECT_EQ(0, lq->__reserved);
 }
 
 TEST_HARNESS_MAIN

@@ -229,6 +229,8 @@ TEST_F(krdma, query_module)
 	EXPECT_EQ(KRDMA_ABI_VERSION, m.abi_version);
 	EXPECT_NE(0, m.version);
 	EXPECT_TRUE(m.features & KRDMA_FEATURE_DEV_QUERY);
+	/* The module of this tree has every command of its header */
+	EXPECT_TRUE(m.features & KRDMA_FEATURE_LISTEN_QUERY);
 	EXPECT_EQ(list_devs(self->fd, idx, MAX_DEVS), (int)m.num_devices);
 	EXPECT_LE(2, m.num_devices);
 }
@@ -566,6 +568,8 @@ TEST_F(krdma, unknown_commands_are_enotty)
 	struct krdma_query_module m = { .size = sizeof(m) };
 	static const unsigned long bad[] = {
 		_IO(KRDMA_TYPE, KRDMA_CMD_BASE - 1),
+		/* The first number after the last command */
+		_IO(KRDMA_TYPE, KRDMA_CMD_LISTEN_QUERY + 1),
 		_IO(KRDMA_TYPE, KRDMA_CMD_BASE + 0x40),
 		_IO(KRDMA_TYPE, 0),
 		_IO(KRDMA_TYPE, 0xff),

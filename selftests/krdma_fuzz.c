@@ -1222,6 +1222,20 @@ static void op_conn_query(struct ctx *c)
 	do_ioctl(c->t, c->fd, KRDMA_IOC_CONN_QUERY, &q, "conn_query");
 }
 
+static void op_listen_query(struct ctx *c)
+{
+	uint64_t *rs = c->rs;
+	struct krdma_listen_query q = { .size = sizeof(q) };
+
+	q.handle = rand_handle(rs, pick_slot_for(c), K_LISTENER, NULL);
+	if (chance(rs, 3))
+		q.flags = 1;
+	if (chance(rs, 3))
+		q.__reserved = 1;
+	q.size = rand_size(rs, sizeof(q));
+	do_ioctl(c->t, c->fd, KRDMA_IOC_LISTEN_QUERY, &q, "listen_query");
+}
+
 static void op_query(struct ctx *c)
 {
 	uint64_t *rs = c->rs;
@@ -2201,6 +2215,7 @@ static const struct opdesc opsw[] = {
 	{ op_destroy, 8 },
 	{ op_disconnect, 2 },
 	{ op_conn_query, 4 },
+	{ op_listen_query, 2 },
 	{ op_query, 3 },
 	{ op_raw, 4 },
 	{ op_ring, 1 },

@@ -1135,6 +1135,59 @@ static bool peer_rejected_with(struct __test_metadata *_metadata,
 }
 
 /*
+ * The address and port the peer connects from, as it says before its
+ * connect request ("connecting from ADDR PORT")
+ */
+static int peer_source(FIXTURE_DATA(interop) *self, struct krdma_addr *from)
+{
+	const char *line = peer_wait_line(self, "connecting from ", WAIT_MS);
+	unsigned int port;
+	char ip[64];
+
+	if (!line || sscanf(line, "%63s %u", ip, &port) != 2)
+		return -ETIMEDOUT;
+	return krdma_parse_addr(ip, port, from);
+}
+
+/*
+ * LISTEN_QUERY of @l: @n refused in all, every one for @reason, the last
+ * from @from (its IP, and its port unless that is 0: then any port)
+ */
+static void expect_refused(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(interop) *self, uint32_t l,
+			   uint64_t n, uint32_t reason,
+			   const struct krdma_addr *from)
+{
+	struct krdma_listen_query q;
+
+	ASSERT_EQ(0, krdma_listener_info(self->fd, l, &q));
+	EXPECT_EQ(KRDMA_LISTENER_LISTENING, q.state);
+	EXPECT_EQ(n, q.refused);
+	EXPECT_EQ(reason == KRDMA_REFUSED_VERSION ? n : 0, q.refused_version);
+	EXPECT_EQ(reason == KRDMA_REFUSED_NOT_KRDMA ? n : 0,
+		  q.refused_not_krdma);
+	EXPECT_EQ(reason == KRDMA_REFUSED_BACKLOG ? n : 0, q.refused_backlog);
+	EXPECT_EQ(reason == KRDMA_REFUSED_NO_RESOURCES ? n : 0,
+		  q.refused_no_resources);
+	EXPECT_EQ(n ? reason : 0, q.last_refused_reason);
+	if (!n) {
+		EXPECT_EQ(0, q.last_refused_peer.family);
+		return;
+	}
+	EXPECT_EQ(from->family, q.last_refused_peer.family);
+	EXPECT_EQ(0, memcmp(from->addr, q.last_refused_peer.addr,
+			    sizeof(from->addr)));
+	/* (braces: the harness's macros end in an if of their own) */
+	if (from->port) {
+		EXPECT_EQ(from->port, q.last_refused_peer.port);
+	} else {
+		EXPECT_NE(0, q.last_refused_peer.port);
+	}
+	EXPECT_EQ(0, q.last_refused_peer.scope_id);
+	EXPECT_EQ(0, q.last_refused_peer.__reserved);
+}
+
+/*
  * A header of another version is refused with krdma's reason 1
  * (version), and nothing is queued
  */
@@ -1145,15 +1198,23 @@ TEST_F_TIMEOUT(interop, wrong_hdr_version_is_rejected, 120)
 		"-c", variant->ip, "-p", port, "--hdr-version", "2",
 		"-t", PEER_TIMEOUT, NULL,
 	};
+	struct krdma_addr from;
 	uint32_t conn;
 
 	snprintf(port, sizeof(port), "%u", self->laddr.port);
+	expect_refused(_metadata, self, self->listener, 0, 0, NULL);
 	ASSERT_EQ(0, peer_spawn(self, args));
+	ASSERT_EQ(0, peer_source(self, &from));
 	peer_rejected_with(_metadata, self, "krdma reason 1 version 1");
+	/* Its owner learns of it: one refusal, for the version, from it */
+	expect_refused(_metadata, self, self->listener, 1,
+		       KRDMA_REFUSED_VERSION, &from);
 	EXPECT_EQ(-EAGAIN, krdma_accept_conn(self->fd, self->listener,
 					     KRDMA_ACCEPT_NONBLOCK, 0, &conn));
-	/* The listener still works */
+	/* The listener still works, and an accepted peer is no refusal */
 	verbs_client(_metadata, self, variant, 4096, 1, NULL, NULL);
+	expect_refused(_metadata, self, self->listener, 1,
+		       KRDMA_REFUSED_VERSION, &from);
 }
 
 /*
@@ -1188,15 +1249,19 @@ TEST_F_TIMEOUT(interop, verbs_server_private_data_of_any_length, 240)
 
 /*
  * A listener for krdma peers only rejects a plain verbs peer with reason
- * 2 (not krdma), queues nothing, and takes a peer with the header
+ * 2 (not krdma), queues nothing, and takes a peer with the header. Its
+ * owner learns of each refusal (LISTEN_QUERY): one more "not krdma" per
+ * peer refused, from that peer's address and port; none for the peer it
+ * took, none on another listener
  */
 TEST_F_TIMEOUT(interop, krdma_peer_listener_refuses_plain_peers, 240)
 {
 	static const char *const opts[][2] = {
 		{ "--no-hdr", NULL }, { "--pdata", "8" }, { "--pdata", "56" },
 	};
-	struct krdma_addr any, bound;
-	uint32_t l2, conn;
+	struct krdma_addr any, bound, from, ip;
+	struct krdma_listen_query q;
+	uint32_t l1, l2, conn;
 	char port[16];
 	unsigned int i;
 
@@ -1204,6 +1269,14 @@ TEST_F_TIMEOUT(interop, krdma_peer_listener_refuses_plain_peers, 240)
 	ASSERT_EQ(0, krdma_listen_flags(self->fd, &any, 4,
 					KRDMA_LISTEN_KRDMA_PEER, &l2, &bound));
 	snprintf(port, sizeof(port), "%u", bound.port);
+	/* What LISTEN said, and nothing refused yet */
+	ASSERT_EQ(0, krdma_listener_info(self->fd, l2, &q));
+	EXPECT_EQ(sizeof(q), q.size);
+	EXPECT_EQ(l2, q.handle);
+	EXPECT_EQ(0, memcmp(&bound, &q.addr, sizeof(bound)));
+	EXPECT_EQ(4, q.backlog);
+	EXPECT_EQ(0, q.queued);
+	expect_refused(_metadata, self, l2, 0, 0, NULL);
 	for (i = 0; i < ARRAY_SIZE(opts); i++) {
 		const char *args[] = {
 			"-c", variant->ip, "-p", port, "-t", PEER_TIMEOUT,
@@ -1211,15 +1284,31 @@ TEST_F_TIMEOUT(interop, krdma_peer_listener_refuses_plain_peers, 240)
 		};
 
 		ASSERT_EQ(0, peer_spawn(self, args));
+		ASSERT_EQ(0, peer_source(self, &from));
+		ASSERT_EQ(0, krdma_parse_addr(variant->ip, from.port, &ip));
+		EXPECT_EQ(0, memcmp(&ip, &from, sizeof(ip)))
+			TH_LOG("the peer connects from %s", variant->ip);
 		peer_rejected_with(_metadata, self, "krdma reason 2 version 1");
+		/* One more each, "not krdma", from that peer's port */
+		expect_refused(_metadata, self, l2, i + 1,
+			       KRDMA_REFUSED_NOT_KRDMA, &from);
 	}
 	EXPECT_EQ(-EAGAIN, krdma_accept_conn(self->fd, l2,
 					     KRDMA_ACCEPT_NONBLOCK, 0, &conn));
-	/* A peer that sends the header gets in */
-	EXPECT_EQ(0, krdma_destroy_handle(self->fd, self->listener));
+	/* A listener's counts are its own */
+	expect_refused(_metadata, self, self->listener, 0, 0, NULL);
+	/* A destroyed listener is none: ENOENT */
+	l1 = self->listener;
+	EXPECT_EQ(0, krdma_destroy_handle(self->fd, l1));
+	EXPECT_EQ(-ENOENT, krdma_listener_info(self->fd, l1, &q));
+	/* A peer that sends the header gets in, and is not counted */
 	self->listener = l2;
 	self->laddr = bound;
 	verbs_client(_metadata, self, variant, 4096, 1, NULL, NULL);
+	expect_refused(_metadata, self, l2, ARRAY_SIZE(opts),
+		       KRDMA_REFUSED_NOT_KRDMA, &from);
+	ASSERT_EQ(0, krdma_listener_info(self->fd, l2, &q));
+	EXPECT_EQ(0, q.queued);
 }
 
 /* A connect for a krdma peer only fails with EPROTO on a plain accept */
@@ -1305,11 +1394,12 @@ TEST_F_TIMEOUT(interop, accept_of_another_version, 120)
 
 /*
  * krdma to krdma: a listener whose backlog is full rejects with reason 3,
- * which the connecting side reports as EBUSY; once one is accepted there
- * is room again
+ * which the connecting side reports as EBUSY and LISTEN_QUERY counts; once
+ * one is accepted there is room again
  */
 TEST_F_TIMEOUT(interop, full_backlog_is_ebusy, 120)
 {
+	struct krdma_listen_query q;
 	struct krdma_addr any, bound;
 	uint32_t l1, c1, c2, a1;
 
@@ -1317,8 +1407,19 @@ TEST_F_TIMEOUT(interop, full_backlog_is_ebusy, 120)
 	ASSERT_EQ(0, krdma_listen_on(self->fd, &any, 1, &l1, &bound));
 	ASSERT_EQ(0, krdma_connect_to(self->fd, &bound, 10000, &c1));
 	EXPECT_EQ(-EBUSY, krdma_connect_to(self->fd, &bound, 10000, &c2));
+	/* Refused for the backlog, from this host (any port); one queued */
+	any.port = 0;
+	expect_refused(_metadata, self, l1, 1, KRDMA_REFUSED_BACKLOG, &any);
+	ASSERT_EQ(0, krdma_listener_info(self->fd, l1, &q));
+	EXPECT_EQ(1, q.backlog);
+	EXPECT_EQ(1, q.queued);
+	/* A connection is no listener */
+	EXPECT_EQ(-ENOENT, krdma_listener_info(self->fd, c1, &q));
 	ASSERT_EQ(0, krdma_accept_conn(self->fd, l1, 0, WAIT_MS, &a1));
+	ASSERT_EQ(0, krdma_listener_info(self->fd, l1, &q));
+	EXPECT_EQ(0, q.queued);
 	ASSERT_EQ(0, krdma_connect_to(self->fd, &bound, 10000, &c2));
+	expect_refused(_metadata, self, l1, 1, KRDMA_REFUSED_BACKLOG, &any);
 	EXPECT_EQ(0, krdma_destroy_handle(self->fd, c2));
 	EXPECT_EQ(0, krdma_destroy_handle(self->fd, a1));
 	EXPECT_EQ(0, krdma_destroy_handle(self->fd, c1));

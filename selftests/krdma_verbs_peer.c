@@ -33,7 +33,9 @@
  *                     htonl(IMM) into krdma's window (below); -n may be 0
  *
  * stdout, line by line: the server prints "listening ADDR PORT" once it
- * listens, then both modes print what they did; errors go to stderr.
+ * listens, the client "connecting from ADDR PORT" (its own address and
+ * port, as the listener sees them) before its connect request, then both
+ * modes print what they did; errors go to stderr.
  *
  * Exit status: 0 when every byte checked out on this side, 1 usage or
  * local setup error, 2 connection or transfer failed, 3 protocol error
@@ -546,6 +548,8 @@ static void fill_conn_param(const struct peer *p, struct rdma_conn_param *cp,
 static int connect_client(struct peer *p)
 {
 	struct sockaddr_in dst = { .sin_family = AF_INET };
+	const struct sockaddr_in *src;
+	char ip[INET_ADDRSTRLEN] = "?";
 	struct rdma_conn_param cp;
 	struct rdma_cm_event *ev;
 	struct kvp_cm_hdr hdr;
@@ -581,6 +585,10 @@ static int connect_client(struct peer *p)
 	if (ret)
 		return ret;
 	fill_conn_param(p, &cp, &hdr);
+	/* Who we are to the listener (krdma_interop_test checks its count) */
+	src = (const struct sockaddr_in *)rdma_get_local_addr(p->id);
+	inet_ntop(AF_INET, &src->sin_addr, ip, sizeof(ip));
+	printf("connecting from %s %u\n", ip, ntohs(rdma_get_src_port(p->id)));
 	/* RDMA READs both ways: iWARP (and rxe) need these set */
 	cp.responder_resources = p->dattr.max_qp_rd_atom > 255 ? 255 :
 				 p->dattr.max_qp_rd_atom;

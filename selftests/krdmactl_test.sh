@@ -15,10 +15,11 @@
 #   message that says what to do;
 # - stock tools and krdmactl refuse each other at once, on rxe and on siw:
 #   `rping -c` and `ib_write_bw -R` (perftest) against serve are rejected
-#   and exit non-zero by themselves, well before their timeout, and serve
-#   then still serves a ping; `ping` against `rping -s` fails with "not
-#   krdma", and rping -s ends by itself too (skipped without rping or
-#   ib_write_bw);
+#   and exit non-zero by themselves, well before their timeout, serve
+#   tells on stdout that it turned each away (not a krdma peer, from the
+#   client's address; within 10 s), and then still serves a ping; `ping`
+#   against `rping -s` fails with "not krdma", and rping -s ends by itself
+#   too (skipped without rping or ib_write_bw);
 # - serve on 127.0.0.1 (lo has no RDMA device) says so and `krdmactl up`:
 #   a LISTEN that fails exits 1, one that stands warns;
 # - bad usage exits 2; --help works for every subcommand.
@@ -109,10 +110,10 @@ fi
 mapfile -t cmds < <(subcommands)
 
 # version 2 + dev 5 + per transport 2 (ping, xfer) + refused 1 + per
-# transport 5 (stock tools) + no device 1 + usages + help per subcommand
+# transport 7 (stock tools) + no device 1 + usages + help per subcommand
 # + taken port 1 + stat 1 + monitor 1 + host name 1 + help listing all of serve ping xfer 1
 echo "TAP version 13"
-echo "1..$((2 + 5 + 2 * 2 + 1 + 2 * 5 + 1 + 1 + 1 + 1 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
+echo "1..$((2 + 5 + 2 * 2 + 1 + 2 * 7 + 1 + 1 + 1 + 1 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
 
 # version
 run 20 version
@@ -372,6 +373,38 @@ serve_still_serves() {
 			"$TMP/server"
 }
 
+# The lines in which serve told whom the kernel turned away
+told_count() {
+	grep -c '^krdmactl serve: turned away ' "$TMP/server"
+}
+
+# wait_told N: wait (bounded: 10 s; serve asks the listener every second
+# while it waits for a client) until serve has told more than N; its
+# lines after the N-th into $TMP/told
+wait_told() {
+	local i
+
+	for ((i = 0; i < 200; i++)); do
+		(($(told_count) > $1)) && break
+		sleep 0.05
+	done
+	grep '^krdmactl serve: turned away ' "$TMP/server" |
+		tail -n +$(($1 + 1)) >"$TMP/told"
+	{
+		echo "--- serve's output:"
+		cat "$TMP/server"
+	} >>"$TMP/err"
+}
+
+# told_not_krdma ADDR: serve told of a refusal, and every line it told
+# (in $TMP/told) is a plain verbs peer from ADDR (rping and ib_write_bw
+# connect from the address they connect to: it is this host's)
+told_not_krdma() {
+	[[ -s $TMP/told ]] &&
+		! grep -Evq "^krdmactl serve: turned away (a connect request|[0-9]+ connect requests, the last) from ${1//./\\.}:[0-9]+: not a krdma peer \(a plain verbs program such as ib_write_bw or rping\?\); serve answers krdmactl ping and xfer\$" \
+			"$TMP/told"
+}
+
 # ping against rping -s: EPROTO at once (not the WELCOME wait of -t)
 ping_not_krdma() {
 	((rc == 1 && ms <= 15000)) &&
@@ -382,10 +415,10 @@ ping_not_krdma() {
 
 # stock_tests LABEL ADDR DEV
 stock_tests() {
-	local label=$1 addr=$2 dev=$3 rport i t0 rping_rc
+	local label=$1 addr=$2 dev=$3 rport i t0 rping_rc told
 
 	if ! command -v rping >/dev/null || ! command -v ib_write_bw >/dev/null; then
-		for i in 1 2 3 4 5; do
+		for i in 1 2 3 4 5 6 7; do
 			ok "$label: stock tools # SKIP rping (rdmacm-utils) or ib_write_bw (perftest) not installed"
 		done
 		return
@@ -393,16 +426,24 @@ stock_tests() {
 	if ! start_server "$addr"; then
 		cp "$TMP/server" "$TMP/err"
 		: >"$TMP/out"
-		for i in 1 2 3; do
+		for i in 1 2 3 4 5; do
 			check "$label: serve for rping and ib_write_bw: the server starts listening" false
 		done
 	else
 		stock_run 20 rping -c -a "$addr" -p "$port" -C 1 -v
 		check "$label: rping -c against serve: rejected, exits non-zero by itself within 10 s ($ms ms)" \
 			rping_rejected
+		told=0
+		wait_told "$told"
+		check "$label: serve tells it turned rping away: not a krdma peer, from $addr" \
+			told_not_krdma "$addr"
+		told=$(told_count)
 		stock_run 20 ib_write_bw -R -p "$port" "$addr"
 		check "$label: ib_write_bw -R against serve: exits non-zero by itself within 10 s of its 20 s ($ms ms)" \
 			ended_by_itself 10000
+		wait_told "$told"
+		check "$label: serve tells it turned ib_write_bw away: not a krdma peer, from $addr" \
+			told_not_krdma "$addr"
 		run 60 ping "$addr" -p "$port" -c 1 -j
 		stop_server
 		check "$label: serve still serves after them: ping -c 1 verified, the server exits 0" \

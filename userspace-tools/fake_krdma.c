@@ -37,6 +37,19 @@
  *                 its connection; when a WELCOME is sent, it answers with
  *                 HELLO (a window of 4 KiB); when a TOKEN is sent, it
  *                 disconnects. Enough for serve to grant a window.
+ * An ACCEPT with a timeout (not KRDMA_TIMEOUT_INFINITE) waits 10 ms for
+ * each group of refuse (below) and fails with ETIMEDOUT; then it hands out
+ * the peer, if any; then nobody else comes: it raises SIGINT, as an
+ * operator's ^C, and fails with EINTR. Without a timeout it fails with
+ * ETIMEDOUT at once when there is nothing to hand out.
+ * LISTEN_QUERY (with KRDMA_FEATURE_LISTEN_QUERY, features=71; ENOTTY
+ * without) reports the listener LISTEN made and what it refused:
+ *   refuse=G+G+...  each G, digits of KRDMA_REFUSED_* reasons, is what the
+ *                   listener refuses while one ACCEPT waits: the n-th
+ *                   refusal (from 1) comes from 198.18.0.2, port 45677 + n
+ *                   (refuse=2+35: one "not krdma" in the first wait, one
+ *                   "backlog" and one "no resources" in the second)
+ *   listen_query_err=N  LISTEN_QUERY fails with errno N
  *
  * RDMA netlink (NETLINK_RDMA, for up, down and doctor): every such socket
  * is a fake one, so that no test creates or deletes a device of the host.
@@ -76,7 +89,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -350,6 +365,10 @@ static struct fake_buf bufs[FAKE_MAX_BUFS];
 static uint32_t next_handle = FAKE_HANDLE_BASE;
 static uint32_t conn_handle;
 static bool conn_down, accepted;
+/* The listener, and what it refused (refuse=) */
+static struct krdma_listen listener;
+static struct krdma_listen_query refused;
+static unsigned int refuse_groups;
 static struct krdma_op recvs[FAKE_MAX_RECVS];
 static unsigned int nrecvs;
 static struct krdma_completion cq[FAKE_MAX_WC];
@@ -533,6 +552,93 @@ static int fake_poll(struct krdma_poll *p)
 	return 0;
 }
 
+/* Group @k (from 0) of refuse=G+G+...: its digits; NULL past the last */
+static const char *refuse_group(unsigned int k, size_t *len)
+{
+	const char *s = getenv("FAKE_KRDMA");
+
+	while (s && *s && strncmp(s, "refuse=", 7)) {
+		s = strchr(s, ',');
+		if (s)
+			s++;
+	}
+	if (!s || !*s)
+		return NULL;
+	s += 7;
+	while (k--) {
+		s += strcspn(s, "+,");
+		if (*s != '+')
+			return NULL;
+		s++;
+	}
+	*len = strcspn(s, "+,");
+	return s;
+}
+
+/* The listener refuses the next group of requests; false when none is left */
+static bool refuse_next(void)
+{
+	const char *g;
+	__u64 *count;
+	size_t len, i;
+
+	g = refuse_group(refuse_groups, &len);
+	if (!g)
+		return false;
+	refuse_groups++;
+	for (i = 0; i < len; i++) {
+		switch (g[i] - '0') {
+		case KRDMA_REFUSED_VERSION:
+			count = &refused.refused_version;
+			break;
+		case KRDMA_REFUSED_NOT_KRDMA:
+			count = &refused.refused_not_krdma;
+			break;
+		case KRDMA_REFUSED_BACKLOG:
+			count = &refused.refused_backlog;
+			break;
+		case KRDMA_REFUSED_NO_RESOURCES:
+			count = &refused.refused_no_resources;
+			break;
+		default:
+			count = NULL;	/* a reason of a newer module */
+		}
+		if (count)
+			(*count)++;
+		refused.refused++;
+		refused.last_refused_reason = g[i] - '0';
+		refused.last_refused_peer.family = AF_INET;
+		memcpy(refused.last_refused_peer.addr, "\xc6\x12\x00\x02", 4);
+		refused.last_refused_peer.port = 45677 + refused.refused;
+	}
+	return true;
+}
+
+static int fake_listen_query(struct krdma_listen_query *q)
+{
+	static const uint8_t zero[sizeof(*q)];
+	const size_t out = offsetof(struct krdma_listen_query, state);
+
+	if (!(opt_num("features", KRDMA_FEATURE_DEV_QUERY) &
+	      KRDMA_FEATURE_LISTEN_QUERY))
+		return -ENOTTY;
+	if (check_in(q, sizeof(*q), q->flags, q->__reserved))
+		return -EINVAL;
+	if (opt("listen_query_err"))
+		return -(int)opt_num("listen_query_err", EIO);
+	if (memcmp((uint8_t *)q + out, zero, sizeof(*q) - out))
+		return -EINVAL;	/* outputs: zeroed by the caller */
+	if (!q->handle || q->handle != listener.handle)
+		return -ENOENT;
+	*q = refused;
+	q->size = sizeof(*q);
+	q->handle = listener.handle;
+	q->state = KRDMA_LISTENER_LISTENING;
+	q->addr = listener.addr;
+	q->backlog = listener.backlog ? listener.backlog : 16;
+	return 0;
+}
+
 /* The KRDMA_PEER flag of LISTEN and CONNECT (bit 0 of both), if known */
 static uint32_t peer_flag(void)
 {
@@ -559,19 +665,33 @@ static int fake_conn_ioctl(unsigned long cmd, void *arg)
 		if (!l->addr.port)
 			l->addr.port = 40000;
 		l->handle = next_handle++;
+		listener = *l;
 		return 0;
 	}
 	case KRDMA_IOC_ACCEPT: {
 		struct krdma_accept *a = arg;
+		struct timespec ts = { 0, 10 * 1000000L };
+		bool waits = a->timeout_ms != KRDMA_TIMEOUT_INFINITE;
 
 		if (check_in(a, sizeof(*a), a->flags, a->recv_count))
 			return -EINVAL;
-		if (!opt("peer") || accepted)
-			return -ETIMEDOUT;	/* nobody else comes */
-		accepted = true;
-		conn_handle = a->handle = next_handle++;
-		return 0;
+		if (waits && refuse_next()) {
+			nanosleep(&ts, NULL);
+			return -ETIMEDOUT;
+		}
+		if (opt("peer") && !accepted) {
+			accepted = true;
+			conn_handle = a->handle = next_handle++;
+			return 0;
+		}
+		/* Nobody else comes: without a limit, no wait at all */
+		if (!waits)
+			return -ETIMEDOUT;
+		raise(SIGINT);
+		return -EINTR;
 	}
+	case KRDMA_IOC_LISTEN_QUERY:
+		return fake_listen_query(arg);
 	case KRDMA_IOC_CONNECT: {
 		struct krdma_connect *c = arg;
 
@@ -617,6 +737,8 @@ static int fake_conn_ioctl(unsigned long cmd, void *arg)
 		for (i = 0; i < FAKE_MAX_BUFS; i++)
 			if (bufs[i].handle == d->handle)
 				bufs[i].handle = 0;
+		if (cmd == KRDMA_IOC_DESTROY && d->handle == listener.handle)
+			listener.handle = 0;
 		return 0;
 	}
 	}

@@ -22,6 +22,7 @@
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -840,6 +841,131 @@ int tool_listen(int fd, const char *cmd, struct krdma_listen *l)
 							   ret),
 			      "%s: cannot listen on %s", cmd, buf);
 	}
+	return ret;
+}
+
+void tool_refusals_init(struct tool_refusals *r, int fd, const char *cmd,
+			const char *answers, uint32_t listener)
+{
+	memset(r, 0, sizeof(*r));
+	r->cmd = cmd;
+	r->answers = answers;
+	r->listener = listener;
+	/* From zero: a request refused before this call is told too */
+	r->on = module_has(fd, KRDMA_FEATURE_LISTEN_QUERY);
+}
+
+/* Where struct krdma_listen_query counts each reason this tool knows */
+static const struct {
+	uint32_t reason;
+	size_t off;
+} refused_counts[] = {
+	{ KRDMA_REFUSED_VERSION,
+	  offsetof(struct krdma_listen_query, refused_version) },
+	{ KRDMA_REFUSED_NOT_KRDMA,
+	  offsetof(struct krdma_listen_query, refused_not_krdma) },
+	{ KRDMA_REFUSED_BACKLOG,
+	  offsetof(struct krdma_listen_query, refused_backlog) },
+	{ KRDMA_REFUSED_NO_RESOURCES,
+	  offsetof(struct krdma_listen_query, refused_no_resources) },
+};
+
+static uint64_t refused_count(const struct krdma_listen_query *q, size_t off)
+{
+	uint64_t n;
+
+	memcpy(&n, (const char *)q + off, sizeof(n));
+	return n;
+}
+
+/* @n requests refused for @reason; the last one's address if it is theirs */
+static void tell_refused(const struct tool_refusals *r,
+			 const struct krdma_listen_query *q, uint32_t reason,
+			 uint64_t n)
+{
+	char who[128] = "", addr[80], why[512], many[48] = "a connect request";
+
+	switch (reason) {
+	case KRDMA_REFUSED_VERSION:
+		snprintf(why, sizeof(why), "a krdma peer of another handshake version: run the same krdma version on both hosts (upgrade the older one; compare: krdmactl version)");
+		break;
+	case KRDMA_REFUSED_NOT_KRDMA:
+		snprintf(why, sizeof(why), "not a krdma peer (a plain verbs program such as ib_write_bw or rping?); %s",
+			 r->answers);
+		break;
+	case KRDMA_REFUSED_BACKLOG:
+		snprintf(why, sizeof(why), "the backlog was full (%u connections waiting to be served, one at a time): the client may try again later",
+			 q->backlog);
+		break;
+	case KRDMA_REFUSED_NO_RESOURCES:
+		snprintf(why, sizeof(why), "no resources for the connection (memory, a QP or a CQ): check the free memory, the device's max_qp and max_cq (krdmactl dev show) and the kernel log (dmesg)");
+		break;
+	default:
+		/* 0: reasons of a newer module, none of them the last one's */
+		if (reason)
+			snprintf(why, sizeof(why), "reason %u, which this krdmactl does not know (the module is newer: compare krdmactl version)",
+				 reason);
+		else
+			snprintf(why, sizeof(why), "reasons this krdmactl does not know (the module is newer: compare krdmactl version)");
+	}
+	if (n > 1)
+		snprintf(many, sizeof(many), "%" PRIu64 " connect requests", n);
+	if (q->last_refused_reason == reason)
+		snprintf(who, sizeof(who), "%s %s", n > 1 ? ", the last from" :
+			 " from", krdma_addr_str(&q->last_refused_peer, addr,
+						 sizeof(addr)));
+	printf("krdmactl %s: turned away %s%s: %s\n", r->cmd, many, who, why);
+}
+
+void tool_refusals_tell(struct tool_refusals *r, int fd)
+{
+	struct krdma_listen_query q;
+	uint64_t n, known = 0;
+	unsigned int i;
+	int ret;
+
+	if (!r->on)
+		return;
+	ret = krdma_listener_info(fd, r->listener, &q);
+	if (ret) {
+		errmsg_err(ret, "%s: cannot ask the listener which connect requests it turned away",
+			   r->cmd);
+		r->on = false;
+		return;
+	}
+	if (q.refused == r->said.refused)
+		return;
+	for (i = 0; i < ARRAY_SIZE(refused_counts); i++) {
+		n = refused_count(&q, refused_counts[i].off) -
+		    refused_count(&r->said, refused_counts[i].off);
+		if (n)
+			tell_refused(r, &q, refused_counts[i].reason, n);
+		known += n;
+	}
+	/* Reasons of a newer module: the last one's, if it is theirs */
+	n = q.refused - r->said.refused - known;
+	if (n) {
+		for (i = 0; i < ARRAY_SIZE(refused_counts); i++)
+			if (refused_counts[i].reason == q.last_refused_reason)
+				break;
+		tell_refused(r, &q, i < ARRAY_SIZE(refused_counts) ? 0 :
+			     q.last_refused_reason, n);
+	}
+	fflush(stdout);
+	r->said = q;
+}
+
+int tool_accept(struct tool_refusals *r, int fd, uint32_t *conn)
+{
+	bool sliced = r->on;
+	int ret;
+
+	ret = krdma_accept_conn(fd, r->listener, 0,
+				sliced ? TOOL_ACCEPT_SLICE_MS :
+					 KRDMA_TIMEOUT_INFINITE, conn);
+	tool_refusals_tell(r, fd);
+	if (ret == -ETIMEDOUT && sliced)
+		return -EAGAIN;
 	return ret;
 }
 

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <linux/krdma.h>
+
 #define EXIT_USAGE 2
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -76,6 +78,40 @@ uint32_t tool_connect_flags(int fd);
  */
 struct krdma_listen;
 int tool_listen(int fd, const char *cmd, struct krdma_listen *l);
+
+/*
+ * The connect requests the kernel turned away on the listener of serve or
+ * bench -l, told to the operator: with a module of feature listen_query
+ * each tool_accept() waits at most TOOL_ACCEPT_SLICE_MS, then asks the
+ * listener (LISTEN_QUERY) and prints a line on stdout per reason that
+ * counted more, "krdmactl CMD: turned away a connect request from
+ * ADDR:PORT: WHY". Without it, ACCEPT waits without limit, as before.
+ */
+#define TOOL_ACCEPT_SLICE_MS 1000
+
+struct tool_refusals {
+	const char *cmd;	/* "serve", "bench" */
+	const char *answers;	/* "serve answers krdmactl ping and xfer" */
+	uint32_t listener;
+	bool on;		/* the module counts them */
+	struct krdma_listen_query said;	/* the counts told so far */
+};
+
+/* After LISTEN: whom @listener turns away is told from now on */
+void tool_refusals_init(struct tool_refusals *r, int fd, const char *cmd,
+			const char *answers, uint32_t listener);
+/*
+ * Tell what was turned away since the last call, if anything (nothing
+ * when off). A failed query says so once and turns the telling off.
+ */
+void tool_refusals_tell(struct tool_refusals *r, int fd);
+/*
+ * ACCEPT a connection on r->listener into @conn, then tell what was
+ * turned away. Returns 0; -EAGAIN when TOOL_ACCEPT_SLICE_MS passed with
+ * no connection (check for a stop, call again); -EINTR; or the error of
+ * ACCEPT.
+ */
+int tool_accept(struct tool_refusals *r, int fd, uint32_t *conn);
 
 /*
  * @host (an IPv4 or IPv6 address, or a host name) and @port into @out, for

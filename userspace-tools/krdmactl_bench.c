@@ -833,6 +833,7 @@ struct bench_opts {
 
 static int server_run(const struct bench_opts *o)
 {
+	struct tool_refusals refusals;
 	struct krdma_addr addr, bound;
 	struct krdma_listen l;
 	struct krdma_completion drain[16];
@@ -867,6 +868,8 @@ static int server_run(const struct bench_opts *o)
 	if (ret)
 		goto out;
 	bound = l.addr;
+	tool_refusals_init(&refusals, s.fd, "bench",
+			   "bench -l answers krdmactl bench", l.handle);
 	{
 		struct sigaction sa;
 
@@ -879,9 +882,9 @@ static int server_run(const struct bench_opts *o)
 	       krdma_addr_str(&bound, buf, sizeof(buf)));
 	fflush(stdout);
 	while (!kb_stop && (!o->count || served < o->count)) {
-		ret = krdma_accept_conn(s.fd, l.handle, 0,
-					KRDMA_TIMEOUT_INFINITE, &s.conn);
-		if (ret == -EINTR) {
+		/* And says whom the kernel turned away (krdma peers only) */
+		ret = tool_accept(&refusals, s.fd, &s.conn);
+		if (ret == -EINTR || ret == -EAGAIN) {
 			ret = 0;
 			continue;
 		}
@@ -917,6 +920,9 @@ static int server_run(const struct bench_opts *o)
 		s.data = NULL;
 		ret = 0;
 	}
+	/* Those turned away while the last client was served */
+	if (!ret)
+		tool_refusals_tell(&refusals, s.fd);
 out:
 	krdma_ring_unmap(&s.ring);
 	close(s.fd);

@@ -756,6 +756,7 @@ out:
 
 static int serve_run(const struct serve_opts *o)
 {
+	struct tool_refusals refusals;
 	struct krdma_addr addr, bound;
 	struct krdma_listen l;
 	struct kp_sess s;
@@ -786,15 +787,17 @@ static int serve_run(const struct serve_opts *o)
 		goto out;
 	listener = l.handle;
 	bound = l.addr;
+	tool_refusals_init(&refusals, s.fd, "serve",
+			   "serve answers krdmactl ping and xfer", listener);
 	kp_catch_signals();
 	printf("krdmactl serve: listening on %s\n",
 	       krdma_addr_str(&bound, buf, sizeof(buf)));
 	fflush(stdout);
 
 	while (!kp_stop && (!o->count || served < o->count)) {
-		ret = krdma_accept_conn(s.fd, listener, 0,
-					KRDMA_TIMEOUT_INFINITE, &s.conn);
-		if (ret == -EINTR) {
+		/* And says whom the kernel turned away (krdma peers only) */
+		ret = tool_accept(&refusals, s.fd, &s.conn);
+		if (ret == -EINTR || ret == -EAGAIN) {
 			ret = 0;
 			continue;
 		}
@@ -825,6 +828,9 @@ static int serve_run(const struct serve_opts *o)
 		kp_unmap(&s, &s.data, s.map_len, &s.data_h);
 		s.len = 0;
 	}
+	/* Those turned away while the last client was served */
+	if (!ret)
+		tool_refusals_tell(&refusals, s.fd);
 out:
 	close(s.fd);
 	if (s.slots)

@@ -25,6 +25,7 @@ _Static_assert(sizeof(struct krdma_dev_list) == 24, "abi");
 _Static_assert(sizeof(struct krdma_dev_query) == 248, "abi");
 _Static_assert(sizeof(struct krdma_gid_entry) == 32, "abi");
 _Static_assert(sizeof(struct krdma_port_query) == 88, "abi");
+_Static_assert(sizeof(struct krdma_listen_query) == 136, "abi");
 
 /*
  * How often the list commands retry when the list grew between the count
@@ -407,6 +408,10 @@ const char *krdma_feature_str(uint64_t feature_bit)
 		return "unsignaled";
 	if (feature_bit == KRDMA_FEATURE_RING)
 		return "ring";
+	if (feature_bit == KRDMA_FEATURE_EARLY_RECVS)
+		return "early_recvs";
+	if (feature_bit == KRDMA_FEATURE_LISTEN_QUERY)
+		return "listen_query";
 	return NULL;
 }
 
@@ -583,6 +588,15 @@ int krdma_accept_conn(int fd, uint32_t listener, uint32_t flags,
 {
 	return krdma_accept_recvs(fd, listener, flags, timeout_ms, NULL, 0,
 				  conn);
+}
+
+int krdma_listener_info(int fd, uint32_t listener,
+			struct krdma_listen_query *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->size = sizeof(*out);
+	out->handle = listener;
+	return krdma_ioctl(fd, KRDMA_IOC_LISTEN_QUERY, out);
 }
 
 int krdma_accept_recvs(int fd, uint32_t listener, uint32_t flags,
@@ -885,6 +899,20 @@ const char *krdma_opcode_str(uint32_t opcode)
 
 	if (opcode < sizeof(names) / sizeof(names[0]) && names[opcode])
 		return names[opcode];
+	return "unknown";
+}
+
+const char *krdma_refused_str(uint32_t reason)
+{
+	static const char *const names[] = {
+		[KRDMA_REFUSED_VERSION] = "version",
+		[KRDMA_REFUSED_NOT_KRDMA] = "not krdma",
+		[KRDMA_REFUSED_BACKLOG] = "backlog full",
+		[KRDMA_REFUSED_NO_RESOURCES] = "no resources",
+	};
+
+	if (reason < sizeof(names) / sizeof(names[0]) && names[reason])
+		return names[reason];
 	return "unknown";
 }
 

@@ -190,6 +190,13 @@ int krdma_accept_conn(int fd, uint32_t listener, uint32_t flags,
 int krdma_accept_recvs(int fd, uint32_t listener, uint32_t flags,
 		       uint32_t timeout_ms, const struct krdma_op *recvs,
 		       uint32_t nrecvs, uint32_t *conn);
+/*
+ * KRDMA_IOC_LISTEN_QUERY (KRDMA_FEATURE_LISTEN_QUERY): the listener's
+ * address and backlog, and the connect requests it refused (-ENOENT: not
+ * a listener of this file; -ENOTTY: a module without the command)
+ */
+int krdma_listener_info(int fd, uint32_t listener,
+			struct krdma_listen_query *out);
 int krdma_connect_to(int fd, const struct krdma_addr *dst,
 		     uint32_t timeout_ms, uint32_t *conn);
 /* The same from a given local address (src: NULL or family 0 for any) */
@@ -262,6 +269,11 @@ uint32_t krdma_ring_take(struct krdma_ring *ring,
 int krdma_ring_wait(int fd, struct krdma_ring *ring,
 		    struct krdma_completion *wc, uint32_t max, int timeout_ms);
 
+/*
+ * KRDMA_REFUSED_*, why a listener refused a connect request: "version",
+ * "not krdma", "backlog full", "no resources"
+ */
+const char *krdma_refused_str(uint32_t reason);
 /* "REM_ACCESS_ERR", as ibv_wc_status_str() names them, without IBV_WC_ */
 const char *krdma_wc_status_str(uint32_t status);
 const char *krdma_opcode_str(uint32_t opcode);

@@ -143,7 +143,24 @@ static void test_names(void)
 		  krdma_feature_str(KRDMA_FEATURE_UNSIGNALED), "unsignaled");
 	check_str("feature ring", krdma_feature_str(KRDMA_FEATURE_RING),
 		  "ring");
+	check_str("feature early_recvs",
+		  krdma_feature_str(KRDMA_FEATURE_EARLY_RECVS), "early_recvs");
+	check_str("feature listen_query",
+		  krdma_feature_str(KRDMA_FEATURE_LISTEN_QUERY),
+		  "listen_query");
 	check_str("feature ?", krdma_feature_str(1ULL << 63), NULL);
+	check_str("refused 2", krdma_refused_str(KRDMA_REFUSED_NOT_KRDMA),
+		  "not krdma");
+	check_str("refused 1", krdma_refused_str(KRDMA_REFUSED_VERSION),
+		  "version");
+	check_str("refused 3", krdma_refused_str(KRDMA_REFUSED_BACKLOG),
+		  "backlog full");
+	check_str("refused 5", krdma_refused_str(KRDMA_REFUSED_NO_RESOURCES),
+		  "no resources");
+	check_str("refused 4 (closing: never counted)", krdma_refused_str(4),
+		  "unknown");
+	check_str("refused 0", krdma_refused_str(0), "unknown");
+	check_str("refused 0xffffffff", krdma_refused_str(~0U), "unknown");
 }
 
 static void test_hints(void)

@@ -684,6 +684,80 @@ run "features=3,peer_only" serve -p 0
 expect_in err 'cannot listen on 0\.0\.0\.0:0: Numerical argument out of domain' \
 	"serve, an older module: no LISTEN flag"
 
+# Connect requests the kernel turned away (features=71: listen_query):
+# serve waits in ACCEPT a second at a time and tells each refusal on
+# stdout, once, with the peer's address and what to do for its reason.
+# The fake refuses a group of refuse= in each wait, then hands out its
+# peer (if any), then raises SIGINT, as an operator's ^C (exit 0).
+L='^krdmactl serve: turned away'
+NOT_KRDMA='not a krdma peer (a plain verbs program such as ib_write_bw or rping?); serve answers krdmactl ping and xfer$'
+run "features=71,refuse=2+22" serve -p 0
+expect_rc 0 "serve, refused plain verbs peers"
+expect_in out '^krdmactl serve: listening on 0\.0\.0\.0:40000$' \
+	"serve, refused plain verbs peers"
+expect_in out "$L a connect request from 198\\.18\\.0\\.2:45678: $NOT_KRDMA" \
+	"serve, one plain verbs peer refused: its address and reason"
+expect_in out "$L 2 connect requests, the last from 198\\.18\\.0\\.2:45680: $NOT_KRDMA" \
+	"serve, two refused in one wait: the count and the last address"
+n=$((n + 1))
+[ "$(grep -c 'turned away' "$TMP/out")" -eq 2 ] ||
+	fail "serve, refused plain verbs peers: each told once"
+n=$((n + 1))
+[ ! -s "$TMP/err" ] || fail "serve, refused plain verbs peers: nothing on stderr"
+
+run "features=71,refuse=1+3+5" serve -p 0
+expect_in out "$L a connect request from 198\\.18\\.0\\.2:45678: a krdma peer of another handshake version: run the same krdma version on both hosts (upgrade the older one; compare: krdmactl version)\$" \
+	"serve, refused: version"
+expect_in out "$L a connect request from 198\\.18\\.0\\.2:45679: the backlog was full (16 connections waiting to be served, one at a time): the client may try again later\$" \
+	"serve, refused: backlog"
+expect_in out "$L a connect request from 198\\.18\\.0\\.2:45680: no resources for the connection (memory, a QP or a CQ): check the free memory, the device's max_qp and max_cq (krdmactl dev show) and the kernel log (dmesg)\$" \
+	"serve, refused: no resources"
+expect_not_in out 'plain verbs' "serve, refused krdma peers: only their causes"
+
+# Two reasons in one wait: the address goes with the last one only
+run "features=71,refuse=35" serve -p 0
+expect_in out "$L a connect request: the backlog was full" \
+	"serve, two reasons in one wait: the first without an address"
+expect_in out "$L a connect request from 198\\.18\\.0\\.2:45679: no resources" \
+	"serve, two reasons in one wait: the last with its address"
+run "features=71,refuse=9" serve -p 0
+expect_in out "$L a connect request from 198\\.18\\.0\\.2:45678: reason 9, which this krdmactl does not know" \
+	"serve, a reason of a newer module"
+
+# Refusals are told before the client that came after them
+run "features=71,peer,refuse=2" serve -1 -p 0
+expect_in out "$L a connect request from 198\\.18\\.0\\.2:45678: " \
+	"serve -1, a refusal, then a client"
+n=$((n + 1))
+[ "$(awk '/turned away/ { printf "refusal " } / via rxe0: / { printf "client " }' \
+	"$TMP/out")" = "refusal client " ] ||
+	fail "serve -1, a refusal, then a client: in that order"
+
+# A module without listen_query: ACCEPT without limit (the fake's ^C
+# would end one with a limit, exit 0), no LISTEN_QUERY (the fake fails it
+# with ENOTTY), as before: nothing is told
+run "features=7" serve -p 0
+expect_rc 1 "serve, an older module: no LISTEN_QUERY"
+expect_not_in out 'turned away' "serve, an older module: no LISTEN_QUERY"
+expect_not_in err 'cannot ask the listener' \
+	"serve, an older module: no LISTEN_QUERY"
+expect_in err '^krdmactl: cannot accept a connection: Connection timed out' \
+	"serve, an older module: ACCEPT without limit"
+
+# LISTEN_QUERY fails: said once, then serve waits as an older one would
+run "features=71,refuse=2,listen_query_err=5" serve -p 0
+n=$((n + 1))
+[ "$(grep -c '^krdmactl: serve: cannot ask the listener which connect requests it turned away: Input/output error$' "$TMP/err")" -eq 1 ] ||
+	fail "serve, LISTEN_QUERY EIO: said once"
+expect_not_in out 'turned away' "serve, LISTEN_QUERY EIO"
+
+run "features=71,refuse=2+3" bench -l -p 0
+expect_rc 0 "bench -l, refused requests"
+expect_in out "^krdmactl bench: turned away a connect request from 198\\.18\\.0\\.2:45678: not a krdma peer (a plain verbs program such as ib_write_bw or rping?); bench -l answers krdmactl bench\$" \
+	"bench -l, a plain verbs peer refused"
+expect_in out "^krdmactl bench: turned away a connect request from 198\\.18\\.0\\.2:45679: the backlog was full (4 connections waiting" \
+	"bench -l, backlog full (its backlog is 4)"
+
 # A failed CONNECT names its one cause, from the listener's reject reason
 # (ping, xfer, bench, bench -o conn), and the flag went with it
 for cmd in ping xfer bench conn; do

@@ -80,6 +80,7 @@
 #define KRDMA_CMD_SUBMIT	0x8c
 #define KRDMA_CMD_POLL		0x8d
 #define KRDMA_CMD_RING_SETUP	0x8e
+#define KRDMA_CMD_LISTEN_QUERY	0x8f
 
 /*
  * Bits of krdma_query_module.features: what this module can do. A caller
@@ -96,6 +97,7 @@
 							 * ACCEPT,
 							 * KRDMA_LISTEN_DEFER_ACCEPT
 							 */
+#define KRDMA_FEATURE_LISTEN_QUERY	_BITULL(6)	/* LISTEN_QUERY */
 
 /* Encoding of krdma_query_module.version */
 #define KRDMA_VERSION_CODE(major, minor, patch) \
@@ -1094,5 +1096,91 @@ struct krdma_ring_setup {
 };
 
 #define KRDMA_IOC_RING_SETUP _IO(KRDMA_TYPE, KRDMA_CMD_RING_SETUP)
+
+/* krdma_listen_query.state */
+#define KRDMA_LISTENER_LISTENING	1
+#define KRDMA_LISTENER_CLOSED		2	/* its device was removed */
+
+/*
+ * krdma_listen_query.last_refused_reason: why a listener refused a connect
+ * request, the reason its reject told the peer (Documentation/protocol.rst;
+ * a krdma CONNECT fails with EPROTONOSUPPORT, EPROTO, EBUSY, ENOBUFS).
+ * 4, "the listener is closing", is never counted: its handle is gone then.
+ */
+#define KRDMA_REFUSED_VERSION		1	/* krdma, another handshake
+						 * version
+						 */
+#define KRDMA_REFUSED_NOT_KRDMA		2	/* no krdma handshake (a plain
+						 * verbs peer), on a
+						 * KRDMA_LISTEN_KRDMA_PEER
+						 * listener
+						 */
+#define KRDMA_REFUSED_BACKLOG		3	/* the backlog was full */
+#define KRDMA_REFUSED_NO_RESOURCES	5	/* no memory, QP or CQ for it,
+						 * or its ACCEPT could not
+						 * post its RECVs
+						 */
+
+/**
+ * struct krdma_listen_query - ioctl(KRDMA_IOC_LISTEN_QUERY)
+ * @size: sizeof(struct krdma_listen_query)
+ * @flags: Must be 0
+ * @handle: Input: the listener
+ * @state: Output: KRDMA_LISTENER_*
+ * @addr: Output: the bound address and port, as LISTEN returned them; all
+ *        zero once @state is KRDMA_LISTENER_CLOSED
+ * @backlog: Output: the backlog the listener got (LISTEN's: 0 made 16,
+ *           at most 4096)
+ * @queued: Output: connections that count against @backlog now: being
+ *          established or waiting for ACCEPT (requests waiting for it,
+ *          with KRDMA_LISTEN_DEFER_ACCEPT)
+ * @refused: Output: connect requests the listener refused since it was
+ *           made, every reason (also one this header does not name yet)
+ * @refused_version: Output: those refused with KRDMA_REFUSED_VERSION
+ * @refused_not_krdma: Output: those refused with KRDMA_REFUSED_NOT_KRDMA
+ * @refused_backlog: Output: those refused with KRDMA_REFUSED_BACKLOG
+ * @refused_no_resources: Output: those refused with
+ *                        KRDMA_REFUSED_NO_RESOURCES
+ * @last_refused_peer: Output: the address and port the last refused
+ *                     request came from; all zero while @refused is 0
+ * @last_refused_reason: Output: its KRDMA_REFUSED_*; 0 while @refused is 0
+ * @__reserved: Must be 0
+ *
+ * What a listener is doing, and whom it turned away. The kernel refuses a
+ * connect request by itself, at once, and tells only the peer: a
+ * listener's owner learns of it here. A caller that logs refusals keeps
+ * the counters of its last call and compares (the counters never go back;
+ * only the last peer's address is kept). All outputs are one snapshot.
+ * Counted: every reject the listener sent with a reason, from its
+ * connect request handler or from an ACCEPT that could not post its
+ * RECVs. Not counted: requests refused because the listener is closing,
+ * and requests of a KRDMA_LISTEN_DEFER_ACCEPT listener torn down without
+ * a reason (not taken within 30 s, or failed while an ACCEPT accepted
+ * them: that ACCEPT says so). A listener whose device was removed keeps
+ * its counters.
+ *
+ * Errors: ENOENT when @handle is not a listener of this file (0, a
+ * connection, buffer or grant, a destroyed listener, another file's);
+ * EINVAL for non-zero @flags or @__reserved.
+ */
+struct krdma_listen_query {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 state;
+	struct krdma_addr addr;
+	__u32 backlog;
+	__u32 queued;
+	__aligned_u64 refused;
+	__aligned_u64 refused_version;
+	__aligned_u64 refused_not_krdma;
+	__aligned_u64 refused_backlog;
+	__aligned_u64 refused_no_resources;
+	struct krdma_addr last_refused_peer;
+	__u32 last_refused_reason;
+	__u32 __reserved;
+};
+
+#define KRDMA_IOC_LISTEN_QUERY _IO(KRDMA_TYPE, KRDMA_CMD_LISTEN_QUERY)
 
 #endif /* _UAPI_LINUX_KRDMA_H */
