@@ -1070,8 +1070,8 @@ static void krdma_listener_unqueue(struct krdma_listener *l)
 /*
  * Refuse a connect request of @l, and tell a krdma peer why. The owner
  * learns of it through the listener's counters (LISTEN_QUERY), unless the
- * listener is closing: its handle is gone by then. From the CM handler
- * (which must not sleep here: l->lock is a spinlock) or an accepting call.
+ * listener is closing: its handle is gone by then. From the CM handler or
+ * an accepting call, with conn->lock held or none; takes l->lock.
  */
 static void krdma_listener_reject(struct krdma_listener *l,
 				  struct rdma_cm_id *id, int reason)
@@ -1227,6 +1227,9 @@ static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 
 	if (*kind == KRDMA_CM_CONN)
 		return krdma_conn_event(id->context, id, ev);
+	/* Destroyed by the listen that parked it, a removal's included */
+	if (*kind == KRDMA_CM_PARKED)
+		return 0;
 
 	l = id->context;
 	switch (ev->event) {
@@ -1293,7 +1296,21 @@ struct krdma_listener *krdma_listen(struct net *net, struct sockaddr *addr,
 }
 EXPORT_SYMBOL_NS_GPL(krdma_listen, KRDMA);
 
-/* The ids a listen on port 0 kept bound to ports that were taken */
+/*
+ * A listen on port 0 keeps an id whose port was taken bound to it, so that
+ * rdma_cm does not pick that port again; its events are not the
+ * listener's (a device removal must not close the listener)
+ */
+static enum krdma_cm_kind krdma_cm_parked = KRDMA_CM_PARKED;
+
+static void krdma_park_id(struct rdma_cm_id *id)
+{
+	rdma_lock_handler(id);
+	id->context = &krdma_cm_parked;
+	rdma_unlock_handler(id);
+}
+
+/* The ids krdma_park_id() parked */
 static void krdma_destroy_ids(struct rdma_cm_id **ids, unsigned int n)
 {
 	while (n)
@@ -1352,6 +1369,8 @@ struct krdma_listener *krdma_listen_defer(struct net *net,
 		if (addr->sa_family == AF_INET6)
 			rdma_set_afonly(id, 1);
 		ret = rdma_bind_addr(id, addr);
+		if (ret == -EADDRNOTAVAIL && ntaken)
+			ret = -EADDRINUSE;	/* no port left but taken ones */
 		if (ret)
 			goto err_destroy_id;
 		ret = rdma_listen(id, l->backlog);
@@ -1368,6 +1387,7 @@ struct krdma_listener *krdma_listen_defer(struct net *net,
 		if (ret != -EADDRINUSE || krdma_sockaddr_port(addr) ||
 		    ntaken == ARRAY_SIZE(taken))
 			goto err_destroy_id;
+		krdma_park_id(id);
 		taken[ntaken++] = id;
 	}
 	l->cm_id = id;

@@ -220,6 +220,7 @@ static inline u64 krdma_buf_pages(const struct krdma_buf *buf, u64 offset,
 enum krdma_cm_kind {
 	KRDMA_CM_LISTENER = 1,
 	KRDMA_CM_CONN,
+	KRDMA_CM_PARKED,	/* a listen's id on a taken port: no events */
 };
 
 /**

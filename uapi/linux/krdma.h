@@ -1099,7 +1099,9 @@ struct krdma_ring_setup {
 
 /* krdma_listen_query.state */
 #define KRDMA_LISTENER_LISTENING	1
-#define KRDMA_LISTENER_CLOSED		2	/* its device was removed */
+#define KRDMA_LISTENER_CLOSED		2	/* its device was removed (or
+						 * another thread destroys it)
+						 */
 
 /*
  * krdma_listen_query.last_refused_reason: why a listener refused a connect
