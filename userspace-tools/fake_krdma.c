@@ -108,6 +108,8 @@
 #include <linux/netlink.h>
 #include <rdma/rdma_netlink.h>
 
+#include "libkrdma.h"
+
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static int fake_fd = -1;
@@ -587,22 +589,8 @@ static bool refuse_next(void)
 		return false;
 	refuse_groups++;
 	for (i = 0; i < len; i++) {
-		switch (g[i] - '0') {
-		case KRDMA_REFUSED_VERSION:
-			count = &refused.refused_version;
-			break;
-		case KRDMA_REFUSED_NOT_KRDMA:
-			count = &refused.refused_not_krdma;
-			break;
-		case KRDMA_REFUSED_BACKLOG:
-			count = &refused.refused_backlog;
-			break;
-		case KRDMA_REFUSED_NO_RESOURCES:
-			count = &refused.refused_no_resources;
-			break;
-		default:
-			count = NULL;	/* a reason of a newer module */
-		}
+		/* NULL: a reason of a newer module */
+		count = krdma_refused_counter(&refused, g[i] - '0');
 		if (count)
 			(*count)++;
 		refused.refused++;

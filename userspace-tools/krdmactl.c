@@ -826,14 +826,22 @@ int tool_listen(int fd, const char *cmd, struct krdma_listen *l)
 		/*
 		 * rdma_cm says EADDRNOTAVAIL for a port that is taken, which
 		 * strerror() makes "Cannot assign requested address": with a
-		 * device at the address, it is EADDRINUSE
+		 * device at the address, it is EADDRINUSE. On port 0 the
+		 * module tried up to 8 ports that rdma_cm picked from the
+		 * ephemeral range, and every one was taken.
 		 */
-		char hint[256];
+		const char *nae = ret == -EADDRNOTAVAIL ?
+				  " (rdma_cm says EADDRNOTAVAIL for that)" : "";
+		char hint[600];
 
-		snprintf(hint, sizeof(hint),
-			 "the port is taken: another RDMA listener (krdmactl serve, bench -l, any krdma or verbs program) has port %u%s; choose another -p PORT",
-			 l->addr.port, ret == -EADDRNOTAVAIL ?
-			 " (rdma_cm says EADDRNOTAVAIL for that)" : "");
+		if (l->addr.port)
+			snprintf(hint, sizeof(hint),
+				 "the port is taken: another RDMA listener (krdmactl serve, bench -l, any krdma or verbs program) has port %u%s; choose another -p PORT",
+				 l->addr.port, nae);
+		else
+			snprintf(hint, sizeof(hint),
+				 "no free port%s: the ports rdma_cm picked from net.ipv4.ip_local_port_range were all taken, typically by TCP sockets (an iWARP device such as siw binds a TCP socket to its RDMA port), e.g. connections in TIME_WAIT (see: ss -tan state time-wait); wait for TIME_WAIT to end (up to 60 s), widen the range (sysctl net.ipv4.ip_local_port_range), or choose a port with -p PORT",
+				 nae);
 		ret = -EADDRINUSE;
 		errmsg_advice(ret, hint, "%s: cannot listen on %s", cmd, buf);
 	} else {
@@ -853,29 +861,6 @@ void tool_refusals_init(struct tool_refusals *r, int fd, const char *cmd,
 	r->listener = listener;
 	/* From zero: a request refused before this call is told too */
 	r->on = module_has(fd, KRDMA_FEATURE_LISTEN_QUERY);
-}
-
-/* Where struct krdma_listen_query counts each reason this tool knows */
-static const struct {
-	uint32_t reason;
-	size_t off;
-} refused_counts[] = {
-	{ KRDMA_REFUSED_VERSION,
-	  offsetof(struct krdma_listen_query, refused_version) },
-	{ KRDMA_REFUSED_NOT_KRDMA,
-	  offsetof(struct krdma_listen_query, refused_not_krdma) },
-	{ KRDMA_REFUSED_BACKLOG,
-	  offsetof(struct krdma_listen_query, refused_backlog) },
-	{ KRDMA_REFUSED_NO_RESOURCES,
-	  offsetof(struct krdma_listen_query, refused_no_resources) },
-};
-
-static uint64_t refused_count(const struct krdma_listen_query *q, size_t off)
-{
-	uint64_t n;
-
-	memcpy(&n, (const char *)q + off, sizeof(n));
-	return n;
 }
 
 /* @n requests refused for @reason; the last one's address if it is theirs */
@@ -921,6 +906,7 @@ void tool_refusals_tell(struct tool_refusals *r, int fd)
 {
 	struct krdma_listen_query q;
 	uint64_t n, known = 0;
+	uint32_t reason;
 	unsigned int i;
 	int ret;
 
@@ -935,22 +921,19 @@ void tool_refusals_tell(struct tool_refusals *r, int fd)
 	}
 	if (q.refused == r->said.refused)
 		return;
-	for (i = 0; i < ARRAY_SIZE(refused_counts); i++) {
-		n = refused_count(&q, refused_counts[i].off) -
-		    refused_count(&r->said, refused_counts[i].off);
+	for (i = 0; (reason = krdma_refused_reason(i)); i++) {
+		n = *krdma_refused_counter(&q, reason) -
+		    *krdma_refused_counter(&r->said, reason);
 		if (n)
-			tell_refused(r, &q, refused_counts[i].reason, n);
+			tell_refused(r, &q, reason, n);
 		known += n;
 	}
 	/* Reasons of a newer module: the last one's, if it is theirs */
 	n = q.refused - r->said.refused - known;
-	if (n) {
-		for (i = 0; i < ARRAY_SIZE(refused_counts); i++)
-			if (refused_counts[i].reason == q.last_refused_reason)
-				break;
-		tell_refused(r, &q, i < ARRAY_SIZE(refused_counts) ? 0 :
-			     q.last_refused_reason, n);
-	}
+	if (n)
+		tell_refused(r, &q,
+			     krdma_refused_counter(&q, q.last_refused_reason) ?
+			     0 : q.last_refused_reason, n);
 	fflush(stdout);
 	r->said = q;
 }

@@ -916,6 +916,37 @@ const char *krdma_refused_str(uint32_t reason)
 	return "unknown";
 }
 
+/* The KRDMA_REFUSED_* reasons, ascending, and where each is counted */
+static const struct {
+	uint32_t reason;
+	size_t off;
+} refused_counters[] = {
+	{ KRDMA_REFUSED_VERSION,
+	  offsetof(struct krdma_listen_query, refused_version) },
+	{ KRDMA_REFUSED_NOT_KRDMA,
+	  offsetof(struct krdma_listen_query, refused_not_krdma) },
+	{ KRDMA_REFUSED_BACKLOG,
+	  offsetof(struct krdma_listen_query, refused_backlog) },
+	{ KRDMA_REFUSED_NO_RESOURCES,
+	  offsetof(struct krdma_listen_query, refused_no_resources) },
+};
+
+uint32_t krdma_refused_reason(unsigned int i)
+{
+	return i < ARRAY_SIZE(refused_counters) ?
+	       refused_counters[i].reason : 0;
+}
+
+__u64 *krdma_refused_counter(struct krdma_listen_query *q, uint32_t reason)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(refused_counters); i++)
+		if (refused_counters[i].reason == reason)
+			return (__u64 *)((char *)q + refused_counters[i].off);
+	return NULL;
+}
+
 /*
  * Plain explanations: what a completion status or an errno of a
  * connection or transfer means, and its likely cause. One table, shared

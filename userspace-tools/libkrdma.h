@@ -274,6 +274,17 @@ int krdma_ring_wait(int fd, struct krdma_ring *ring,
  * "not krdma", "backlog full", "no resources"
  */
 const char *krdma_refused_str(uint32_t reason);
+/*
+ * The counter of @q for KRDMA_REFUSED_* @reason (&q->refused_version for
+ * KRDMA_REFUSED_VERSION, ...); NULL for a reason this library does not
+ * know (a newer module's: only q->refused counts it)
+ */
+__u64 *krdma_refused_counter(struct krdma_listen_query *q, uint32_t reason);
+/*
+ * The @i-th (from 0) KRDMA_REFUSED_* reason that krdma_refused_counter()
+ * knows, in ascending order; 0 past the last
+ */
+uint32_t krdma_refused_reason(unsigned int i);
 /* "REM_ACCESS_ERR", as ibv_wc_status_str() names them, without IBV_WC_ */
 const char *krdma_wc_status_str(uint32_t status);
 const char *krdma_opcode_str(uint32_t opcode);

@@ -163,6 +163,53 @@ static void test_names(void)
 	check_str("refused 0xffffffff", krdma_refused_str(~0U), "unknown");
 }
 
+static void test_refused_counter(void)
+{
+	static const uint32_t unknown[] = { 0, 4, 6, 255, ~0U };
+	struct krdma_listen_query q;
+	uint32_t reason, prev = 0;
+	char what[64];
+	unsigned int i;
+	__u64 *c;
+
+	check_num("refused counter version",
+		  krdma_refused_counter(&q, KRDMA_REFUSED_VERSION) ==
+		  &q.refused_version, 1);
+	check_num("refused counter not krdma",
+		  krdma_refused_counter(&q, KRDMA_REFUSED_NOT_KRDMA) ==
+		  &q.refused_not_krdma, 1);
+	check_num("refused counter backlog",
+		  krdma_refused_counter(&q, KRDMA_REFUSED_BACKLOG) ==
+		  &q.refused_backlog, 1);
+	check_num("refused counter no resources",
+		  krdma_refused_counter(&q, KRDMA_REFUSED_NO_RESOURCES) ==
+		  &q.refused_no_resources, 1);
+	/* Each reason, ascending, counts in a field of its own */
+	memset(&q, 0, sizeof(q));
+	for (i = 0; (reason = krdma_refused_reason(i)); i++) {
+		snprintf(what, sizeof(what), "refused reason %u: ascending", i);
+		check_num(what, reason > prev, 1);
+		prev = reason;
+		c = krdma_refused_counter(&q, reason);
+		snprintf(what, sizeof(what), "refused reason %u: a counter", i);
+		check_num(what, !!c, 1);
+		if (c)
+			(*c)++;
+	}
+	check_num("refused reasons", i, 4);
+	check_num("refused reason far past the last",
+		  krdma_refused_reason(~0U), 0);
+	check_num("refused counters: one count each",
+		  q.refused_version == 1 && q.refused_not_krdma == 1 &&
+		  q.refused_backlog == 1 && q.refused_no_resources == 1, 1);
+	check_num("refused counters: not refused", q.refused, 0);
+	for (i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
+		snprintf(what, sizeof(what), "refused counter %u: unknown",
+			 unknown[i]);
+		check_num(what, !krdma_refused_counter(&q, unknown[i]), 1);
+	}
+}
+
 static void test_hints(void)
 {
 	const char *h = krdma_strerror_hint(-ENOENT);
@@ -290,6 +337,7 @@ int main(void)
 	test_guid();
 	test_gid();
 	test_names();
+	test_refused_counter();
 	test_hints();
 	test_cmd_hints();
 	test_resolve();

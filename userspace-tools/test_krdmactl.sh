@@ -835,7 +835,13 @@ for cmd in serve "bench -l"; do
 		"$cmd -a 203.0.113.77"
 	# shellcheck disable=SC2086
 	run "features=7,listen_err=99" $cmd -a 10.0.2.15 -p 0
-	expect_in err '^krdmactl: the port is taken' "$cmd -a (a GID of rxe0), EADDRNOTAVAIL"
+	expect_rc 1 "$cmd -a (a GID of rxe0), EADDRNOTAVAIL"
+	expect_in err "^krdmactl: ${cmd%% *}: cannot listen on 10\.0\.2\.15:0: Address already in use\$" \
+		"$cmd -a (a GID of rxe0), EADDRNOTAVAIL"
+	expect_in err '^krdmactl: no free port (rdma_cm says EADDRNOTAVAIL for that): the ports rdma_cm picked' \
+		"$cmd -a (a GID of rxe0), EADDRNOTAVAIL"
+	expect_not_in err 'not an address of this host' \
+		"$cmd -a (a GID of rxe0), EADDRNOTAVAIL"
 	# a taken port on the wildcard: in use, not "Cannot assign ..."
 	for e in 98 99; do
 		# shellcheck disable=SC2086
@@ -846,9 +852,25 @@ for cmd in serve "bench -l"; do
 		expect_in err '^krdmactl: the port is taken: another RDMA listener (.*) has port 18999' \
 			"$cmd -p 18999, errno $e"
 		expect_not_in err 'Cannot assign' "$cmd -p 18999, errno $e"
+		expect_not_in err 'no free port' "$cmd -p 18999, errno $e"
 	done
-	expect_not_in err 'not an address of this host' \
-		"$cmd -a (a GID of rxe0), EADDRNOTAVAIL"
+	# port 0: every port rdma_cm picked was taken (TCP's, in TIME_WAIT?)
+	for e in 98 99; do
+		# shellcheck disable=SC2086
+		run "features=7,listen_err=$e" $cmd -p 0
+		expect_rc 1 "$cmd -p 0, errno $e"
+		expect_in err "^krdmactl: ${cmd%% *}: cannot listen on 0\.0\.0\.0:0: Address already in use\$" \
+			"$cmd -p 0, errno $e"
+		expect_in err '^krdmactl: no free port.*: the ports rdma_cm picked from net\.ipv4\.ip_local_port_range were all taken, typically by TCP sockets' \
+			"$cmd -p 0, errno $e"
+		expect_in err 'TIME_WAIT (see: ss -tan state time-wait); wait for TIME_WAIT to end' \
+			"$cmd -p 0, errno $e"
+		expect_in err 'widen the range (sysctl net\.ipv4\.ip_local_port_range), or choose a port with -p PORT$' \
+			"$cmd -p 0, errno $e"
+		expect_not_in err 'another RDMA listener' "$cmd -p 0, errno $e"
+		expect_not_in err 'has port 0' "$cmd -p 0, errno $e"
+		expect_not_in err 'Cannot assign' "$cmd -p 0, errno $e"
+	done
 done
 run "features=7" serve -a 203.0.113.77 -p 0
 expect_in out '^krdmactl serve: listening on 203\.0\.113\.77:40000$' \
