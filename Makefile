@@ -23,10 +23,13 @@
 #   make soak            the fuzzer with random seeds and every family of
 #                        actions (device removal too) for SOAK_MINUTES
 #                        (default 10) per kernel; not part of make check
-#   make bench           krdmactl bench vs perftest vs TCP, then (unless
-#                        KRDMA_BENCH_BLK=0) make bench-blk's fio table, in
-#                        one QEMU guest; writes Documentation/benchmarks-
-#                        results.*, blockdev-results.* and their .png
+#   make bench           krdmactl bench vs perftest vs TCP, 3 repeats, in a
+#                        QEMU guest per kernel (as make check), then (unless
+#                        KRDMA_BENCH_BLK=0) make bench-blk's fio table in
+#                        the newest kernel's guest; writes Documentation/
+#                        benchmarks-results.* (a section per kernel),
+#                        benchmarks-<kernel>.png, blockdev-results.* and
+#                        blockdev.png, and README.md's table
 #   make bench-blk       fio on krdma_blk vs nvme-rdma, on rxe and siw, in a
 #                        QEMU guest; writes Documentation/blockdev-results.*
 #                        and blockdev.png
@@ -126,20 +129,15 @@ guest-run:
 soak:
 	SOAK_MINUTES=$(or $(SOAK_MINUTES),10) selftests/qemu/soak-kernels.sh
 
-# One guest boot: scripts/bench.sh (~10 min under TCG), then, unless
-# KRDMA_BENCH_BLK=0, scripts/bench-blk.sh (~8 min, as make bench-blk); the
-# report steps run on the host, on the newest run with bench results
-# (build/qemu/last may be another's)
+# One guest boot per kernel (selftests/qemu/bench-kernels.sh; KRDMA_KERNELS,
+# GUEST_KVER as make check): scripts/bench.sh, KRDMA_BENCH_REPEAT (3)
+# interleaved repeats (~7 min each under TCG), then in the newest kernel's
+# guest, unless KRDMA_BENCH_BLK=0, scripts/bench-blk.sh (~8 min, as make
+# bench-blk); the report steps run on the host, over every kernel's run.
+# About 55 min in all; one kernel, one repeat: make bench KRDMA_KERNELS=6.12
+# KRDMA_BENCH_REPEAT=1 KRDMA_BENCH_BLK=0 (~10 min)
 bench:
-	KRDMA_QEMU_TIMEOUT=$${KRDMA_QEMU_TIMEOUT:-3000} selftests/qemu/run.sh run \
-		'scripts/bench.sh; st=$$?; if [ "$${KRDMA_BENCH_BLK:-1}" != 0 ]; then scripts/bench-blk.sh || st=1; fi; exit $$st'; \
-	st=$$?; \
-	run=$$(ls -td $(BUILD)/qemu/runs/*/bench | head -n1); \
-	scripts/bench.sh --report "$$run" Documentation || st=1; \
-	if [ -d "$${run%/bench}/bench-blk" ]; then \
-		scripts/bench-blk.sh --report "$${run%/bench}/bench-blk" Documentation || st=1; \
-	fi; \
-	exit $$st
+	selftests/qemu/bench-kernels.sh
 
 # krdma_blk against nvme-rdma (fio, same jobs, same soft device, one guest:
 # scripts/bench-blk.sh); the guest step takes ~8 min under TCG; the report

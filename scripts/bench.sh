@@ -4,164 +4,334 @@
 # krdma benchmarks (see Documentation/benchmarks.rst). Two steps:
 #
 #   scripts/bench.sh [OUTDIR]        in the guest test bed (make bench runs
-#                                    it there): krdmactl bench, then perftest
+#                                    it there, once per kernel:
+#                                    selftests/qemu/bench-kernels.sh):
+#                                    REPEAT times, interleaved (repeat 1:
+#                                    on rxe0 krdmactl bench, then perftest
 #                                    (ib_write_bw, ib_read_bw, ib_send_bw,
 #                                    ib_write_lat, -R) with the same sizes,
-#                                    depth and iterations, one after the
-#                                    other, on rxe0 and on siw0; then TCP
-#                                    (iperf3) on the same veth; and
+#                                    depth and iterations, one process per
+#                                    row, then the same on siw0; repeat 2:
+#                                    the same again...), each row's
+#                                    whole-guest CPU time read from
+#                                    /proc/stat around it; then once TCP
+#                                    (iperf3) on the same veth, and
 #                                    connection setup, krdmactl bench -o
 #                                    conn against rdma_cm's own (cmtime,
-#                                    rdmacm-utils). Raw results
-#                                    into OUTDIR (default
-#                                    $KRDMA_RESULTS/bench).
-#   scripts/bench.sh --report DIR [DOCDIR]
-#                                    on the host: the table of ratios
-#                                    krdma/perftest (DOCDIR/benchmarks-
-#                                    results.rst), the plot (DOCDIR/
-#                                    benchmarks.png, gnuplot) and all the
-#                                    numbers (DOCDIR/benchmarks-results.json)
+#                                    rdmacm-utils). Raw results into
+#                                    OUTDIR (default $KRDMA_RESULTS/bench):
+#                                    repN/ per repeat, the rest at the top
+#   scripts/bench.sh --report DIR... [DOCDIR]
+#                                    on the host, from one or more guest
+#                                    runs (one per kernel): per kernel
+#                                    the medians over the repeats and the
+#                                    ratios krdma/perftest, median
+#                                    [min-max] (DOCDIR/benchmarks-
+#                                    results.rst, a section per kernel),
+#                                    a plot per kernel (DOCDIR/
+#                                    benchmarks-<series>.png, gnuplot)
+#                                    and all the numbers, keyed by kernel
+#                                    (DOCDIR/benchmarks-results.json: the
+#                                    kernels it has and the runs do not
+#                                    are kept). DOCDIR defaults to
+#                                    Documentation; when it is, README.md's
+#                                    table between its bench-headline
+#                                    markers is rewritten too
 #
-# Environment (guest step): BENCH_SIZES (default 64-8M: powers of 4, and
-# 8M), BENCH_LAT_SIZES (64-64K), BENCH_DEPTH (64), BENCH_BATCH (16),
-# BENCH_ITERS (10000, most per size), BENCH_MIN_ITERS (20), BENCH_BYTES
-# (128M per size: iterations = bytes / size within the two), BENCH_DEVS
+# Environment (guest step): BENCH_REPEAT (3: repeats of every row),
+# BENCH_OPS ("write read send lat"), BENCH_SIZES (default 64-8M: powers
+# of 4, and 8M), BENCH_LAT_SIZES (64-64K), BENCH_DEPTH (64), BENCH_BATCH
+# (16), BENCH_ITERS (4096, most per size), BENCH_MIN_ITERS (16),
+# BENCH_BYTES (32M per size: iterations = bytes / size within the two),
+# BENCH_EMPTY (1: per repeat, device and tool, one run of DEPTH 64 B
+# WRITEs, whose CPU time is the fixed cost of a run), BENCH_DEVS
 # ("rxe0:198.18.0.1 siw0:198.18.1.1"), BENCH_TCP (1: run iperf3),
-# BENCH_CONNS (30: connections timed one after the other, each way),
-# BENCH_RING (1: krdmactl bench -R on both sides, completions from the
-# mapped ring instead of POLL; default 0), BENCH_SIGNAL (N: krdmactl
-# bench -u N, one WRITE or SEND in N signaled, as perftest's cq_mod;
-# default 1). Each
-# also as KRDMA_BENCH_*, which the guest gets: make bench KRDMA_BENCH_DEPTH=16
+# BENCH_CONNS (30: connections timed one after the other, each way; 0:
+# none), BENCH_RING (1: krdmactl bench -R on both sides, completions
+# from the mapped ring instead of POLL; default 0), BENCH_SIGNAL (N:
+# krdmactl bench -u N, one WRITE or SEND in N signaled, as perftest's
+# cq_mod; default 1). Report step: BENCH_PLOT (0: no png). Each also as
+# KRDMA_BENCH_*, which the guest gets: make bench KRDMA_BENCH_DEPTH=16
 # Nothing here asserts timings; a run that fails is recorded as failed.
 set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 
+# --report: the medians, ratios, tables, plots and json of one or more
+# guest runs (see the top); arguments: results dirs, then maybe DOCDIR
 report() {
-	local dir=$1 doc=${2:-$repo/Documentation}
+	local doc=$repo/Documentation
+	local -a dirs=()
 
-	[[ -f $dir/meta.json ]] || {
-		echo "bench: no results in $dir (run make bench)" >&2
+	while (($#)); do
+		if [[ -f $1/meta.json ]]; then
+			dirs+=("$1")
+		elif (($# == 1 && ${#dirs[@]} > 0)); then
+			doc=$1
+		else
+			echo "bench: no results in $1 (run make bench)" >&2
+			exit 1
+		fi
+		shift
+	done
+	((${#dirs[@]} > 0)) || {
+		echo "usage: scripts/bench.sh --report DIR... [DOCDIR]" >&2
+		exit 2
+	}
+	[[ -d $doc ]] || {
+		echo "bench: $doc: no such directory" >&2
 		exit 1
 	}
-	python3 - "$dir" "$doc" <<'EOF' || exit 1
-import json, os, re, sys, glob
+	python3 - "$doc" "$repo" "${dirs[@]}" <<'EOF' || exit 1
+import glob, json, os, re, statistics, sys, tempfile
 
-d, doc = sys.argv[1], sys.argv[2]
-meta = json.load(open(os.path.join(d, "meta.json")))
-try:
-    host = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
-            if l.startswith("model name")]
-    meta["host_cpu"] = "%s x %d" % (host[0], len(host)) if host else "?"
-except OSError:
-    meta["host_cpu"] = "?"
-probe = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.realpath(d)))), "kvm-probe")
-try:
-    meta["accel"] = open(probe).read().split()[-1]
-except OSError:
-    meta["accel"] = meta.get("accel", "?")
+doc, repo, dirs = sys.argv[1], sys.argv[2], sys.argv[3:]
+OPS = ["write", "read", "send", "lat"]
+TOOLS = ("krdma", "perftest")
+plot = os.environ.get("BENCH_PLOT", os.environ.get("KRDMA_BENCH_PLOT", "1")) != "0"
 
-def fnum(x):
-    return None if x is None else float(x)
 
-rows = []
-for dev in meta["devices"]:
-    kr = {}
-    for p in glob.glob(os.path.join(d, "krdma-%s-*.json" % dev)):
+def host_cpu():
+    try:
+        m = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+             if l.startswith("model name")]
+        return "%s x %d" % (m[0], len(m)) if m else "?"
+    except OSError:
+        return "?"
+
+
+def stats(runs):
+    """The median, min and max of the runs that have a value, and the runs
+    (one per repeat, None where it failed); None if none has one"""
+    v = [x for x in runs if x is not None]
+    if not v:
+        return None
+    g6 = lambda x: None if x is None else float("%.6g" % x)
+    return {"median": g6(statistics.median(v)), "min": g6(min(v)),
+            "max": g6(max(v)), "runs": [g6(x) for x in runs]}
+
+
+def div(a, b):
+    return a / b if a is not None and b else None
+
+
+def load_rep(rd, dev, clk):
+    """One repeat on DEV: {(op, size): {tool: {metric: value}}}, and the
+    whole-guest CPU seconds of each tool's empty run"""
+    cpu, empty = {}, {}
+    p = os.path.join(rd, "cpu-%s.txt" % dev)
+    if os.path.exists(p):
+        # tool op size iters busy_ticks wall_us
+        for l in open(p):
+            f = l.split()
+            if len(f) != 6:
+                continue
+            if f[1] == "empty":
+                empty[f[0]] = int(f[4]) / clk
+            else:
+                cpu[(f[0], f[1], int(f[2]))] = (int(f[4]) / clk, int(f[5]) / 1e6)
+    vals = {}
+    for p in glob.glob(os.path.join(rd, "krdma-%s-*.json" % dev)):
+        m = re.match(r"krdma-%s-([a-z]+)-\d+\.json$" % re.escape(dev),
+                     os.path.basename(p))
+        if not m or m.group(1) not in OPS:
+            continue
         try:
             j = json.load(open(p))
         except (OSError, ValueError):
             continue
         for r in j.get("results", []):
-            if r["op"] != "conn":  # below
-                kr[(r["op"], r["size"])] = r
-    pt = {}
-    p = os.path.join(d, "perftest-%s.txt" % dev)
+            if r.get("skipped") or r["op"] not in OPS:
+                continue
+            vals.setdefault((r["op"], r["size"]), {})["krdma"] = {
+                "iters": r["iters"], "mb_per_s": r["mb_per_s"],
+                "mmsg_per_s": r["mmsg_per_s"],
+                "lat_median_us": r["lat_us"]["median"],
+                "lat_p99_us": r["lat_us"]["p99"],
+                "lat_p99_9_us": r["lat_us"]["p99_9"],
+                "cpu_rusage_s_per_gb": r["cpu"]["s_per_gb"]}
+    p = os.path.join(rd, "perftest-%s.txt" % dev)
     if os.path.exists(p):
+        # bw: op size iters mb_per_s mmsg_per_s cpu; lat: lat size iters
+        # median p99 p99.9 cpu; a failed row has "-" for the numbers
         for l in open(p):
             f = l.split()
-            if len(f) >= 3 and f[0] in ("write", "read", "send", "lat"):
-                pt[(f[0], int(f[1]))] = [None if x == "-" else float(x) for x in f[2:]]
-    for key in sorted(set(kr) | set(pt), key=lambda k: (["write", "read", "send", "lat"].index(k[0]), k[1])):
-        op, size = key
-        k = kr.get(key)
-        p = pt.get(key)
-        row = {"device": dev, "op": op, "size": size}
-        if k and not k.get("skipped"):
-            row["iters"] = k["iters"]
-            row["krdma_mb_per_s"] = k["mb_per_s"]
-            row["krdma_mmsg_per_s"] = k["mmsg_per_s"]
-            row["krdma_lat_median_us"] = k["lat_us"]["median"]
-            row["krdma_lat_p99_us"] = k["lat_us"]["p99"]
-            row["krdma_lat_p99_9_us"] = k["lat_us"]["p99_9"]
-            row["krdma_cpu_s_per_gb"] = k["cpu"]["s_per_gb"]
-        if p:
-            # bw: iters mb_per_s mmsg_per_s cpu_s_per_gb; lat: iters median p99 p99.9 cpu
-            if op == "lat":
-                row["perftest_lat_median_us"] = p[1]
-                row["perftest_lat_p99_us"] = p[2]
-                row["perftest_lat_p99_9_us"] = p[3]
-                row["perftest_cpu_s_per_gb"] = p[4]
+            if len(f) < 6 or f[0] not in OPS or "-" in f[3:]:
+                continue
+            x = [float(v) for v in f[3:]]
+            if f[0] == "lat":
+                v = {"lat_median_us": x[0], "lat_p99_us": x[1],
+                     "lat_p99_9_us": x[2], "cpu_rusage_s_per_gb": x[3]}
             else:
-                row["perftest_mb_per_s"] = p[1]
-                row["perftest_mmsg_per_s"] = p[2]
-                row["perftest_cpu_s_per_gb"] = p[3]
-        if op == "lat":
-            a, b = row.get("krdma_lat_median_us"), row.get("perftest_lat_median_us")
-        else:
-            a, b = row.get("krdma_mb_per_s"), row.get("perftest_mb_per_s")
-        row["ratio"] = a / b if a and b else None
-        rows.append(row)
+                v = {"mb_per_s": x[0], "mmsg_per_s": x[1],
+                     "cpu_rusage_s_per_gb": x[2]}
+            v["iters"] = int(f[2])
+            vals.setdefault((f[0], int(f[1])), {})["perftest"] = v
+    # CPU of the whole guest per GB moved: all of it, and net of the
+    # tool's empty run (its fixed cost: start, connection, registration)
+    for (op, size), t in vals.items():
+        for tool, v in t.items():
+            c = cpu.get((tool, op, size))
+            if not c:
+                continue
+            gb = size * v["iters"] / 1e9
+            v["cpu_s"], v["wall_s"] = c
+            v["cpu_s_per_gb"] = c[0] / gb
+            if tool in empty:
+                v["cpu_net_s_per_gb"] = (c[0] - empty[tool]) / gb
+    return vals, empty
 
-# Connection setup: krdmactl bench -o conn, and cmtime (one connection a run)
-def med(v, q=0.5):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(q * len(v)))] if v else None
 
-conns = []
-for dev in meta["devices"]:
-    c = {"device": dev}
-    try:
-        j = json.load(open(os.path.join(d, "krdma-%s-conn-0.json" % dev)))
-        r = [x for x in j.get("results", []) if x["op"] == "conn"]
-        if r:
-            c["krdma_conns"] = r[0]["iters"]
-            c["krdma_connect_median_us"] = r[0]["lat_us"]["median"]
-            c["krdma_connect_p99_us"] = r[0]["lat_us"]["p99"]
-            c["krdma_close_median_us"] = r[0]["close_us"]["median"]
-    except (OSError, ValueError, KeyError):
-        pass
-    setup, down = [], []
-    p = os.path.join(d, "cmtime-%s.txt" % dev)
+def load_connect(d, devices):
+    """krdmactl bench -o conn and cmtime, per device (run once)"""
+    def q(v, x=0.5):
+        v = sorted(v)
+        return v[min(len(v) - 1, int(x * len(v)))] if v else None
+    conns = []
+    for dev in devices:
+        c = {"device": dev}
+        try:
+            j = json.load(open(os.path.join(d, "krdma-%s-conn-0.json" % dev)))
+            r = [x for x in j.get("results", []) if x["op"] == "conn"]
+            if r:
+                c["krdma_conns"] = r[0]["iters"]
+                c["krdma_connect_median_us"] = r[0]["lat_us"]["median"]
+                c["krdma_connect_p99_us"] = r[0]["lat_us"]["p99"]
+                c["krdma_close_median_us"] = r[0]["close_us"]["median"]
+        except (OSError, ValueError, KeyError):
+            pass
+        setup, down = [], []
+        p = os.path.join(d, "cmtime-%s.txt" % dev)
+        if os.path.exists(p):
+            for l in open(p):
+                f = l.split()
+                if len(f) == 2:
+                    setup.append(float(f[0]))
+                    down.append(float(f[1]))
+        if setup:
+            c["cmtime_conns"] = len(setup)
+            c["cmtime_connect_median_us"] = q(setup)
+            c["cmtime_connect_p99_us"] = q(setup, 0.99)
+            c["cmtime_close_median_us"] = q(down)
+        c["ratio"] = div(c.get("krdma_connect_median_us"),
+                         c.get("cmtime_connect_median_us"))
+        if len(c) > 2:
+            conns.append(c)
+    return conns
+
+
+def load_tcp(d):
+    tcp = []
+    p = os.path.join(d, "iperf3.txt")
     if os.path.exists(p):
         for l in open(p):
             f = l.split()
-            if len(f) == 2:
-                setup.append(float(f[0]))
-                down.append(float(f[1]))
-    if setup:
-        c["cmtime_conns"] = len(setup)
-        c["cmtime_connect_median_us"] = med(setup)
-        c["cmtime_connect_p99_us"] = med(setup, 0.99)
-        c["cmtime_close_median_us"] = med(down)
-    a, b = c.get("krdma_connect_median_us"), c.get("cmtime_connect_median_us")
-    c["ratio"] = a / b if a and b else None
-    conns.append(c)
+            if len(f) == 3 and f[1] != "-":
+                tcp.append({"size": int(f[0]), "mb_per_s": float(f[1]),
+                            "cpu_s_per_gb": float(f[2]) if f[2] != "-" else None})
+    return tcp
 
-tcp = []
-p = os.path.join(d, "iperf3.txt")
-if os.path.exists(p):
-    for l in open(p):
-        f = l.split()
-        if len(f) == 3 and f[1] != "-":
-            tcp.append({"size": int(f[0]), "mb_per_s": float(f[1]),
-                        "cpu_s_per_gb": float(f[2]) if f[2] != "-" else None})
 
-out = {"meta": meta, "rows": rows, "tcp": tcp, "connect": conns}
-json.dump(out, open(os.path.join(doc, "benchmarks-results.json"), "w"), indent=1)
+def load_run(d):
+    """One guest run (one kernel): its rows, each metric's median, min and
+    max over the repeats, and the ratios krdma/perftest of each repeat"""
+    meta = json.load(open(os.path.join(d, "meta.json")))
+    meta["host_cpu"] = host_cpu()
+    probe = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.realpath(d)))), "kvm-probe")
+    try:
+        meta["accel"] = open(probe).read().split()[-1]
+    except (OSError, IndexError):
+        meta.setdefault("accel", "?")
+    try:
+        meta.update(json.load(open(os.path.join(d, "done.json"))))
+    except (OSError, ValueError):
+        pass
+    reps = sorted((int(m.group(1)), os.path.join(d, m.group(0)))
+                  for m in (re.match(r"rep(\d+)$", x) for x in os.listdir(d)) if m)
+    if not reps:
+        sys.exit("bench: no repeats (rep1/...) in %s: results of an older "
+                 "scripts/bench.sh?" % d)
+    clk = meta.get("clk_tck", 100)
+    rows, empty = [], {}
+    for dev in meta["devices"]:
+        per_rep = [load_rep(p, dev, clk) for _, p in reps]
+        keys = set()
+        for v, _ in per_rep:
+            keys |= set(v)
+        for key in sorted(keys, key=lambda k: (OPS.index(k[0]), k[1])):
+            op, size = key
+            per = [v.get(key, {}) for v, _ in per_rep]
+            row = {"device": dev, "op": op, "size": size}
+            for who in TOOLS:
+                runs = [t.get(who) for t in per]
+                names = []
+                for r in runs:
+                    names += [n for n in (r or {}) if n != "iters" and n not in names]
+                row[who] = {n: stats([r.get(n) if r else None for r in runs])
+                            for n in names}
+                row[who]["iters"] = next((r["iters"] for r in runs if r), None)
+            row["iters"] = row["krdma"]["iters"] or row["perftest"]["iters"]
+            m = "lat_median_us" if op == "lat" else "mb_per_s"
+            row["ratio"] = stats([div(t.get("krdma", {}).get(m),
+                                      t.get("perftest", {}).get(m)) for t in per])
+            row["cpu_ratio"] = stats([div(t.get("krdma", {}).get("cpu_s_per_gb"),
+                                          t.get("perftest", {}).get("cpu_s_per_gb"))
+                                      for t in per])
+            rows.append(row)
+        empty[dev] = {who: stats([e.get(who) for _, e in per_rep]) for who in TOOLS}
+    failed = []
+    for i, p in reps:
+        p = os.path.join(p, "perftest-failed.txt")
+        for l in open(p) if os.path.exists(p) else []:
+            f = l.split()
+            if len(f) == 3:
+                failed.append({"repeat": i, "device": f[0], "op": f[1], "size": int(f[2])})
+    meta["repeats_found"] = len(reps)
+    return {"meta": meta, "rows": rows, "empty_run_cpu_s": empty,
+            "perftest_failed": failed, "tcp": load_tcp(d),
+            "connect": load_connect(d, meta["devices"])}
+
+
+def vkey(k):
+    return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"[.-]", k)]
+
+
+# The kernels of these runs replace theirs in the json; the others stay
+jpath = os.path.join(doc, "benchmarks-results.json")
+kernels = {}
+try:
+    old = json.load(open(jpath))
+    if old.get("format") == 2:
+        kernels = old["kernels"]
+    else:
+        print("bench: %s is of an older format: its results are not kept" % jpath,
+              file=sys.stderr)
+except (OSError, ValueError, AttributeError):
+    pass
+new = {}
+for d in dirs:
+    e = load_run(d)
+    k = e["meta"]["kernel"]
+    if k in new:
+        print("bench: two runs of %s: the one in %s is kept" % (k, d), file=sys.stderr)
+    new[k] = e
+kernels.update(new)
+order = sorted(kernels, key=vkey)
+# indented, but each innermost list or object (a metric's median, min, max
+# and runs) on one line
+js = json.dumps({"format": 2, "kernels": {k: kernels[k] for k in order}}, indent=1)
+js = re.sub(r"\[[^][{}]*\]", lambda m: " ".join(m.group(0).split()), js)
+js = re.sub(r"\{[^{}]*\"median\"[^{}]*\}", lambda m: " ".join(m.group(0).split()), js)
+open(jpath, "w").write(js + "\n")
+
+# A kernel's name in titles and file names: its series (6.1), or its
+# release when two have the same series
+series = {k: (re.match(r"\d+\.\d+", k) or re.match(r".*", k)).group(0) for k in order}
+label = {k: series[k] if list(series.values()).count(series[k]) == 1 else k
+         for k in order}
+
 
 def sz(n):
     for u, m in (("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -169,137 +339,288 @@ def sz(n):
             return "%d %s" % (n // m, u)
     return "%d B" % n
 
+
 def f(x, dec=1):
     return "n/a" if x is None else "%.*f" % (dec, x)
 
-L = []
-L.append(".. This file is generated by scripts/bench.sh --report (make bench); do not edit.")
-L.append("")
-L.append("Measured %s on commit ``%s``; guest kernel %s (%s), %s vCPUs, "
-         "QEMU accel %s; host CPU %s." % (meta["date"], meta["commit"], meta["kernel"],
-         meta["machine"], meta["cpus"], meta["accel"], meta["host_cpu"]))
-L.append("Depth %s, batch %s, iterations per size: %s bytes / size within [%s, %s] "
-         "(a multiple of the batch). *ratio* is krdma / perftest: of MB/s for "
-         "write, read and send (below 1: krdma is slower), of the median "
-         "one-way latency for lat (above 1: krdma is slower)." % (
-    meta["depth"], meta["batch"], meta["bytes"], meta["min_iters"], meta["iters"]))
-p = os.path.join(d, "perftest-failed.txt")
-failed = [l.split() for l in open(p)] if os.path.exists(p) else []
-if failed:
-    L.append("perftest failed on: %s; those rows have no ratio (n/a)." % ", ".join(
-        "%s %s %s" % (f[0], f[1], sz(int(f[2]))) for f in failed if len(f) == 3))
-    L.append("")
-L.append("")
-for dev in meta["devices"]:
-    title = "%s (%s)" % (dev, "RoCE" if dev.startswith("rxe") else "iWARP")
-    L.append(title)
-    L.append("~" * len(title))
-    L.append("")
-    L.append(".. list-table::")
-    L.append("   :header-rows: 1")
-    L.append("")
-    hdr = ["op", "size", "iters", "krdma MB/s", "perftest MB/s", "ratio",
-           "krdma Mmsg/s", "krdma lat med/p99/p99.9 us", "perftest lat med us",
-           "krdma CPU s/GB"]
-    L.append("   * - " + "\n     - ".join(hdr))
-    for r in rows:
-        if r["device"] != dev:
-            continue
-        if r["op"] == "lat":
-            lat = "%s / %s / %s" % (f(r.get("krdma_lat_median_us")), f(r.get("krdma_lat_p99_us")), f(r.get("krdma_lat_p99_9_us")))
-        else:
-            lat = "%s / %s / %s" % (f(r.get("krdma_lat_median_us"), 0), f(r.get("krdma_lat_p99_us"), 0), f(r.get("krdma_lat_p99_9_us"), 0))
-        cells = [r["op"], sz(r["size"]), str(r.get("iters", "n/a")),
-                 f(r.get("krdma_mb_per_s")), f(r.get("perftest_mb_per_s")),
-                 f(r["ratio"], 2), f(r.get("krdma_mmsg_per_s"), 4), lat,
-                 f(r.get("perftest_lat_median_us")),
-                 f(r.get("krdma_cpu_s_per_gb"), 2)]
-        L.append("   * - " + "\n     - ".join(cells))
-    L.append("")
-if tcp:
-    L.append("TCP (iperf3, one stream, same veth)")
-    L.append("~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~")
-    L.append("")
-    L.append(".. list-table::")
-    L.append("   :header-rows: 1")
-    L.append("")
-    L.append("   * - write size\n     - MB/s\n     - CPU s/GB (sender)")
-    for t in tcp:
-        L.append("   * - %s\n     - %s\n     - %s" % (sz(t["size"]), f(t["mb_per_s"]), f(t["cpu_s_per_gb"], 2)))
-    L.append("")
-if any(c.get("ratio") or c.get("krdma_conns") for c in conns):
-    t = "Connection setup (one connection at a time)"
-    L.append(t)
-    L.append("~" * len(t))
-    L.append("")
-    L.append("krdma: ``KRDMA_IOC_CONNECT`` from the call to its return (address and "
-             "route resolution, QP, the CM exchange with krdma's header), and the "
-             "close of the connection's handle. rdma_cm: ``cmtime -c 1`` (rdmacm-utils), "
-             "the sum of its create id, resolve addr, resolve route, create qp and "
-             "connect steps, and of disconnect and destroy; one run per connection. "
-             "*ratio* is krdma / rdma_cm of the median setup time (above 1: krdma is "
-             "slower).")
-    L.append("")
-    L.append(".. list-table::")
-    L.append("   :header-rows: 1")
-    L.append("")
-    L.append("   * - " + "\n     - ".join(["device", "connections (krdma / cmtime)",
-             "krdma setup med / p99 us", "rdma_cm setup med / p99 us", "ratio",
-             "krdma close med us", "rdma_cm teardown med us"]))
-    for c in conns:
-        L.append("   * - " + "\n     - ".join([c["device"],
-                 "%s / %s" % (c.get("krdma_conns", 0), c.get("cmtime_conns", 0)),
-                 "%s / %s" % (f(c.get("krdma_connect_median_us"), 0), f(c.get("krdma_connect_p99_us"), 0)),
-                 "%s / %s" % (f(c.get("cmtime_connect_median_us"), 0), f(c.get("cmtime_connect_p99_us"), 0)),
-                 f(c.get("ratio"), 2), f(c.get("krdma_close_median_us"), 0),
-                 f(c.get("cmtime_close_median_us"), 0)]))
-    L.append("")
-open(os.path.join(doc, "benchmarks-results.rst"), "w").write("\n".join(L))
 
-# gnuplot data: one block per (device, op) series
-dat = os.path.join(d, "plot.dat")
-series = []
-with open(dat, "w") as g:
+def fc(x):
+    """CPU s/GB: three digits or so"""
+    if x is None:
+        return "n/a"
+    return "%.*f" % (0 if abs(x) >= 100 else 1 if abs(x) >= 10 else 2, x)
+
+
+def med(st):
+    return st["median"] if st else None
+
+
+def fr(st, dec=2):
+    """a ratio's median [min-max]"""
+    if not st:
+        return "n/a"
+    if st["min"] == st["max"] or len([x for x in st["runs"] if x is not None]) < 2:
+        return "%.*f" % (dec, st["median"])
+    return "%.*f [%.*f-%.*f]" % (dec, st["median"], dec, st["min"], dec, st["max"])
+
+
+def pair(a, b, fmt=f, *args):
+    return "%s / %s" % (fmt(a, *args), fmt(b, *args))
+
+
+def rng(e, dev, op, lo, hi, key="ratio"):
+    """The range of the median ratios of DEV's OP rows from LO to HI bytes;
+    for one row its median [min-max]"""
+    st = [r[key] for r in e["rows"] if r["device"] == dev and r["op"] == op
+          and lo <= r["size"] <= hi and r.get(key)]
+    if not st:
+        return "n/a"
+    if len(st) == 1:
+        s = fr(st[0]).split(" ", 1)
+        return s[0] + "x" + (" " + s[1] if len(s) > 1 else "")
+    a, b = min(s["median"] for s in st), max(s["median"] for s in st)
+    return ("%.2f-%.2fx" % (a, b)) if "%.2f" % a != "%.2f" % b else "%.2fx" % a
+
+
+def headline():
+    """The summary: rows of ratios, a column per device and kernel"""
+    devs = []
+    for k in order:
+        devs += [d for d in kernels[k]["meta"]["devices"] if d not in devs]
+    cols = [(d, k) for d in devs for k in order if d in kernels[k]["meta"]["devices"]]
+    batch = kernels[order[-1]]["meta"]["batch"]
+    what = [
+        ("WRITE bandwidth, 64 KiB-8 MiB", lambda e, d: rng(e, d, "write", 65536, 8 << 20)),
+        ("READ bandwidth, 64 KiB-8 MiB", lambda e, d: rng(e, d, "read", 65536, 8 << 20)),
+        ("SEND bandwidth, 64 KiB-1 MiB", lambda e, d: rng(e, d, "send", 65536, 1 << 20)),
+        ("64 B WRITE message rate, batch %s" % batch, lambda e, d: rng(e, d, "write", 64, 64)),
+        ("64 B WRITE latency (median)", lambda e, d: rng(e, d, "lat", 64, 64)),
+        ("CPU per GB (whole guest), WRITE 64 KiB-8 MiB",
+         lambda e, d: rng(e, d, "write", 65536, 8 << 20, "cpu_ratio")),
+        ("connection setup (median)", lambda e, d: next(
+            ("%.2fx" % c["ratio"] for c in e["connect"]
+             if c["device"] == d and c.get("ratio")), "n/a")),
+    ]
+    hdr = ["%s, %s" % (d, label[k]) for d, k in cols]
+    return hdr, [[w] + [fn(kernels[k], d) for d, k in cols] for w, fn in what]
+
+
+def commit(meta):
+    c = meta["commit"]
+    return c[:-6][:12] + "-dirty" if c.endswith("-dirty") else c[:12]
+
+
+def runs_said():
+    return "; ".join("%s on %s (commit %s, %s, %s vCPUs, %s repeats)" % (
+        k, kernels[k]["meta"]["date"][:10], commit(kernels[k]["meta"]),
+        kernels[k]["meta"].get("accel", "?").upper(), kernels[k]["meta"]["cpus"],
+        kernels[k]["meta"].get("repeat", 1)) for k in order)
+
+
+def list_table(L, hdr, rows):
+    L += [".. list-table::", "   :header-rows: 1", ""]
+    for r in [hdr] + rows:
+        L.append("   * - " + "\n     - ".join(r))
+    L.append("")
+
+
+L = [".. This file is generated by scripts/bench.sh --report (make bench); do not edit.", ""]
+L.append("Runs: %s. Every ratio is krdma / perftest, taken in each repeat (the "
+         "repeats interleave: krdma's rows then perftest's, device after "
+         "device), then their median, with their min-max in brackets. Of "
+         "MB/s for write, read and send (below 1: krdma is slower), of the "
+         "median one-way latency for lat (above 1: krdma is slower), of CPU "
+         "per GB for CPU (above 1: krdma uses more). In the summary a range "
+         "is that of the sizes' medians." % runs_said())
+L.append("")
+t = "Summary"
+L += [t, "-" * len(t), ""]
+hdr, hrows = headline()
+list_table(L, ["krdma / perftest"] + hdr, hrows)
+for k in order:
+    e, meta = kernels[k], kernels[k]["meta"]
+    t = "Linux %s (%s)" % (label[k], k)
+    L += [t, "-" * len(t), ""]
+    took = ""
+    if meta.get("seconds"):
+        took = " The guest step took %d s" % meta["seconds"]
+        if meta.get("repeat_seconds"):
+            took += " (the repeats %s s, the rest after them)" % ", ".join(
+                str(s) for s in meta["repeat_seconds"])
+        took += "."
+    L.append("Measured %s on commit ``%s``; guest kernel %s (%s), %s vCPUs, "
+             "QEMU accel %s; host CPU %s. %s repeats of every row.%s" % (
+                 meta["date"], meta["commit"], k, meta["machine"], meta["cpus"],
+                 meta.get("accel", "?"), meta.get("host_cpu", "?"),
+                 meta.get("repeat", 1), took))
+    L.append("Depth %s, batch %s, iterations per size: %s bytes / size within "
+             "[%s, %s] (a multiple of the batch but for lat)." % (
+                 meta["depth"], meta["batch"], meta["bytes"], meta["min_iters"],
+                 meta["iters"]))
+    L.append("")
+    fails = {}
+    for x in e["perftest_failed"]:
+        fails.setdefault((x["device"], x["op"], x["size"]), []).append(str(x["repeat"]))
+    if fails:
+        L.append("perftest failed on: %s; a row with no perftest run has no ratio "
+                 "(n/a)." % ", ".join("%s %s %s (repeat %s)" % (
+                     d, o, sz(s), ", ".join(r)) for (d, o, s), r in sorted(fails.items())))
+        L.append("")
+    em = e.get("empty_run_cpu_s", {})
+    if any(v.get(w) for v in em.values() for w in TOOLS):
+        L.append("The fixed cost of a run: the whole guest's CPU time for a "
+                 "run of %s WRITEs of 64 B (process start to exit, both sides; median): "
+                 "%s. The *net* CPU per GB is a row's CPU time less that, per "
+                 "GB; where a row moves little, it is within the noise." % (
+                     meta.get("empty_iters", "?"), "; ".join(
+                         "%s krdma %s s, perftest %s s" % (d, f(med(v.get("krdma")), 2),
+                                                          f(med(v.get("perftest")), 2))
+                         for d, v in em.items())))
+        L.append("")
+    L += [".. image:: benchmarks-%s.png" % label[k],
+          "   :alt: bandwidth of krdma, perftest and TCP against message size, %s" % k, ""]
     for dev in meta["devices"]:
-        for op in ("write", "read", "send"):
-            for who in ("krdma", "perftest"):
-                pts = [(r["size"], r.get(who + "_mb_per_s")) for r in rows
-                       if r["device"] == dev and r["op"] == op and r.get(who + "_mb_per_s")]
-                if not pts:
-                    continue
-                g.write("# %s %s %s\n" % (dev, op, who))
-                for s, v in pts:
-                    g.write("%d %f\n" % (s, v))
+        t = "%s (%s), %s" % (dev, "RoCE" if dev.startswith("rxe") else "iWARP", label[k])
+        L += [t, "~" * len(t), ""]
+        hdr = ["op", "size", "iters", "MB/s krdma / perftest", "ratio",
+               "Mmsg/s krdma / perftest", "krdma lat med / p99 us",
+               "perftest lat med / p99 us",
+               "CPU s/GB, whole guest, krdma / perftest", "CPU ratio",
+               "CPU s/GB net of the empty run, krdma / perftest",
+               "CPU s/GB, client rusage, krdma / perftest"]
+        rows = []
+        for r in e["rows"]:
+            if r["device"] != dev:
+                continue
+            K, P = r["krdma"], r["perftest"]
+            g = lambda who, n: med(who.get(n))
+            ld = 1 if r["op"] == "lat" else 0
+            rows.append([
+                r["op"], sz(r["size"]), str(r.get("iters") or "n/a"),
+                pair(g(K, "mb_per_s"), g(P, "mb_per_s")), fr(r["ratio"]),
+                pair(g(K, "mmsg_per_s"), g(P, "mmsg_per_s"), f, 4),
+                pair(g(K, "lat_median_us"), g(K, "lat_p99_us"), f, ld),
+                pair(g(P, "lat_median_us"), g(P, "lat_p99_us"), f, ld),
+                pair(g(K, "cpu_s_per_gb"), g(P, "cpu_s_per_gb"), fc),
+                fr(r["cpu_ratio"]),
+                pair(g(K, "cpu_net_s_per_gb"), g(P, "cpu_net_s_per_gb"), fc),
+                pair(g(K, "cpu_rusage_s_per_gb"), g(P, "cpu_rusage_s_per_gb"), fc)])
+        list_table(L, hdr, rows)
+    if e["tcp"]:
+        t = "TCP (iperf3, one stream, same veth), %s" % label[k]
+        L += [t, "~" * len(t), ""]
+        list_table(L, ["write size", "MB/s", "CPU s/GB (sender)"],
+                   [[sz(x["size"]), f(x["mb_per_s"]), f(x["cpu_s_per_gb"], 2)]
+                    for x in e["tcp"]])
+    if e["connect"]:
+        t = "Connection setup (one connection at a time), %s" % label[k]
+        L += [t, "~" * len(t), ""]
+        L.append("krdma: ``KRDMA_IOC_CONNECT`` from the call to its return (address and "
+                 "route resolution, QP, the CM exchange with krdma's header), and the "
+                 "close of the connection's handle. rdma_cm: ``cmtime -c 1`` (rdmacm-utils), "
+                 "the sum of its create id, resolve addr, resolve route, create qp and "
+                 "connect steps, and of disconnect and destroy; one run per connection. "
+                 "*ratio* is krdma / rdma_cm of the median setup time (above 1: krdma is "
+                 "slower). Run once, after the repeats.")
+        L.append("")
+        list_table(L, ["device", "connections (krdma / cmtime)",
+                       "krdma setup med / p99 us", "rdma_cm setup med / p99 us", "ratio",
+                       "krdma close med us", "rdma_cm teardown med us"],
+                   [[c["device"], "%s / %s" % (c.get("krdma_conns", 0), c.get("cmtime_conns", 0)),
+                     pair(c.get("krdma_connect_median_us"), c.get("krdma_connect_p99_us"), f, 0),
+                     pair(c.get("cmtime_connect_median_us"), c.get("cmtime_connect_p99_us"), f, 0),
+                     f(c.get("ratio"), 2), f(c.get("krdma_close_median_us"), 0),
+                     f(c.get("cmtime_close_median_us"), 0)] for c in e["connect"]])
+open(os.path.join(doc, "benchmarks-results.rst"), "w").write("\n".join(L))
+wrote = ["benchmarks-results.rst", "benchmarks-results.json"]
+
+# README.md's summary, when the docs are the tree's own
+if os.path.realpath(doc) == os.path.realpath(os.path.join(repo, "Documentation")):
+    rp = os.path.join(repo, "README.md")
+    a, b = "<!-- bench-headline -->", "<!-- /bench-headline -->"
+    try:
+        t = open(rp).read()
+    except OSError:
+        t = ""
+    i, j = t.find(a), t.find(b)
+    if 0 <= i < j:
+        hdr, hrows = headline()
+        md = ["Latest runs: %s. Ratios krdma / perftest, the median of the "
+              "repeats (one row) or the range of the sizes' medians; soft "
+              "devices, so these measure CPU paths:" % runs_said(), "",
+              "| | " + " | ".join(hdr) + " |", "|---" * (len(hdr) + 1) + "|"]
+        md += ["| " + " | ".join(r) + " |" for r in hrows]
+        open(rp, "w").write(t[:i + len(a)] + "\n" + "\n".join(md) + "\n" + t[j:])
+        wrote.append("../README.md")
+    else:
+        print("bench: no %s ... %s in %s: its table is not updated" % (a, b, rp),
+              file=sys.stderr)
+
+# A plot per kernel: bandwidth (median, min-max bars) against size
+if plot:
+    term = ("set terminal pngcairo size 1200,650 noenhanced"
+            if os.system("gnuplot -e 'set terminal pngcairo' 2>/dev/null") == 0
+            else "set terminal png size 1200,650")
+    tmp = tempfile.mkdtemp(prefix="krdma-bench-")
+    for k in order:
+        e, meta = kernels[k], kernels[k]["meta"]
+        dat = os.path.join(tmp, "plot-%s.dat" % label[k])
+        series = []
+        with open(dat, "w") as g:
+            for dev in meta["devices"]:
+                for op in ("write", "read", "send"):
+                    for who in TOOLS:
+                        pts = [(r["size"], r[who]["mb_per_s"]) for r in e["rows"]
+                               if r["device"] == dev and r["op"] == op
+                               and r[who].get("mb_per_s")]
+                        if not pts:
+                            continue
+                        g.write("# %s %s %s\n" % (dev, op, who))
+                        for s, v in pts:
+                            g.write("%d %f %f %f\n" % (s, v["median"], v["min"], v["max"]))
+                        g.write("\n\n")
+                        series.append("%s %s %s" % (who, dev, op))
+            if e["tcp"]:
+                g.write("# tcp\n")
+                for x in e["tcp"]:
+                    g.write("%d %f %f %f\n" % (x["size"], x["mb_per_s"], x["mb_per_s"],
+                                               x["mb_per_s"]))
                 g.write("\n\n")
-                series.append("%s %s %s" % (who, dev, op))
-    if tcp:
-        g.write("# tcp\n")
-        for t in tcp:
-            g.write("%d %f\n" % (t["size"], t["mb_per_s"]))
-        g.write("\n\n")
-        series.append("TCP iperf3")
-gp = ["set terminal pngcairo size 1100,650 noenhanced" if os.system("gnuplot -e 'set terminal pngcairo' 2>/dev/null") == 0
-      else "set terminal png size 1100,650",
-      "set output '%s'" % os.path.join(doc, "benchmarks.png"),
-      "set title 'krdma (userspace, /dev/krdma) vs perftest: bandwidth, %s, %s'" % (meta["date"][:10], meta["commit"][:12]),
-      "set logscale x 2", "set logscale y 10", "set format x '%.0b %BB'", "set key outside right",
-      "set xlabel 'message size (bytes)'", "set ylabel 'MB/s (10^6 B/s)'", "set grid"]
-plots = []
-for i, s in enumerate(series):
-    dash = "dt 2" if s.startswith("perftest") else "dt 1"
-    plots.append("'%s' index %d with linespoints %s title '%s'" % (dat, i, dash, s))
-if plots:
-    gp.append("plot " + ", ".join(plots))
-    open(os.path.join(d, "plot.gp"), "w").write("\n".join(gp) + "\n")
-    if os.system("gnuplot '%s'" % os.path.join(d, "plot.gp")) != 0:
-        print("bench: gnuplot failed", file=sys.stderr)
-print("bench: wrote %s/benchmarks-results.rst, benchmarks-results.json, benchmarks.png" % doc)
-for r in rows:
-    print("%-5s %-5s %9d  ratio %s" % (r["device"], r["op"], r["size"], f(r["ratio"], 2)))
-for c in conns:
-    print("%-5s conn  setup median krdma %s us, rdma_cm %s us  ratio %s" % (
-        c["device"], f(c.get("krdma_connect_median_us"), 0),
-        f(c.get("cmtime_connect_median_us"), 0), f(c.get("ratio"), 2)))
+                series.append("TCP iperf3")
+        if not series:
+            continue
+        png = os.path.join(doc, "benchmarks-%s.png" % label[k])
+        gp = [term, "set output '%s'" % png,
+              "set title 'krdma (/dev/krdma) vs perftest, MB/s: median of %s (bars: "
+              "min-max); Linux %s, %s, %s'" % (
+                  meta.get("repeat", 1), k, meta["date"][:10], commit(meta)),
+              "set logscale x 2", "set logscale y 10", "set format x '%.0b %BB'",
+              "set key outside right", "set xlabel 'message size (bytes)'",
+              "set ylabel 'MB/s (10^6 B/s)'", "set grid",
+              "plot " + ", ".join(
+                  "'%s' index %d with yerrorlines %s title '%s'" % (
+                      dat, i, "dt 2" if s.startswith("perftest") else "dt 1", s)
+                  for i, s in enumerate(series))]
+        open(os.path.join(tmp, "plot-%s.gp" % label[k]), "w").write("\n".join(gp) + "\n")
+        if os.system("gnuplot '%s'" % os.path.join(tmp, "plot-%s.gp" % label[k])) != 0:
+            print("bench: gnuplot failed (%s kept)" % tmp, file=sys.stderr)
+            continue
+        wrote.append(os.path.basename(png))
+    if all(os.path.exists(os.path.join(doc, "benchmarks-%s.png" % label[k])) for k in order):
+        for p in glob.glob(os.path.join(tmp, "*")):
+            os.unlink(p)
+        os.rmdir(tmp)
+
+print("bench: wrote %s in %s" % (", ".join(wrote), doc))
+for k in new:
+    print("== %s" % k)
+    for r in kernels[k]["rows"]:
+        print("%-5s %-5s %9d  ratio %-20s CPU ratio %s" % (
+            r["device"], r["op"], r["size"], fr(r["ratio"]), fr(r["cpu_ratio"])))
+    for c in kernels[k]["connect"]:
+        print("%-5s conn  setup median krdma %s us, rdma_cm %s us  ratio %s" % (
+            c["device"], f(c.get("krdma_connect_median_us"), 0),
+            f(c.get("cmtime_connect_median_us"), 0), f(c.get("ratio"), 2)))
 EOF
 	exit 0
 }
@@ -313,15 +634,19 @@ out=${1:-${KRDMA_RESULTS:-$repo/build}/bench}
 mkdir -p "$out" || exit 1
 cd "$repo" || exit 1
 K=$repo/userspace-tools/krdmactl
+REPEAT=${BENCH_REPEAT:-${KRDMA_BENCH_REPEAT:-3}}
+OPS=${BENCH_OPS:-${KRDMA_BENCH_OPS:-write read send lat}}
 SIZES=${BENCH_SIZES:-${KRDMA_BENCH_SIZES:-64-8M}}
 LAT_SIZES=${BENCH_LAT_SIZES:-${KRDMA_BENCH_LAT_SIZES:-64-64K}}
 DEPTH=${BENCH_DEPTH:-${KRDMA_BENCH_DEPTH:-64}}
 BATCH=${BENCH_BATCH:-${KRDMA_BENCH_BATCH:-16}}
-ITERS=${BENCH_ITERS:-${KRDMA_BENCH_ITERS:-10000}}
-MIN_ITERS=${BENCH_MIN_ITERS:-${KRDMA_BENCH_MIN_ITERS:-20}}
-BYTES=${BENCH_BYTES:-${KRDMA_BENCH_BYTES:-128M}}
+ITERS=${BENCH_ITERS:-${KRDMA_BENCH_ITERS:-4096}}
+MIN_ITERS=${BENCH_MIN_ITERS:-${KRDMA_BENCH_MIN_ITERS:-16}}
+BYTES=${BENCH_BYTES:-${KRDMA_BENCH_BYTES:-32M}}
+EMPTY=${BENCH_EMPTY:-${KRDMA_BENCH_EMPTY:-1}}
 DEVS=${BENCH_DEVS:-${KRDMA_BENCH_DEVS:-rxe0:198.18.0.1 siw0:198.18.1.1}}
 CONNS=${BENCH_CONNS:-${KRDMA_BENCH_CONNS:-30}}
+TCP=${BENCH_TCP:-${KRDMA_BENCH_TCP:-1}}
 RING=${BENCH_RING:-${KRDMA_BENCH_RING:-0}}
 ringopt=()
 [[ $RING == 1 ]] && ringopt=(-R)
@@ -330,6 +655,17 @@ KPORT=18516
 PPORT=18600
 
 log() { echo "bench: $*" >&2; }
+
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || {
+	log "BENCH_REPEAT=$REPEAT: give a count, at least 1"
+	exit 2
+}
+for op in $OPS; do
+	[[ $op == @(write|read|send|lat) ]] || {
+		log "BENCH_OPS: $op is none of write, read, send, lat"
+		exit 2
+	}
+done
 
 bytes_of() {
 	local v=${1%[kKmMgG]} u=${1: -1}
@@ -365,34 +701,88 @@ maxsize=0
 for s in $(sizes_of "$SIZES") $(sizes_of "$LAT_SIZES"); do
 	((s > maxsize)) && maxsize=$s
 done
+# The empty run: DEPTH 64 B WRITEs (a multiple of the batch)
+EMPTY_N=$(((DEPTH + BATCH - 1) / BATCH * BATCH))
 
 cpus=$(nproc)
-cat >"$out/meta.json" <<EOF
+cat >"$out/meta.json" <<EOM
 {"date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
  "commit": "$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo -dirty)",
  "kernel": "$(uname -r)", "machine": "$(uname -m)", "cpus": $cpus,
  "guest_cpu": "$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)",
  "devices": [$(for dv in $DEVS; do printf '"%s",' "${dv%%:*}"; done | sed 's/,$//')],
- "depth": $DEPTH, "batch": $BATCH, "iters": $ITERS, "min_iters": $MIN_ITERS,
- "bytes": $(bytes_of "$BYTES"), "sizes": "$SIZES", "lat_sizes": "$LAT_SIZES"}
-EOF
+ "repeat": $REPEAT, "ops": "$OPS", "depth": $DEPTH, "batch": $BATCH,
+ "iters": $ITERS, "min_iters": $MIN_ITERS, "bytes": $(bytes_of "$BYTES"),
+ "sizes": "$SIZES", "lat_sizes": "$LAT_SIZES",
+ "empty_iters": $( ((EMPTY == 1)) && echo "$EMPTY_N" || echo null),
+ "clk_tck": $(getconf CLK_TCK), "ring": "$RING", "signal_every": "$SIGNAL"}
+EOM
 
-# krdmactl bench against its own server: one JSON per device and kind
-krdma_run() { # dev addr ops sizes file
-	local srv=$out/krdma-$1-server.log rc
-	timeout 120 "$K" bench -l -c 1 -p $KPORT -S "$maxsize" "${ringopt[@]}" \
-		>>"$srv" 2>&1 &
-	local spid=$!
-	sleep 0.5
-	timeout 120 "$K" bench "$2" -p $KPORT -j -o "$3" -s "$4" -d "$DEPTH" \
-		-b "$BATCH" -n "$ITERS" -m "$MIN_ITERS" -B "$BYTES" \
-		-u "$SIGNAL" "${ringopt[@]}" >"$5" 2>>"$out/errors.log"
-	rc=$?
-	wait $spid
-	return $rc
+# The whole guest's busy CPU time so far, all CPUs, in USER_HZ ticks, into
+# $ticks (user, nice, system, irq, softirq and steal of /proc/stat's "cpu"
+# line: not idle, not iowait), and the time in microseconds into $usec;
+# without a fork
+cpu_now() {
+	local u n s irq si st
+	read -r _ u n s _ _ irq si st _ </proc/stat
+	ticks=$((u + n + s + irq + si + st))
+	usec=${EPOCHREALTIME//[!0-9]/}
+}
+# A row's window: win_start before its client starts, win_stop after its
+# server exits; $win is then "TICKS USEC" of the whole guest between
+win_start() {
+	cpu_now
+	w_ticks=$ticks w_usec=$usec
+}
+win_stop() {
+	cpu_now
+	win="$((ticks - w_ticks)) $((usec - w_usec))"
 }
 
-# perftest: server then client; prints the client's output; rc
+# Wait up to 10 s for the krdmactl bench server (PID) writing LOG to say
+# that it listens; 1 if it does not (or exits first)
+wait_listening() { # log pid
+	local i l
+	for ((i = 0; i < 200; i++)); do
+		while read -r l; do
+			[[ $l == *'listening on'* ]] && return 0
+		done <"$1"
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+# krdmactl bench against its own server, one operation and size (one
+# process each, as perftest), or with N exactly N operations: its JSON
+# into FILE, and "krdma OP SIZE ITERS $win" into cpu-DEV.txt; rc
+krdma_run() { # dev addr op size file [N]
+	local dev=$1 addr=$2 op=$3 size=$4 file=$5 n=${6-} srv=$out/krdma-srv.tmp
+	local rc spid it=(-n "$ITERS" -m "$MIN_ITERS")
+	[[ -n $n ]] && it=(-n "$n" -m "$n")
+	: >"$srv"
+	timeout 120 "$K" bench -l -c 1 -p $KPORT -S "$maxsize" "${ringopt[@]}" \
+		>"$srv" 2>&1 &
+	spid=$!
+	wait_listening "$srv" $spid || log "$dev: the krdmactl bench server did not say it listens"
+	win_start
+	timeout 120 "$K" bench "$addr" -p $KPORT -j -o "$op" -s "$size" -d "$DEPTH" \
+		-b "$BATCH" "${it[@]}" -B "$BYTES" -u "$SIGNAL" "${ringopt[@]}" \
+		>"$file" 2>>"$rdir/errors.log"
+	rc=$?
+	wait $spid
+	win_stop
+	cat "$srv" >>"$rdir/krdma-$dev-server.log"
+	((rc == 0)) || return $rc
+	if [[ -n $n ]]; then
+		echo "krdma empty $size $n $win"
+	else
+		echo "krdma $op $size $(iters_of "$size" "$op") $win"
+	fi >>"$rdir/cpu-$dev.txt"
+}
+
+# perftest: server then client; prints the client's output; the window
+# from the client's start to the server's exit in $win; rc
 pt_once() { # tool dev addr args...
 	local tool=$1 dev=$2 addr=$3 rc spid
 	shift 3
@@ -400,16 +790,20 @@ pt_once() { # tool dev addr args...
 	spid=$!
 	sleep 0.7
 	local TIMEFORMAT='%U %S'
+	win_start
 	{ time timeout 30 "$tool" -R -d "$dev" -p $PPORT -F "$@" "$addr" >"$out/pt-client.log" 2>&1; } 2>"$out/pt-time"
 	rc=$?
 	wait $spid 2>/dev/null
+	win_stop
 	return $rc
 }
-# one perftest row: "op size iters a b c cpu" into perftest-DEV.txt
+# one perftest row: "op size iters a b c cpu" into perftest-DEV.txt and
+# "perftest OP SIZE ITERS $win" into cpu-DEV.txt; op empty: the empty run
+# (ib_write_bw, 64 B, N operations)
 pt_row() { # op dev addr size iters
 	local op=$1 dev=$2 addr=$3 size=$4 n=$5 tool try line cpu u s
 	case $op in
-	write) tool=ib_write_bw ;;
+	write | empty) tool=ib_write_bw ;;
 	read) tool=ib_read_bw ;;
 	send) tool=ib_send_bw ;;
 	lat) tool=ib_write_lat ;;
@@ -426,14 +820,14 @@ pt_row() { # op dev addr size iters
 		{
 			echo "### $tool $dev $size $n try $try rc $rc"
 			cat "$out/pt-client.log"
-		} >>"$out/perftest-$dev.log"
+		} >>"$rdir/perftest-$dev.log"
 		# bogus numbers follow this warning: run once more
 		if ((rc == 0)) && ! grep -q 'Correlation coefficient' "$out/pt-client.log"; then
 			break
 		fi
 		# a hang (timeout) is not retried: it would hang again
 		((try == 2 || rc == 124)) && {
-			echo "$op $size $n - - - -" >>"$out/perftest-$dev.txt"
+			echo "$op $size $n - - - -" >>"$rdir/perftest-$dev.txt"
 			return 1
 		}
 	done
@@ -441,22 +835,23 @@ pt_row() { # op dev addr size iters
 	# the numbers line starts with the size
 	line=$(awk -v s="$size" '$1 == s && NF >= 5 { print; exit }' "$out/pt-client.log")
 	[[ -n $line ]] || {
-		echo "$op $size $n - - - -" >>"$out/perftest-$dev.txt"
+		echo "$op $size $n - - - -" >>"$rdir/perftest-$dev.txt"
 		return 1
 	}
+	echo "perftest $op $size $n $win" >>"$rdir/cpu-$dev.txt"
 	cpu=$(awk -v u="$u" -v s="$s" -v b="$size" -v n="$n" 'BEGIN { printf "%.6f", (u + s) / (b * n / 1e9) }')
 	if [[ $op == lat ]]; then
 		# bytes iters t_min t_max t_typical t_avg t_stdev p99 p99.9
 		# shellcheck disable=SC2086 # split on purpose
 		set -- $line
-		echo "lat $size $n $5 $8 $9 $cpu" >>"$out/perftest-$dev.txt"
+		echo "lat $size $n $5 $8 $9 $cpu" >>"$rdir/perftest-$dev.txt"
 	else
 		# bytes iters bw_peak bw_avg(MiB/s) msg_rate(Mpps)
 		# shellcheck disable=SC2086 # split on purpose
 		set -- $line
 		awk -v op="$op" -v s="$size" -v n="$n" -v r="$5" -v c="$cpu" \
 			'BEGIN { printf "%s %d %d %.3f %.6f %s\n", op, s, n, r * s, r, c }' \
-			>>"$out/perftest-$dev.txt"
+			>>"$rdir/perftest-$dev.txt"
 	fi
 }
 
@@ -501,49 +896,80 @@ conn_run() { # dev addr
 # perftest failing (it crashes in librdmacm on siw with 4 and 8 MiB) is
 # not krdma failing: the row is n/a, and said so; status stays 0
 pt_failed() { # op dev size
-	log "$2: perftest $1 $3 failed: its row is n/a (see perftest-$2.log)"
-	echo "$2 $1 $3" >>"$out/perftest-failed.txt"
+	log "$2: perftest $1 $3 failed: its row is n/a (see ${rdir#"$out"/}/perftest-$2.log)"
+	echo "$2 $1 $3" >>"$rdir/perftest-failed.txt"
+}
+
+# The sizes of OP: lat's own; no SEND above 1 MiB (krdma's limit: nothing
+# to compare with)
+op_sizes() { # op
+	local s
+	for s in $(sizes_of "$([[ $1 == lat ]] && echo "$LAT_SIZES" || echo "$SIZES")"); do
+		[[ $1 == send ]] && ((s > 1048576)) && continue
+		echo "$s"
+	done
+}
+
+# One repeat on one device: the empty run and every krdma row, then the
+# same for perftest, into $rdir
+rep_dev() { # dev addr
+	local dev=$1 addr=$2 op s
+	: >"$rdir/perftest-$dev.txt"
+	: >"$rdir/cpu-$dev.txt"
+	log "rep $rep/$REPEAT, $dev: krdmactl bench ($OPS)"
+	if ((EMPTY == 1)); then
+		krdma_run "$dev" "$addr" write 64 "$rdir/krdma-$dev-empty.json" "$EMPTY_N" || status=1
+	fi
+	# one process per operation and size: a failure costs one row
+	for op in $OPS; do
+		for s in $(op_sizes "$op"); do
+			krdma_run "$dev" "$addr" "$op" "$s" "$rdir/krdma-$dev-$op-$s.json" || status=1
+		done
+	done
+	log "rep $rep/$REPEAT, $dev: perftest ($OPS)"
+	if ((EMPTY == 1)); then
+		pt_row empty "$dev" "$addr" 64 "$EMPTY_N" || pt_failed empty "$dev" 64
+	fi
+	for op in $OPS; do
+		for s in $(op_sizes "$op"); do
+			pt_row "$op" "$dev" "$addr" "$s" "$(iters_of "$s" "$op")" ||
+				pt_failed "$op" "$dev" "$s"
+		done
+	done
 }
 
 t_start=$(date +%s)
 status=0
-: >"$out/perftest-failed.txt"
-for dv in $DEVS; do
-	dev=${dv%%:*}
-	addr=${dv#*:}
-	# one connection per operation and size: a failure costs one row
-	for op in write read send lat; do
-		log "$dev: krdmactl bench $op"
-		sz=$SIZES
-		[[ $op == lat ]] && sz=$LAT_SIZES
-		for s in $(sizes_of "$sz"); do
-			[[ $op == send ]] && ((s > 1048576)) && continue
-			krdma_run "$dev" "$addr" $op "$s" "$out/krdma-$dev-$op-$s.json" || status=1
-		done
+rep_secs=()
+# What an earlier run into the same OUTDIR left (more repeats, connection
+# or TCP rows) is not this run's
+rm -rf "$out"/rep[0-9]* "$out"/cmtime-* "$out"/krdma-*-conn-0.json \
+	"$out"/iperf3* "$out/done.json"
+# The repeats interleave, so that a change of the machine's load weighs
+# on krdma and perftest alike: rep1 (krdma then perftest on each device),
+# rep2, ...
+for ((rep = 1; rep <= REPEAT; rep++)); do
+	t_rep=$(date +%s)
+	rdir=$out/rep$rep
+	rm -rf "$rdir"
+	mkdir -p "$rdir" || exit 1
+	: >"$rdir/perftest-failed.txt"
+	for dv in $DEVS; do
+		rep_dev "${dv%%:*}" "${dv#*:}"
 	done
-	: >"$out/perftest-$dev.txt"
-	for op in write read send; do
-		log "$dev: perftest $op"
-		for s in $(sizes_of "$SIZES"); do
-			# krdma's SENDs are at most 1 MiB: nothing to compare with
-			[[ $op == send ]] && ((s > 1048576)) && continue
-			pt_row $op "$dev" "$addr" "$s" "$(iters_of "$s")" ||
-				pt_failed "$op" "$dev" "$s"
-		done
-	done
-	log "$dev: perftest lat"
-	for s in $(sizes_of "$LAT_SIZES"); do
-		pt_row lat "$dev" "$addr" "$s" "$(iters_of "$s" lat)" ||
-			pt_failed lat "$dev" "$s"
-	done
-	if ((CONNS > 0)); then
-		log "$dev: connection setup, krdma and cmtime, $CONNS each"
-		conn_run "$dev" "$addr" || status=1
-	fi
+	rep_secs+=($(($(date +%s) - t_rep)))
 done
 
+# Once: connection setup on each device
+if ((CONNS > 0)); then
+	for dv in $DEVS; do
+		log "${dv%%:*}: connection setup, krdma and cmtime, $CONNS each"
+		conn_run "${dv%%:*}" "${dv#*:}" || status=1
+	done
+fi
+
 # TCP on the same veth: iperf3, one stream, 3 s per write size
-if [[ ${BENCH_TCP:-1} == 1 ]] && command -v iperf3 >/dev/null; then
+if [[ $TCP == 1 ]] && command -v iperf3 >/dev/null; then
 	taddr=${DEVS%% *}
 	taddr=${taddr#*:}
 	: >"$out/iperf3.txt"
@@ -553,16 +979,21 @@ if [[ ${BENCH_TCP:-1} == 1 ]] && command -v iperf3 >/dev/null; then
 		sleep 0.5
 		timeout 30 iperf3 -c "$taddr" -B "$taddr" -p 5201 -t 3 -l "$s" -J >"$out/iperf3-$s.json" 2>>"$out/errors.log"
 		wait $spid
-		python3 - "$out/iperf3-$s.json" "$s" >>"$out/iperf3.txt" <<'EOF' || echo "$s - -" >>"$out/iperf3.txt"
+		python3 - "$out/iperf3-$s.json" "$s" >>"$out/iperf3.txt" <<'EOP' || echo "$s - -" >>"$out/iperf3.txt"
 import json, sys
 j = json.load(open(sys.argv[1]))
 e = j["end"]["sum_sent"]
 cpu = j["end"]["cpu_utilization_percent"]["host_total"] / 100 * e["seconds"]
 print(sys.argv[2], "%.3f" % (e["bytes"] / e["seconds"] / 1e6), "%.6f" % (cpu / (e["bytes"] / 1e9)))
-EOF
+EOP
 	done
 fi
 rm -f "$out/pt-client.log" "$out/pt-server.log" "$out/pt-time" \
-	"$out/cm-client.log" "$out/cm-server.log"
-log "done in $(($(date +%s) - t_start)) s; results in $out (status $status)"
+	"$out/cm-client.log" "$out/cm-server.log" "$out/krdma-srv.tmp"
+secs=$(($(date +%s) - t_start))
+echo "{\"status\": $status, \"seconds\": $secs, \"repeat_seconds\": [$(
+	IFS=,
+	echo "${rep_secs[*]}"
+)]}" >"$out/done.json"
+log "done in $secs s (repeats: ${rep_secs[*]} s); results in $out (status $status)"
 exit $status

@@ -9,8 +9,11 @@
 # checked with python3 (every row present, numbers finite and consistent:
 # p99 >= median, bandwidth = size x message rate), and the text output.
 # Also the connection-setup mode (-o conn): N connections, each counted
-# by the server, JSON well-formed. Timings are never asserted. Every
-# command runs under `timeout`.
+# by the server, JSON well-formed. And scripts/bench.sh itself (make
+# bench's guest step) at tiny sizes, REPEAT=2, on both devices: its raw
+# results complete, and its --report's json and rst well-formed, every
+# median within its min-max (~60 s under TCG). Timings are never
+# asserted. Every command runs under `timeout`.
 
 # shellcheck disable=SC2317 # functions run through check()
 set -u
@@ -131,8 +134,105 @@ conn_alone() {
 	[[ $? == 2 ]] && grep -q 'measured alone' "$TMP/err"
 }
 
+# bench_script: scripts/bench.sh, tiny: WRITE of 64 B and 4 KiB and the
+# 64 B ping-pong (and the empty run), krdma then perftest, twice, on
+# rxe0 and siw0; no TCP, no connection rows; then its report into
+# $TMP/doc (no plot). Every BENCH_* it reads is set here, so that a
+# KRDMA_BENCH_* of make bench's in the environment changes nothing
+bench_script() {
+	BENCH_REPEAT=2 BENCH_OPS="write lat" BENCH_SIZES=64,4K \
+		BENCH_LAT_SIZES=64 BENCH_DEPTH=8 BENCH_BATCH=4 BENCH_ITERS=64 \
+		BENCH_MIN_ITERS=16 BENCH_BYTES=64K BENCH_EMPTY=1 BENCH_TCP=0 \
+		BENCH_CONNS=0 BENCH_RING=0 BENCH_SIGNAL=1 \
+		BENCH_DEVS="rxe0:$RXE_ADDR siw0:$SIW_ADDR" \
+		timeout 300 scripts/bench.sh "$TMP/bench" >"$TMP/out" 2>"$TMP/err" ||
+		return 1
+	mkdir -p "$TMP/doc" &&
+		BENCH_PLOT=0 timeout 120 scripts/bench.sh --report "$TMP/bench" \
+			"$TMP/doc" >>"$TMP/out" 2>>"$TMP/err"
+}
+
+# bench_script_ok: its raw results are complete (each repeat: a JSON per
+# krdma row, a numbers line per perftest row, a whole-guest CPU line for
+# each, or the perftest row said to have failed), and its report's json
+# and rst well-formed: one kernel, this one, every row, every median
+# within its min-max, two runs each
+bench_script_ok() {
+	"$PYTHON" - "$TMP/bench" "$TMP/doc" "$(uname -r)" <<'EOF' >>"$TMP/err" 2>&1
+import json, math, os, sys
+raw, doc, kernel = sys.argv[1:]
+devs = ["rxe0", "siw0"]
+want = [("write", 64), ("write", 4096), ("lat", 64)]
+fails = set()
+for rep in (1, 2):
+    rd = os.path.join(raw, "rep%d" % rep)
+    failed = {tuple(l.split()) for l in open(os.path.join(rd, "perftest-failed.txt"))}
+    for dev in devs:
+        for op, s in want:
+            j = json.load(open(os.path.join(rd, "krdma-%s-%s-%d.json" % (dev, op, s))))
+            assert j["ok"] is True, (rep, dev, op, s, j["error"])
+            assert [(r["op"], r["size"]) for r in j["results"]] == [(op, s)], (rep, dev, op, s)
+        pt = {}
+        for l in open(os.path.join(rd, "perftest-%s.txt" % dev)):
+            f = l.split()
+            pt[(f[0], int(f[1]))] = f
+        cpu = {}
+        for l in open(os.path.join(rd, "cpu-%s.txt" % dev)):
+            f = l.split()
+            assert len(f) == 6 and all(x.isdigit() for x in f[2:]), (rep, dev, l)
+            assert int(f[3]) > 0 and int(f[5]) > 0, (rep, dev, l)
+            cpu[(f[0], f[1], int(f[2]))] = f
+        for op, s in want + [("empty", 64)]:
+            assert ("krdma", op, s) in cpu, ("no CPU line", rep, dev, "krdma", op, s)
+            if (dev, op, str(s)) in failed:
+                fails.add((dev, op, s))
+                continue
+            assert (op, s) in pt and "-" not in pt[(op, s)], ("perftest", rep, dev, op, s)
+            assert ("perftest", op, s) in cpu, ("no CPU line", rep, dev, "perftest", op, s)
+assert json.load(open(os.path.join(raw, "done.json")))["status"] == 0
+res = json.load(open(os.path.join(doc, "benchmarks-results.json")))
+assert res["format"] == 2 and list(res["kernels"]) == [kernel], list(res["kernels"])
+k = res["kernels"][kernel]
+assert k["meta"]["repeat"] == 2 and k["meta"]["devices"] == devs, k["meta"]
+rows = {(r["device"], r["op"], r["size"]): r for r in k["rows"]}
+assert sorted(rows) == sorted((d, op, s) for d in devs for op, s in want), sorted(rows)
+
+
+def stat_ok(st, where):
+    assert len(st["runs"]) == 2, where
+    v = [x for x in st["runs"] if x is not None]
+    assert v and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v), where
+    assert st["min"] <= st["median"] <= st["max"], where
+    assert st["min"] == min(v) and st["max"] == max(v), where
+
+
+for key, r in rows.items():
+    m = "lat_median_us" if key[1] == "lat" else "mb_per_s"
+    for who in ("krdma", "perftest"):
+        for name, st in r[who].items():
+            if name != "iters" and st is not None:
+                stat_ok(st, (key, who, name))
+    for name in (m, "cpu_s_per_gb", "cpu_rusage_s_per_gb"):
+        assert None not in r["krdma"][name]["runs"], (key, name)
+        if key not in fails:
+            assert None not in r["perftest"][name]["runs"], (key, name)
+    if key not in fails:
+        stat_ok(r["ratio"], (key, "ratio"))
+        stat_ok(r["cpu_ratio"], (key, "cpu_ratio"))
+for dev in devs:
+    assert None not in k["empty_run_cpu_s"][dev]["krdma"]["runs"], dev
+rst = open(os.path.join(doc, "benchmarks-results.rst")).read()
+for t in ["Summary", "Linux ", "rxe0 (RoCE)", "siw0 (iWARP)"]:
+    assert t in rst, t
+# per device a table row per row: two WRITE sizes and one lat
+for dev in ("rxe0 (RoCE)", "siw0 (iWARP)"):
+    body = rst.split(dev)[1].split("~~\n\n", 1)[1].split("\n\n", 2)[1]
+    assert body.count("   * - write\n") == 2 and body.count("   * - lat\n") == 1, body[:400]
+EOF
+}
+
 echo "TAP version 13"
-echo "1..12"
+echo "1..14"
 check "bench on rxe (JSON) runs" bench_run "$RXE_ADDR" -j "${ARGS[@]}"
 check "bench on rxe: JSON well-formed, a BENCH of cli.rst" json_ok rxe0
 check "bench on siw (JSON) runs" bench_run "$SIW_ADDR" -j "${ARGS[@]}"
@@ -153,5 +253,14 @@ CLIENTS=5 check "bench -o conn on siw: 5 connections, one at a time" \
 check "bench -o conn on siw: JSON well-formed, the server served all 5" \
 	conn_ok siw0 5
 check "bench -o conn with another op: exit 2, 'measured alone'" conn_alone
+if command -v ib_write_bw >/dev/null; then
+	check "scripts/bench.sh, tiny, 2 repeats on rxe0 and siw0, and its --report" \
+		bench_script
+	check "scripts/bench.sh: raw results complete; report json/rst well-formed, medians within min-max" \
+		bench_script_ok
+else
+	skip "scripts/bench.sh, tiny, 2 repeats on rxe0 and siw0, and its --report" "no perftest"
+	skip "scripts/bench.sh: raw results complete; report json/rst well-formed, medians within min-max" "no perftest"
+fi
 echo "# $n tests, $failed failed"
 ((failed == 0))
