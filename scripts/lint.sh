@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The static checks a linux-rdma reviewer runs first, on the module and
-# on the modules of samples/krdma_blk (built against its Module.symvers):
+# on the modules of samples/krdma_blk and selftests/krdma_kbench (built
+# against its Module.symvers):
 #   - a W=1 build with no warning,
 #   - sparse (C=2: every file, rebuilt or not) with no warning,
 #   - checkpatch.pl --strict on every source file (taken from Debian's
@@ -18,13 +19,16 @@ fail=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 blk=$PWD/samples/krdma_blk
+kbench=$PWD/selftests/krdma_kbench
 symvers=KBUILD_EXTRA_SYMBOLS=$PWD/Module.symvers
 
 echo "lint: W=1 build against $KDIR"
 make -s -C "$KDIR" M="$PWD" clean >/dev/null
 make -s -C "$KDIR" M="$blk" clean >/dev/null
+make -s -C "$KDIR" M="$kbench" clean >/dev/null
 if ! make -C "$KDIR" M="$PWD" W=1 modules >"$log" 2>&1 ||
    ! make -C "$KDIR" M="$blk" "$symvers" W=1 modules >>"$log" 2>&1 ||
+   ! make -C "$KDIR" M="$kbench" "$symvers" W=1 modules >>"$log" 2>&1 ||
    grep -E 'warning:|error:' "$log"; then
 	cat "$log"
 	echo "lint: W=1 build FAILED"
@@ -34,6 +38,8 @@ fi
 echo "lint: sparse (C=2)"
 if ! make -C "$KDIR" M="$PWD" C=2 CHECK="sparse -Wno-decl" modules >"$log" 2>&1 ||
    ! make -C "$KDIR" M="$blk" "$symvers" C=2 CHECK="sparse -Wno-decl" \
+	modules >>"$log" 2>&1 ||
+   ! make -C "$KDIR" M="$kbench" "$symvers" C=2 CHECK="sparse -Wno-decl" \
 	modules >>"$log" 2>&1 ||
    grep -E '^[^ ]+\.[ch]:[0-9]+:[0-9]+: (warning|error):' "$log"; then
 	echo "lint: sparse FAILED"
@@ -46,7 +52,8 @@ echo "lint: checkpatch --strict (from $src)"
 if ! "$src/scripts/checkpatch.pl" --strict --no-tree --terse --show-types \
 	-f $(git ls-files --cached --others --exclude-standard \
 		'module/*.[ch]' 'uapi/*.h' 'include/*.h' \
-		'selftests/krdma_sample/*.c' 'samples/krdma_blk/*.[ch]' |
+		'selftests/krdma_sample/*.c' 'selftests/krdma_kbench/*.c' \
+		'samples/krdma_blk/*.[ch]' |
 		sort -u); then
 	echo "lint: checkpatch FAILED"
 	fail=1

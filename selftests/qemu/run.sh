@@ -169,6 +169,7 @@ if [[ ${KRDMA_NO_BUILD:-0} != 1 ]]; then
 		msg "last modules were built for $(cat "$build/.modules-kdir"); cleaning them"
 		make -C "$kdir" M="$repo" clean >/dev/null
 		make -C "$kdir" M="$repo/selftests/krdma_sample" clean >/dev/null
+		make -C "$kdir" M="$repo/selftests/krdma_kbench" clean >/dev/null
 		make -C "$kdir" M="$repo/samples/krdma_blk" clean >/dev/null
 	fi
 	echo "$kdir" >"$build/.modules-kdir"
