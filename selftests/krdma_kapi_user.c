@@ -96,9 +96,6 @@ int main(int argc, char **argv)
 	ret = krdma_parse_addr(argv[1], atoi(argv[2]), &addr);
 	if (ret)
 		return fail("address", ret);
-	ret = krdma_connect_to(fd, &addr, 10000, &conn);
-	if (ret)
-		return fail("connect", ret);
 	ret = krdma_buf_register(fd, mem, LEN, KRDMA_ACCESS_LOCAL_WRITE |
 				 KRDMA_ACCESS_REMOTE_WRITE, &data);
 	if (!ret)
@@ -107,10 +104,23 @@ int main(int argc, char **argv)
 	if (ret)
 		return fail("register", ret);
 
-	/* RECV the module's token (RoCE retries the SEND until it is here) */
-	ret = op(fd, KRDMA_OP_RECV, conn, msgs, 0, MSG, NULL);
+	/*
+	 * The module SENDs its token once it has accepted: the RECV for it
+	 * goes out with the connect request
+	 */
+	memset(&o, 0, sizeof(o));
+	o.opcode = KRDMA_OP_RECV;
+	o.num_sge = 1;
+	o.sge.buf = msgs;
+	o.sge.length = MSG;
+	ret = krdma_connect_recvs(fd, &addr, NULL, 0, 10000, &o, 1, &conn);
 	if (ret)
-		return fail("recv token", ret);
+		return fail("connect", ret);
+	ret = krdma_poll_wc(fd, &wc, 1, 30000);
+	if (ret != 1)
+		return fail("recv token", ret < 0 ? ret : -ETIMEDOUT);
+	if (wc.status)
+		return fail("recv token", wc.status);
 	memcpy(&tok, msg, sizeof(tok));
 
 	/* READ the first half of the module's kernel memory */

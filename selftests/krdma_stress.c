@@ -453,8 +453,7 @@ static void send_token(int fd, uint32_t conn, const struct krdma_token *tok)
 
 	memcpy(msg, tok, sizeof(*tok));
 	h = reg(fd, msg, 64, 0);
-	/* iWARP: the client posts its RECV as soon as it is connected */
-	sleep_ms(100);
+	/* The client's RECV went out with its connect request */
 	kt_op(&op, KRDMA_OP_SEND, conn, h, 0, 64, NULL, 0, 0);
 	ret = run1(fd, &op);
 	if (ret)
@@ -820,19 +819,31 @@ static int cmd_load(int argc, char **argv)
 	if (file)
 		read_file(file, &port, NULL, false);
 	parse_addr(argv[optind], port, &a);
-	ret = krdma_connect_to(ld.fd, &a, WAIT_MS, &ld.conn);
-	if (ret)
-		die(ret, "connect to %s:%u", argv[optind], port);
 	if (recv_token) {
+		struct krdma_completion twc;
 		struct krdma_op op;
 
-		kt_op(&op, KRDMA_OP_RECV, ld.conn, msg_h, 0, 64, NULL, 0, 0);
-		ret = run1(ld.fd, &op);
+		/*
+		 * The server SENDs the token as soon as it has accepted: the
+		 * RECV goes out with the connect request (on iWARP a SEND
+		 * that finds no RECV ends the connection)
+		 */
+		kt_op(&op, KRDMA_OP_RECV, 0, msg_h, 0, 64, NULL, 0, 0);
+		ret = krdma_connect_recvs(ld.fd, &a, NULL, 0, WAIT_MS, &op, 1,
+					  &ld.conn);
 		if (ret)
-			die(ret < 0 ? ret : 0, "RECV of the token: %s",
-			    ret < 0 ? "" : krdma_wc_status_str(ret));
+			die(ret, "connect to %s:%u", argv[optind], port);
+		ret = krdma_poll_wc(ld.fd, &twc, 1, WAIT_MS);
+		if (ret != 1)
+			die(ret < 0 ? ret : -ETIMEDOUT, "RECV of the token");
+		if (twc.status)
+			die(0, "RECV of the token: %s",
+			    krdma_wc_status_str(twc.status));
 		memcpy(&ld.tok, msg, sizeof(ld.tok));
 	} else {
+		ret = krdma_connect_to(ld.fd, &a, WAIT_MS, &ld.conn);
+		if (ret)
+			die(ret, "connect to %s:%u", argv[optind], port);
 		read_file(file, &port, &ld.tok, true);
 	}
 	/* Whole 8-byte words, DEPTH slots in the window */

@@ -1846,11 +1846,10 @@ static int user_serve_fn(void *arg)
 		goto out;
 	}
 	/*
-	 * The peer posts its RECV once its connect returned; iWARP has no
-	 * RNR retry, so a SEND that comes first ends the connection
-	 * (protocol.rst): give it the time krdma_stress gives
+	 * iWARP has no RNR retry: a SEND that finds no RECV ends the
+	 * connection (protocol.rst). The peers (krdma_stress load -r,
+	 * krdma_kapi_user) post theirs with the connect request.
 	 */
-	msleep(100);
 	memcpy(msgmem, &tok, sizeof(tok));
 	ret = user_op(conn, KRDMA_OP_SEND, msg, 0, sizeof(tok), NULL);
 	if (ret)
