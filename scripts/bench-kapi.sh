@@ -24,9 +24,12 @@
 #     {"op", "size", "iters",
 #      "kapi":       the module's row (its /sys/kernel/debug/krdma_kbench/
 #                    result, described in krdma_kbench.c: "mb_per_s",
-#                    "mmsg_per_s", "post_ns" {"calls", "median", "p99",
-#                    "max", "avg", "total"}, "verified", "ok", "error",
-#                    "stage", ...), or null when it left none,
+#                    "mmsg_per_s", "post_ns" {"calls", "samples",
+#                    "median", "p99", "max", "avg", "total"},
+#                    "verified", "ok", "error",
+#                    "stage", ...), or null when it left none for
+#                    this command (the row's "device", "addr", "op",
+#                    "size" and "iters" must be this row's),
 #      "kapi_cpu_s_per_gb":     busy CPU seconds of the whole machine
 #                               (/proc/stat: user, nice, system, irq,
 #                               softirq, steal) per GB moved, around the
@@ -34,9 +37,11 @@
 #      "perftest":   {"mb_per_s", "mmsg_per_s", "cpu_s_per_gb"} (MB/s as
 #                    perftest's message rate x size, 10^6 B/s; CPU as
 #                    above, around both perftest processes), or null,
-#      "skipped":    null, or why the kernel row was not run: a SEND of
-#                    kernel memory spanning more pages than the device's
-#                    SGEs (siw: 6 pages),
+#      "skipped":    null, or why the module refused the row at its
+#                    "limits" stage: a SEND of kernel memory spanning
+#                    more pages than the device's SGEs (siw: 6 pages),
+#                    a READ on a connection with no initiator_depth, or
+#                    more memory than the module allows,
 #      "ratio":      kapi mb_per_s / perftest mb_per_s, or null}
 #   kapi-DEV.log    each command, the module's row and perftest's output
 #
@@ -171,18 +176,41 @@ cpu_per_gb() {
 		'BEGIN { printf "%.6f", t / hz / (b * n / 1e9) }'
 }
 
-# One kernel row: the module's JSON in $out/kapi-row, its CPU in $kcpu
+# row_mine FILE DEV ADDR OP SIZE ITERS: FILE is the module's row of this
+# command (its label and address, operation, size and iterations): not
+# one a previous row left there (a write that failed before its run)
+row_mine() {
+	python3 - "$@" <<'EOF' 2>/dev/null
+import json, sys
+f, dev, addr, op, size, iters = sys.argv[1:7]
+lines = open(f).read().splitlines()
+assert len(lines) == 1
+r = json.loads(lines[0])
+assert (r["device"], r["addr"], r["op"], r["size"], r["iters"]) == \
+    (dev, addr, op, int(size), int(iters))
+EOF
+}
+
+# One kernel row: the module's JSON in $out/kapi-row (empty when the
+# module left none for this command), its CPU in $kcpu
 kapi_row() { # dev addr op size iters
 	local cmd t0 rc
 	cmd="addr=$2 label=$1 op=$3 size=$4 iters=$5 depth=$DEPTH batch=$BATCH timeout=$ROW_TIMEOUT"
+	: >"$out/kapi-row"
 	t0=$(busy_ticks)
 	# the run happens inside this write (bash -c's positional parameters)
 	# shellcheck disable=SC2016
-	timeout $((ROW_TIMEOUT + 60)) bash -c 'echo "$1" >"$2"' bash "$cmd" "$DBG/run" \
+	timeout -k 10 $((ROW_TIMEOUT + 60)) bash -c 'echo "$1" >"$2"' bash "$cmd" "$DBG/run" \
 		2>>"$out/kapi-$1.log"
 	rc=$?
 	kcpu=$(cpu_per_gb $(($(busy_ticks) - t0)) "$4" "$5")
-	cat "$DBG/result" >"$out/kapi-row" 2>/dev/null || : >"$out/kapi-row"
+	timeout -k 10 30 cat "$DBG/result" >"$out/kapi-row" 2>/dev/null
+	if ! row_mine "$out/kapi-row" "$@"; then
+		echo "### $cmd: the module's result is not this row's:" >>"$out/kapi-$1.log"
+		cat "$out/kapi-row" >>"$out/kapi-$1.log"
+		: >"$out/kapi-row"
+		((rc == 0)) && rc=1
+	fi
 	{
 		echo "### $cmd: rc $rc"
 		cat "$out/kapi-row"
@@ -194,10 +222,10 @@ kapi_row() { # dev addr op size iters
 pt_once() { # tool dev addr args...
 	local tool=$1 dev=$2 addr=$3 rc spid
 	shift 3
-	timeout 40 "$tool" -R -d "$dev" -p $PPORT -F "$@" >"$out/kapi-pt-server.log" 2>&1 &
+	timeout -k 10 40 "$tool" -R -d "$dev" -p $PPORT -F "$@" >"$out/kapi-pt-server.log" 2>&1 &
 	spid=$!
 	sleep 0.7
-	timeout 30 "$tool" -R -d "$dev" -p $PPORT -F "$@" "$addr" >"$out/kapi-pt-client.log" 2>&1
+	timeout -k 10 30 "$tool" -R -d "$dev" -p $PPORT -F "$@" "$addr" >"$out/kapi-pt-client.log" 2>&1
 	rc=$?
 	wait $spid 2>/dev/null
 	return $rc
@@ -230,13 +258,24 @@ pt_row() { # op dev addr size iters
 		if ((rc == 0)) && ! grep -q 'Correlation coefficient' "$out/kapi-pt-client.log"; then
 			break
 		fi
-		((try == 2 || rc == 124)) && return 1
+		# timed out: 124 (SIGTERM), 137 (SIGKILL after -k)
+		((try == 2 || rc == 124 || rc == 137)) && return 1
 	done
 	# bytes iters bw_peak bw_avg msg_rate(Mpps)
 	line=$(awk -v s="$size" '$1 == s && NF >= 5 { print $5; exit }' "$out/kapi-pt-client.log")
 	[[ -n $line ]] || return 1
 	pt=$(awk -v r="$line" -v s="$size" -v c="$(cpu_per_gb "$ticks" "$size" "$n")" \
 		'BEGIN { printf "{\"mb_per_s\": %.3f, \"mmsg_per_s\": %.6f, \"cpu_s_per_gb\": %s}", r * s, r, c }')
+}
+
+# Why the module refused a row at its "limits" stage, as a JSON string
+skip_reason() {
+	case $(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["error"])' "$1" 2>/dev/null) in
+	-90) echo '"a SEND of kernel memory this large spans more pages than the device has SGEs"' ;;
+	-95) echo '"the connection allows no RDMA READ (initiator_depth 0)"' ;;
+	-7) echo '"more memory than the module allows (256 MiB)"' ;;
+	*) echo '"beyond the module'"'"'s limits"' ;;
+	esac
 }
 
 # kapi-DEV.json from the rows (one JSON object a line)
@@ -248,9 +287,10 @@ rows = []
 for l in open(rows_file):
     r = json.loads(l)
     k, p = r.get("kapi"), r.get("perftest")
-    # the module's row must be this one (a run that never started leaves
-    # the last one there)
-    if k is not None and (k.get("op"), k.get("size"), k.get("iters")) != (r["op"], r["size"], r["iters"]):
+    # the module's row must be this one, of this device (a run that never
+    # started leaves the last one there); kapi_row() already checked
+    if k is not None and ((k.get("device"), k.get("addr"), k.get("op"), k.get("size"), k.get("iters"))
+                          != (dev, addr, r["op"], r["size"], r["iters"])):
         r["kapi"] = k = None
     a = k.get("mb_per_s") if k and k.get("ok") else None
     b = p.get("mb_per_s") if p else None
@@ -288,7 +328,7 @@ for dv in $DEVS; do
 			kcpu=null
 			if ! kapi_row "$dev" "$addr" "$op" "$s" "$n"; then
 				if grep -q '"stage":"limits"' "$out/kapi-row"; then
-					skipped='"a SEND of kernel memory this large spans more pages than the device has SGEs"'
+					skipped=$(skip_reason "$out/kapi-row")
 				else
 					log "$dev: kernel API $op $s failed: $(cat "$out/kapi-row")"
 					status=1

@@ -6,16 +6,27 @@
  * A run listens on one address of an RDMA device, connects to itself
  * there and accepts. The server end registers a kernel buffer and grants
  * a window of it (krdma_grant_create(), krdma_grant_token()); the client
- * end registers its source buffer and keeps up to @depth operations in
- * flight to that window: @batch of them per krdma_post_list(), all but the
- * last of each batch unsignaled, or one per krdma_post() with batch=1. The
+ * end registers its regions and keeps up to @depth operations in flight
+ * to that window: @batch of them per krdma_post_list(), all but the last
+ * of each batch unsignaled, or one per krdma_post() with batch=1. The
  * operation is an RDMA WRITE, an RDMA READ, or a SEND into RECVs that the
  * server end keeps posted. The posting thread, the task that wrote the
  * command, times every krdma_post() or krdma_post_list() call with
- * ktime_get_ns(). After the timed phase the bytes are checked: the
- * server's buffer holds the source region of the last WRITE; for READ,
- * every local region used holds the server's buffer; for SEND, the RECV
- * that took the last message holds the source region of that SEND.
+ * ktime_get_ns().
+ *
+ * After the timed phase the bytes of the final operation, and only
+ * those, are checked. That operation alone uses a region of its own, with
+ * a pattern that no other region of the run has (every byte differs),
+ * and its destination was poisoned (another such pattern) before the
+ * timed phase: for WRITE the server's window must hold the final WRITE's
+ * source region; for SEND the RECV that took the last message (every
+ * RECV region poisoned) must hold the final SEND's source region; for
+ * READ the final READ's local region, poisoned and read into by no other
+ * READ, must hold the window. So stale bytes (an earlier operation's, or
+ * none) never pass. The operations before the final one are not checked
+ * (their patterns repeat every 16 regions, and every READ gets the same
+ * window): their completing with IB_WC_SUCCESS is all that says they
+ * worked. A completion that failed stops the run.
  *
  * Interface, in debugfs (/sys/kernel/debug/krdma_kbench/):
  *
@@ -23,45 +34,74 @@
  *             addr=198.18.0.1 label=rxe0 op=write size=64K iters=2048
  *             depth=64 batch=16
  *           The whole run happens inside that write(), which returns the
- *           count written when the run succeeded (bytes verified) and a
- *           negative errno when it failed (-EINVAL: a bad command). Every
- *           wait is killable and bounded (timeout=), so `timeout 60 sh -c
- *           'echo ... >run'` always ends it. One run at a time.
- *   result  the last run's outcome: one JSON object on one line.
+ *           count written when the run succeeded (the final operation's
+ *           bytes verified) and a negative errno when it failed (-EINVAL:
+ *           a bad command; -EMSGSIZE, -EOPNOTSUPP, -E2BIG: beyond the
+ *           limits; -ETIMEDOUT: timeout= passed). Every wait is killable
+ *           and bounded (timeout=, and 10 s for connecting and for the
+ *           bytes to land), so `timeout -k 10 60 sh -c 'echo ... >run'`
+ *           always ends it; a writer killed by SIGKILL returns once both
+ *           ends are torn down. One run at a time: a second writer waits
+ *           (killable) for the first. While a write is inside, the module
+ *           is in use (rmmod fails).
+ *   result  the last run's outcome: one JSON object on one line; empty
+ *           while a run is in progress (and before the first). Reading it
+ *           never waits for a run.
  *
  * Keys: addr= (alias dev=) an IPv4 or IPv6 address of the RDMA device,
  * required; label= a name for the JSON (the device, "rxe0"); op=write,
  * read or send (default write); size= bytes of each operation, with K, M
- * or G (1 to 64M; default 64K; a SEND or RECV of kernel memory may span
- * max_send_sge pages at most); iters= operations (1 to 4194304; default
+ * or G (1 to 64M; default 64K; op=send: a SEND or RECV of kernel memory
+ * may span max_send_sge pages at most, 16 on any device, so 64K with
+ * 4 KiB pages, else -EMSGSIZE); iters= operations (1 to 4194304; default
  * 1000); depth= operations in flight (1 to 4096; default 64; rounded down
  * to a multiple of batch); batch= operations per call (1 to depth;
  * default 16; 1: krdma_post()); unsignaled=0 or 1 (default 1: all but the
  * last of a batch; READ on iWARP is always signaled, as krdma requires);
  * sq= the client's send queue depth (0, the default: depth times the
- * 256 KiB pieces of one operation, 16 to 1024); timeout= seconds for the
- * timed phase and its drain (default 120).
+ * 256 KiB pieces of one operation, 16 to 1024; krdma clamps any to 16 to
+ * 4096); timeout= seconds for the timed phase and its drain (1 to 3600,
+ * default 120). The client's regions (up to 17, at most about 32 MiB
+ * unless two regions are more) and the server's memory (one region; for
+ * op=send, depth regions) are at most 256 MiB together: more is -E2BIG,
+ * refused before anything is allocated.
  *
  * The JSON object: "op", "device" (the label, or null), "addr",
  * "transport" ("roce", "iwarp", "ib", "other"; null before a connection),
- * "size", "iters", "depth", "batch", "unsignaled" (as used), "sq_depth",
+ * "size", "iters", "depth" (as used: rounded down to a multiple of
+ * batch), "depth_asked" (as the command gave it), "batch", "unsignaled"
+ * (as used), "sq_depth" (the send queue depth as krdma uses it),
  * "src_mem" ("kmalloc" or "vmalloc": what kvzalloc() gave the client's
- * regions), "bytes" (size x iters); "seconds" (the timed phase, from the
- * first call to the last completion), "mb_per_s" (10^6 bytes a second),
- * "mmsg_per_s" (10^6 operations a second), null when the timed phase did
- * not end; "post_ns" {"calls", "median", "p99", "max", "avg", "total"}:
+ * regions; null before they were allocated), "bytes" (size x iters);
+ * "seconds" (the timed phase, from the first call to the last
+ * completion), "mb_per_s" (10^6 bytes a second), "mmsg_per_s" (10^6
+ * operations a second), null when the timed phase did not end; "post_ns"
+ * {"calls", "samples", "median", "p99", "max", "avg", "total"}:
  * nanoseconds inside each krdma_post() or krdma_post_list() call, null
- * before the first; "wait_ns" (the posting thread asleep, waiting for room
- * or for RECVs); "verified", "bad_offset" (the first wrong byte, or -1);
+ * before the first: "max", "avg" and "total" over every call, "median"
+ * and "p99" (nearest rank) over "samples" of them, every call when there
+ * are at most 65536, else every k-th call (k = calls / 65536 rounded up)
+ * so that at most 65536 are kept and sorted; "accepted" (null, or when a
+ * call refused an operation, the operations of that call it accepted
+ * before it, krdma_post_list()'s *accepted); "wait_ns" (the posting
+ * thread asleep, waiting for room or for RECVs); "verified" (the final
+ * operation's bytes were checked and right; false when the run failed
+ * before), "verified_scope" ("last_op": what "verified" covers, only the
+ * final operation), "bad_offset" (the first wrong byte of it, or -1);
  * "ok", "error" (0 or a negative errno), "stage" (null, or where it
- * failed: parse, address, listen, connect, accept, memory, register,
- * grant, rkeys, limits, recv, post, wait, verify); "wc_status" and
- * "vendor_err" of the first failed completion (0: none).
+ * failed: parse, limits, address, listen, connect, accept, memory,
+ * register, grant, rkeys, recv, post, wait, verify); "wc_status" and
+ * "vendor_err" of the first failed completion (0: none); "byte_len" (a
+ * RECV that took a message of the wrong length: its length, else 0).
  *
  * Unlike perftest, one thread does all of it: for SEND it also posts the
  * server's RECVs again as they complete, and a SEND is posted only once
  * its RECV is (on iWARP a SEND that finds no RECV ends the connection).
- * As ib_write_bw's, every WRITE goes to the same remote window.
+ * As ib_write_bw's, every WRITE goes to the same remote window. A batch
+ * is posted again only after its signaled operation completed with
+ * IB_WC_SUCCESS (then, as Documentation/kernel-api.rst has it, every
+ * request of it is the caller's again); one that failed is never reused:
+ * the run stops and the teardown gives every request back.
  *
  * Why a debugfs file: a bench script runs many rows (operations, sizes,
  * devices) against one loaded module, and a write() that returns when the
@@ -73,6 +113,8 @@
  *
  * Copyright (c) 2026 The krdma authors
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/ctype.h>
 #include <linux/debugfs.h>
 #include <linux/delay.h>
@@ -89,6 +131,7 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/overflow.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/seq_file.h>
@@ -111,10 +154,23 @@ MODULE_IMPORT_NS(KRDMA);
 #define KB_MAX_ITERS		BIT(22)
 #define KB_MAX_DEPTH		4096
 #define KB_AUTO_SQ_MAX		1024
+/* krdma's clamp of a send queue depth */
+#define KB_SQ_MIN		16
+#define KB_SQ_MAX		4096
 #define KB_PIECE		SZ_256K
-/* Source regions: at most this many, in at most this many bytes, >= 2 */
+/*
+ * Source regions of every operation but the final one: at most this many,
+ * in at most this many bytes, >= 2. The final operation has one more.
+ */
 #define KB_MAX_REGIONS		16
 #define KB_SRC_BYTES		SZ_32M
+/* The client's and the server's memory together, at most */
+#define KB_MAX_MEM		SZ_256M
+/* Seeds beyond the regions': the final operation's, and the poison */
+#define KB_SEED_FINAL		KB_MAX_REGIONS
+#define KB_SEED_POISON		(KB_MAX_REGIONS + 1)
+/* Call times kept for the median and the 99th percentile, at most */
+#define KB_MAX_SAMPLES		65536
 #define KB_CONN_TIMEOUT		(10 * HZ)
 #define KB_VERIFY_TIMEOUT	(10 * HZ)
 
@@ -136,7 +192,9 @@ static const u32 kb_opcodes[] = {
  * @op: what the client does
  * @size: bytes of each operation
  * @iters: operations
- * @depth: operations in flight, at most
+ * @depth: operations in flight, at most: @depth_asked rounded down to a
+ *         multiple of @batch
+ * @depth_asked: as the command gave it
  * @batch: operations per krdma_post_list() (1: krdma_post())
  * @sq_depth: the client's send queue depth (0: computed, kb_sq_depth())
  * @unsignaled: all but the last of a batch without a completion
@@ -149,6 +207,7 @@ struct kb_params {
 	u64 size;
 	u32 iters;
 	u32 depth;
+	u32 depth_asked;
 	u32 batch;
 	u32 sq_depth;
 	bool unsignaled;
@@ -161,7 +220,8 @@ struct kb_run;
  * struct kb_slot - @batch requests posted together, and free again together
  * @run: the run
  * @index: its number: its requests are reqs[@index * batch ...]
- * @pending: signaled requests of the batch whose done has not come
+ * @pending: signaled requests of the batch whose successful done has not
+ *           come
  */
 struct kb_slot {
 	struct kb_run *run;
@@ -187,17 +247,22 @@ struct kb_recv {
  * struct kb_run - the state of one run
  * @p: what to do
  * @stage: where it is (or where it failed), for the JSON
+ * @cmd: the command, as written
+ * @row: the JSON row, before it is published
  * @l: the listener
  * @client: the end that posts
  * @server: the end that grants (and receives)
  * @info: the client's krdma_conn_info()
- * @sq_depth: the client's send queue depth, as asked
+ * @sq_depth: the client's send queue depth, as krdma uses it
  * @unsignaled: @p.unsignaled as it could be used
  * @stride: bytes from one region to the next (>= size; no region of up to
  *          a page straddles a page)
- * @nregions: source regions (op=read: local destination regions)
+ * @nregions: regions of every operation but the final one (op=read: local
+ *            destination regions); the final operation's is region
+ *            @nregions, after them
  * @src: the client's memory
  * @src_len: its length
+ * @src_mem: "kmalloc" or "vmalloc": what @src is, or NULL before
  * @src_buf: its registration
  * @dst: the server's memory: the window, or the RECVs' regions
  * @dst_len: its length
@@ -208,7 +273,9 @@ struct kb_recv {
  * @reqs: the client's requests, @nslots * batch
  * @slots: the batches
  * @nslots: how many
- * @lock: protects @free, @nfree, @error, @wc_status and @vendor_err
+ * @lock: protects @free, @nfree, @error, @wc_status, @vendor_err and
+ *        @byte_len; taken in process and softirq context (a done never
+ *        runs in hardirq)
  * @free: free slots, a stack
  * @nfree: its height
  * @wq: the posting thread waits here
@@ -217,6 +284,7 @@ struct kb_recv {
  * @error: the first failure (a negative errno)
  * @wc_status: the first failed completion's status
  * @vendor_err: its vendor error
+ * @byte_len: a RECV's length that was not @p.size, or 0
  * @recvs: the server's RECVs (send)
  * @nrecvs: how many
  * @recv_done: RECVs that completed, for the posting thread to post again
@@ -224,20 +292,25 @@ struct kb_recv {
  * @received: messages received
  * @last_recv: the region that received the last message
  * @deadline: jiffies by which the timed phase and drain must be over
- * @call_ns: time inside each posting call
+ * @call_ns: the sampled call times (every @sample_every-th call)
+ * @sample_every: one call in this many is sampled
+ * @nsamples: calls sampled
  * @ncalls: calls made
+ * @accepted: the operations that the refusing call accepted, or -1
  * @elapsed_ns: the timed phase, from the first call to the last completion
  * @wait_ns: time the posting thread slept, waiting for room or credit
- * @post_median: median of @call_ns
- * @post_p99: 99th percentile
+ * @post_median: median of the samples
+ * @post_p99: their 99th percentile
  * @post_max: the longest call
- * @post_total: the sum
+ * @post_total: the sum over every call
  * @bad_offset: the first byte that was wrong, or -1
- * @verified: the bytes were checked and right
+ * @verified: the final operation's bytes were checked and right
  */
 struct kb_run {
 	struct kb_params p;
 	const char *stage;
+	char cmd[KB_CMD_MAX];
+	char row[KB_RESULT_MAX];
 
 	struct krdma_listener *l;
 	struct krdma_conn *client;
@@ -250,6 +323,7 @@ struct kb_run {
 	u32 nregions;
 	void *src;
 	size_t src_len;
+	const char *src_mem;
 	struct krdma_buf *src_buf;
 	void *dst;
 	size_t dst_len;
@@ -261,7 +335,7 @@ struct kb_run {
 	struct krdma_req **reqs;
 	struct kb_slot *slots;
 	u32 nslots;
-	spinlock_t lock;	/* free, nfree, error, wc_status, vendor_err */
+	spinlock_t lock;	/* free, nfree, error, wc_status, vendor_err, byte_len */
 	u32 *free;
 	u32 nfree;
 	wait_queue_head_t wq;
@@ -270,6 +344,7 @@ struct kb_run {
 	int error;
 	u32 wc_status;
 	u32 vendor_err;
+	u32 byte_len;
 
 	struct kb_recv *recvs;
 	u32 nrecvs;
@@ -280,7 +355,10 @@ struct kb_run {
 
 	unsigned long deadline;
 	u64 *call_ns;
+	u32 sample_every;
+	u32 nsamples;
 	u32 ncalls;
+	int accepted;
 	u64 elapsed_ns;
 	u64 wait_ns;
 	u64 post_median;
@@ -292,8 +370,10 @@ struct kb_run {
 };
 
 static struct dentry *kb_dir;
-/* One run at a time; protects kb_result */
+/* One run at a time */
 static DEFINE_MUTEX(kb_lock);
+/* The last run's row; held only to copy it, never across a run */
+static DEFINE_MUTEX(kb_result_lock);
 static char kb_result[KB_RESULT_MAX];
 
 /*
@@ -313,17 +393,42 @@ static bool kb_name_ok(const char *s)
 
 static int kb_copy_name(char *dst, size_t len, const char *val)
 {
-	if (!kb_name_ok(val) || strscpy(dst, val, len) < 0)
+	if (!kb_name_ok(val) || strlen(val) >= len)
 		return -EINVAL;
+	strscpy(dst, val, len);
 	return 0;
 }
 
+/* A number with an optional K, M or G; one that does not fit is -EINVAL */
 static int kb_parse_size(const char *val, u64 *out)
 {
-	char *end;
+	char num[24];
+	size_t len = strlen(val);
+	unsigned int shift = 0;
+	u64 v;
 
-	*out = memparse(val, &end);
-	return *end ? -EINVAL : 0;
+	if (!len || len >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, val, len + 1);
+	switch (num[len - 1]) {
+	case 'k':
+	case 'K':
+		shift = 10;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		break;
+	}
+	if (shift)
+		num[len - 1] = '\0';
+	if (kstrtou64(num, 0, &v) || check_shl_overflow(v, shift, out))
+		return -EINVAL;
+	return 0;
 }
 
 static int kb_parse_op(const char *val, enum kb_op *op)
@@ -349,7 +454,7 @@ static int kb_parse_one(struct kb_params *p, const char *key, const char *val)
 	if (!strcmp(key, "iters"))
 		return kstrtou32(val, 0, &p->iters);
 	if (!strcmp(key, "depth"))
-		return kstrtou32(val, 0, &p->depth);
+		return kstrtou32(val, 0, &p->depth_asked);
 	if (!strcmp(key, "batch"))
 		return kstrtou32(val, 0, &p->batch);
 	if (!strcmp(key, "sq"))
@@ -366,16 +471,19 @@ static int kb_parse_one(struct kb_params *p, const char *key, const char *val)
  * @cmd: the command, NUL-terminated; taken apart
  * @p: the run's parameters, defaults first
  *
+ * Only the syntax and each value's range: kb_plan() checks what they
+ * need together.
+ *
  * Return: 0, or -EINVAL (an unknown key, a bad value, no address).
  */
 static int kb_parse(char *cmd, struct kb_params *p)
 {
 	char *tok, *val;
-	int ret;
 
 	*p = (struct kb_params){
-		.op = KB_WRITE, .size = SZ_64K, .iters = 1000, .depth = 64,
-		.batch = 16, .unsignaled = true, .timeout_s = 120,
+		.op = KB_WRITE, .size = SZ_64K, .iters = 1000,
+		.depth_asked = 64, .batch = 16, .unsignaled = true,
+		.timeout_s = 120,
 	};
 	while ((tok = strsep(&cmd, " \t\n"))) {
 		if (!*tok)
@@ -384,24 +492,82 @@ static int kb_parse(char *cmd, struct kb_params *p)
 		if (!val)
 			return -EINVAL;
 		*val++ = '\0';
-		ret = kb_parse_one(p, tok, val);
-		if (ret)
+		if (kb_parse_one(p, tok, val))
 			return -EINVAL;
 	}
 	if (!p->addr[0] || !p->size || p->size > KB_MAX_SIZE ||
 	    !p->iters || p->iters > KB_MAX_ITERS ||
-	    !p->depth || p->depth > KB_MAX_DEPTH ||
-	    !p->batch || p->batch > p->depth ||
+	    !p->depth_asked || p->depth_asked > KB_MAX_DEPTH ||
+	    !p->batch || p->batch > p->depth_asked ||
 	    p->sq_depth > KB_MAX_DEPTH ||
 	    !p->timeout_s || p->timeout_s > 3600)
 		return -EINVAL;
+	p->depth = rounddown(p->depth_asked, p->batch);
+	return 0;
+}
+
+/* No region of up to a page straddles a page; larger ones start on one */
+static size_t kb_stride(u64 size)
+{
+	if (size <= PAGE_SIZE)
+		return roundup_pow_of_two(size);
+	return round_up(size, PAGE_SIZE);
+}
+
+/* The client's send queue depth, as krdma will use it */
+static u32 kb_sq_depth(const struct kb_params *p)
+{
+	u64 wrs;
+
+	if (p->sq_depth) {
+		wrs = p->sq_depth;
+	} else {
+		wrs = (u64)p->depth * DIV_ROUND_UP_ULL(p->size, KB_PIECE);
+		wrs = clamp_t(u64, wrs, KB_SQ_MIN, KB_AUTO_SQ_MAX);
+	}
+	return clamp_t(u64, wrs, KB_SQ_MIN, KB_SQ_MAX);
+}
+
+/**
+ * kb_plan - the run's sizes, checked before anything is allocated
+ * @r: the run, its parameters parsed
+ *
+ * Every size is computed with saturating arithmetic (size_mul(),
+ * size_add()): one that would not fit fails the cap.
+ *
+ * Return: 0; -EMSGSIZE (op=send larger than any device's SGE limit,
+ * KRDMA_OP_MAX_SGE pages); -E2BIG (more memory than KB_MAX_MEM).
+ */
+static int kb_plan(struct kb_run *r)
+{
+	const struct kb_params *p = &r->p;
+	size_t total;
+
+	r->stage = "limits";
+	r->sq_depth = kb_sq_depth(p);
+	r->stride = kb_stride(p->size);
+	r->nregions = clamp_t(size_t, KB_SRC_BYTES / r->stride, 2,
+			      KB_MAX_REGIONS);
+	/* The regions, and the final operation's own */
+	r->src_len = size_mul(r->nregions + 1, r->stride);
+	r->dst_len = r->stride;
+	if (p->op == KB_SEND) {
+		/* Regions of more than a page start on one: this many pages */
+		if (DIV_ROUND_UP_ULL(p->size, PAGE_SIZE) > KRDMA_OP_MAX_SGE)
+			return -EMSGSIZE;
+		r->dst_len = size_mul(p->depth, r->stride);
+	}
+	total = size_add(r->src_len, r->dst_len);
+	if (total > KB_MAX_MEM)
+		return -E2BIG;
 	return 0;
 }
 
 /*
- * Patterns: byte i of source region @region for operations of @size
- * bytes. Regions differ from each other (29 is odd: 16 regions, 16
- * different offsets) and from every other size's.
+ * Patterns: byte i of a region with seed @seed(@size, @region). Seeds
+ * 0 to KB_SEED_POISON differ from each other (29 is odd), so two regions
+ * of different seeds differ in every byte; they also differ from other
+ * sizes'.
  */
 static u8 kb_seed(u64 size, u32 region)
 {
@@ -413,8 +579,11 @@ static void kb_fill(u8 *p, size_t len, u8 seed)
 {
 	size_t i;
 
-	for (i = 0; i < len; i++)
+	for (i = 0; i < len; i++) {
 		p[i] = (u8)(i * 13 + (i >> 12)) + seed;
+		if (!((i + 1) % SZ_1M))
+			cond_resched();
+	}
 }
 
 /* Pages that @len bytes at @p span */
@@ -423,22 +592,10 @@ static unsigned long kb_pages(const void *p, size_t len)
 	return DIV_ROUND_UP(offset_in_page(p) + len, PAGE_SIZE);
 }
 
-/* No region of up to a page straddles a page; larger ones start on one */
-static size_t kb_stride(u64 size)
+/* Client region @i; region @nregions is the final operation's */
+static u8 *kb_region(struct kb_run *r, u32 i)
 {
-	if (size <= PAGE_SIZE)
-		return roundup_pow_of_two(size);
-	return round_up(size, PAGE_SIZE);
-}
-
-static u32 kb_sq_depth(const struct kb_params *p)
-{
-	u64 wrs;
-
-	if (p->sq_depth)
-		return p->sq_depth;
-	wrs = (u64)p->depth * DIV_ROUND_UP_ULL(p->size, KB_PIECE);
-	return clamp_t(u64, wrs, 16, KB_AUTO_SQ_MAX);
+	return (u8 *)r->src + (size_t)i * r->stride;
 }
 
 /*
@@ -446,20 +603,20 @@ static u32 kb_sq_depth(const struct kb_params *p)
  */
 
 /* The first failure stops the run; those of a teardown are none */
-static void kb_fail(struct kb_run *r, int error, u32 status, u32 vendor_err)
+static void kb_fail(struct kb_run *r, int error, u32 status, u32 vendor_err,
+		    u32 byte_len)
 {
-	unsigned long flags;
-
 	if (READ_ONCE(r->closing))
 		return;
-	spin_lock_irqsave(&r->lock, flags);
+	spin_lock_bh(&r->lock);
 	if (!atomic_read(&r->failed)) {
 		r->error = error;
 		r->wc_status = status;
 		r->vendor_err = vendor_err;
+		r->byte_len = byte_len;
 		atomic_set(&r->failed, 1);
 	}
-	spin_unlock_irqrestore(&r->lock, flags);
+	spin_unlock_bh(&r->lock);
 	wake_up(&r->wq);
 }
 
@@ -467,34 +624,38 @@ static int kb_error(struct kb_run *r)
 {
 	int error;
 
-	spin_lock_irq(&r->lock);
+	spin_lock_bh(&r->lock);
 	error = r->error;
-	spin_unlock_irq(&r->lock);
+	spin_unlock_bh(&r->lock);
 	return error ?: -EIO;
 }
 
 /*
  * A client operation's done: softirq or process context, no krdma lock
- * held. A signaled one ends its part of the batch; an unsignaled one comes
- * here only when it failed, and the run stops (its batch is not reused:
- * the teardown makes every request the caller's again).
+ * held. The signaled ones that succeed end their part of the batch, and
+ * the last of them makes it free again: then every request of the batch
+ * is ours again (kernel-api.rst, "Unsignaled operations"). A failure
+ * (an unsignaled operation's, or a signaled one's) stops the run and
+ * never frees the batch: some of its requests may be krdma's still, until
+ * the teardown makes every request the caller's again.
  */
 static void kb_op_done(struct krdma_req *req, const struct krdma_wc *wc)
 {
 	struct kb_slot *s = req->context;
 	struct kb_run *r = s->run;
-	unsigned long flags;
 
-	if (wc->status != IB_WC_SUCCESS)
-		kb_fail(r, -EIO, wc->status, wc->vendor_err);
+	if (wc->status != IB_WC_SUCCESS) {
+		kb_fail(r, -EIO, wc->status, wc->vendor_err, 0);
+		return;
+	}
 	if (req->flags & KRDMA_REQ_UNSIGNALED)
 		return;
 	if (!atomic_dec_and_test(&s->pending))
 		return;
-	spin_lock_irqsave(&r->lock, flags);
+	spin_lock_bh(&r->lock);
 	r->free[r->nfree] = s->index;
 	WRITE_ONCE(r->nfree, r->nfree + 1);
-	spin_unlock_irqrestore(&r->lock, flags);
+	spin_unlock_bh(&r->lock);
 	wake_up(&r->wq);
 }
 
@@ -505,11 +666,13 @@ static void kb_recv_done(struct krdma_req *req, const struct krdma_wc *wc)
 	struct kb_run *r = rv->run;
 
 	if (wc->status != IB_WC_SUCCESS) {
-		kb_fail(r, -EIO, wc->status, wc->vendor_err);
+		kb_fail(r, -EIO, wc->status, wc->vendor_err, 0);
 		return;
 	}
-	if (wc->byte_len != r->p.size)
-		kb_fail(r, -EBADMSG, wc->status, 0);
+	if (wc->byte_len != r->p.size) {
+		kb_fail(r, -EBADMSG, 0, 0, wc->byte_len);
+		return;
+	}
 	if (atomic_inc_return(&r->received) == r->p.iters)
 		WRITE_ONCE(r->last_recv, rv->index);
 	llist_add(&rv->node, &r->recv_done);
@@ -559,7 +722,6 @@ static int kb_pair_open(struct kb_run *r)
 	ret = krdma_listener_addr(r->l, &bound);
 	if (ret)
 		goto err_listener;
-	r->sq_depth = kb_sq_depth(&r->p);
 	cp.sq_depth = r->sq_depth;
 	r->stage = "connect";
 	r->client = krdma_connect(&init_net, (struct sockaddr *)&bound, NULL,
@@ -593,6 +755,28 @@ static void kb_pair_close(struct kb_run *r)
 }
 
 /*
+ * What the connection allows, before any memory: READ needs an
+ * initiator_depth (-EOPNOTSUPP); a SEND and its RECV may span the SGE
+ * limits' pages at most (-EMSGSIZE; kb_check_limits() checks the regions
+ * as allocated).
+ */
+static int kb_check_conn(struct kb_run *r)
+{
+	struct krdma_conn_info sinfo;
+
+	r->stage = "limits";
+	if (r->p.op == KB_READ && !r->info.initiator_depth)
+		return -EOPNOTSUPP;
+	if (r->p.op != KB_SEND)
+		return 0;
+	krdma_conn_info(r->server, &sinfo);
+	if (DIV_ROUND_UP_ULL(r->p.size, PAGE_SIZE) >
+	    min(r->info.max_send_sge, sinfo.max_recv_sge))
+		return -EMSGSIZE;
+	return 0;
+}
+
+/*
  * Both ends disconnected: every operation, in flight or queued, has
  * completed and its done has returned, every request is the caller's
  * again and no memory is named by any. Idempotent.
@@ -604,45 +788,54 @@ static void kb_quiesce(struct kb_run *r)
 	krdma_disconnect(r->server);
 }
 
+/* The patterns, and the poison where the final operation's bytes go */
+static void kb_patterns(struct kb_run *r)
+{
+	u64 size = r->p.size;
+	u32 i;
+
+	for (i = 0; i < r->nregions; i++)
+		kb_fill(kb_region(r, i), size, kb_seed(size, i));
+	if (r->p.op == KB_READ) {
+		kb_fill(r->dst, size, kb_seed(size, KB_SEED_FINAL));
+		kb_fill(kb_region(r, r->nregions), size,
+			kb_seed(size, KB_SEED_POISON));
+		return;
+	}
+	kb_fill(kb_region(r, r->nregions), size, kb_seed(size, KB_SEED_FINAL));
+	for (i = 0; i < r->dst_len / r->stride; i++)
+		kb_fill((u8 *)r->dst + (size_t)i * r->stride, size,
+			kb_seed(size, KB_SEED_POISON));
+}
+
 /*
  * The client's regions (sources; op=read: destinations) and the server's
- * memory (the window; op=send: one region per RECV), registered
+ * memory (the window; op=send: one region per RECV), registered. Their
+ * sizes were checked by kb_plan().
  */
 static int kb_mem_get(struct kb_run *r)
 {
 	u32 src_access = 0, dst_access = KRDMA_ACCESS_REMOTE_WRITE;
-	u32 i;
 	int ret;
 
-	r->stride = kb_stride(r->p.size);
-	r->nregions = clamp_t(size_t, KB_SRC_BYTES / r->stride, 2,
-			      KB_MAX_REGIONS);
-	r->src_len = r->nregions * r->stride;
-	r->dst_len = r->stride;
 	if (r->p.op == KB_READ) {
 		src_access = KRDMA_ACCESS_LOCAL_WRITE;
 		dst_access = KRDMA_ACCESS_REMOTE_READ;
 	} else if (r->p.op == KB_SEND) {
 		dst_access = KRDMA_ACCESS_LOCAL_WRITE;
-		r->dst_len = (size_t)r->p.depth * r->stride;
 	}
 
 	r->stage = "memory";
-	r->src = kvzalloc(r->src_len, GFP_KERNEL);
+	r->src = kvzalloc(r->src_len, GFP_KERNEL | __GFP_NOWARN);
 	if (!r->src)
 		return -ENOMEM;
-	r->dst = kvzalloc(r->dst_len, GFP_KERNEL);
+	r->src_mem = is_vmalloc_addr(r->src) ? "vmalloc" : "kmalloc";
+	r->dst = kvzalloc(r->dst_len, GFP_KERNEL | __GFP_NOWARN);
 	if (!r->dst) {
 		ret = -ENOMEM;
 		goto err_free_src;
 	}
-	if (r->p.op == KB_READ) {
-		kb_fill(r->dst, r->p.size, kb_seed(r->p.size, KB_MAX_REGIONS));
-	} else {
-		for (i = 0; i < r->nregions; i++)
-			kb_fill(r->src + i * r->stride, r->p.size,
-				kb_seed(r->p.size, i));
-	}
+	kb_patterns(r);
 
 	r->stage = "register";
 	r->src_buf = krdma_buf_reg_kernel(r->src, r->src_len, src_access);
@@ -723,7 +916,7 @@ static void kb_grant_put(struct kb_run *r)
 		krdma_grant_destroy(r->grant);
 }
 
-/* What a SEND and its RECV may span: each region within the SGE limits */
+/* What a SEND and its RECV span: each region within the SGE limits */
 static int kb_check_limits(struct kb_run *r)
 {
 	struct krdma_conn_info sinfo;
@@ -733,10 +926,11 @@ static int kb_check_limits(struct kb_run *r)
 	if (r->p.op != KB_SEND)
 		return 0;
 	krdma_conn_info(r->server, &sinfo);
-	for (i = 0; i < r->nregions; i++)
-		pages = max(pages, kb_pages(r->src + i * r->stride, r->p.size));
+	for (i = 0; i <= r->nregions; i++)
+		pages = max(pages, kb_pages(kb_region(r, i), r->p.size));
 	for (i = 0; i < r->p.depth; i++)
-		pages = max(pages, kb_pages(r->dst + i * r->stride, r->p.size));
+		pages = max(pages, kb_pages((u8 *)r->dst + (size_t)i * r->stride,
+					    r->p.size));
 	if (pages > r->info.max_send_sge || pages > sinfo.max_recv_sge)
 		return -EMSGSIZE;
 	return 0;
@@ -762,7 +956,7 @@ static void kb_ops_put(struct kb_run *r)
 /* The requests (short ones: one range), the batches, the call times */
 static int kb_ops_get(struct kb_run *r)
 {
-	u32 i, nreqs;
+	u32 i, nreqs, calls;
 	int ret;
 
 	r->stage = "limits";
@@ -770,12 +964,15 @@ static int kb_ops_get(struct kb_run *r)
 	if (ret)
 		return ret;
 	r->stage = "memory";
-	r->nslots = max(r->p.depth / r->p.batch, 1U);
+	/* depth is a multiple of batch (kb_parse()) */
+	r->nslots = r->p.depth / r->p.batch;
 	nreqs = r->nslots * r->p.batch;
+	calls = DIV_ROUND_UP(r->p.iters, r->p.batch);
+	r->sample_every = DIV_ROUND_UP(calls, KB_MAX_SAMPLES);
 	r->reqs = kcalloc(nreqs, sizeof(*r->reqs), GFP_KERNEL);
 	r->slots = kcalloc(r->nslots, sizeof(*r->slots), GFP_KERNEL);
 	r->free = kcalloc(r->nslots, sizeof(*r->free), GFP_KERNEL);
-	r->call_ns = kvmalloc_array(DIV_ROUND_UP(r->p.iters, r->p.batch),
+	r->call_ns = kvmalloc_array(DIV_ROUND_UP(calls, r->sample_every),
 				    sizeof(*r->call_ns), GFP_KERNEL);
 	if (!r->reqs || !r->slots || !r->free || !r->call_ns)
 		goto err;
@@ -853,7 +1050,7 @@ static int kb_repost(struct kb_run *r)
 			continue;
 		ret = kb_post_recv(r, rv);
 		if (ret) {
-			kb_fail(r, ret, 0, 0);
+			kb_fail(r, ret, 0, 0, 0);
 			return ret;
 		}
 	}
@@ -884,7 +1081,8 @@ static bool kb_wake(struct kb_run *r, bool drain, u32 need)
  * @need: op=send: the RECVs that must have been posted
  *
  * Posts the RECVs that came back meanwhile (op=send). Killable, and
- * bounded by the run's deadline.
+ * bounded by the run's deadline, both checked even when there is room
+ * (completions may keep room free for ever).
  *
  * Return: 0, the run's failure, -ETIMEDOUT or -EINTR.
  */
@@ -895,18 +1093,20 @@ static int kb_wait(struct kb_run *r, bool drain, u32 need)
 	int ret;
 
 	for (;;) {
+		if (atomic_read(&r->failed))
+			return kb_error(r);
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		left = (long)(r->deadline - jiffies);
+		if (left <= 0)
+			return -ETIMEDOUT;
 		if (r->p.op == KB_SEND) {
 			ret = kb_repost(r);
 			if (ret)
 				return ret;
 		}
-		if (atomic_read(&r->failed))
-			return kb_error(r);
 		if (kb_ready(r, drain, need))
 			return 0;
-		left = (long)(r->deadline - jiffies);
-		if (left <= 0)
-			return -ETIMEDOUT;
 		t = ktime_get_ns();
 		left = wait_event_killable_timeout(r->wq,
 						   kb_wake(r, drain, need),
@@ -917,7 +1117,32 @@ static int kb_wait(struct kb_run *r, bool drain, u32 need)
 	}
 }
 
-/* Fill the @n requests of batch @slot, for operations @first on */
+/*
+ * A free batch, unless the run failed meanwhile: a batch is free only
+ * once its signaled operations succeeded (kb_op_done()), but a failure
+ * stops the run all the same
+ */
+static int kb_pop(struct kb_run *r, u32 *slot)
+{
+	int ret = 0;
+
+	spin_lock_bh(&r->lock);
+	if (atomic_read(&r->failed)) {
+		ret = r->error ?: -EIO;
+	} else if (!r->nfree) {
+		ret = -EIO;	/* never: kb_wait() saw room, nothing takes it */
+	} else {
+		*slot = r->free[r->nfree - 1];
+		WRITE_ONCE(r->nfree, r->nfree - 1);
+	}
+	spin_unlock_bh(&r->lock);
+	return ret;
+}
+
+/*
+ * Fill the @n requests of batch @slot, for operations @first on; the
+ * run's final operation uses region @nregions, which no other does
+ */
 static u32 kb_fill_batch(struct kb_run *r, struct krdma_req **reqs, u32 n,
 			 u32 first, struct kb_slot *slot)
 {
@@ -925,7 +1150,9 @@ static u32 kb_fill_batch(struct kb_run *r, struct krdma_req **reqs, u32 n,
 
 	for (i = 0; i < n; i++) {
 		struct krdma_req *req = reqs[i];
-		u32 region = (first + i) % r->nregions;
+		u32 op = first + i;
+		u32 region = op == r->p.iters - 1 ? r->nregions :
+						    op % r->nregions;
 
 		req->opcode = kb_opcodes[r->p.op];
 		req->flags = r->unsignaled && i < n - 1 ?
@@ -945,6 +1172,15 @@ static u32 kb_fill_batch(struct kb_run *r, struct krdma_req **reqs, u32 n,
 	return signaled;
 }
 
+/* One call's time: every one in the sums, one in @sample_every kept */
+static void kb_sample(struct kb_run *r, u64 ns)
+{
+	if (!(r->ncalls++ % r->sample_every))
+		r->call_ns[r->nsamples++] = ns;
+	r->post_total += ns;
+	r->post_max = max(r->post_max, ns);
+}
+
 static int kb_cmp_u64(const void *a, const void *b)
 {
 	u64 x = *(const u64 *)a, y = *(const u64 *)b;
@@ -952,19 +1188,24 @@ static int kb_cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Median, 99th percentile, max and sum of the calls' times */
+/* The index of the @pct-th percentile of @n sorted values: nearest rank */
+static u32 kb_rank(u32 n, u32 pct)
+{
+	u64 k = DIV_ROUND_UP_ULL((u64)n * pct, 100);
+
+	return clamp_t(u64, k, 1, n) - 1;
+}
+
+/* Median and 99th percentile of the sampled calls (at most 65536) */
 static void kb_stats(struct kb_run *r)
 {
-	u32 n = r->ncalls, i;
+	u32 n = r->nsamples;
 
 	if (!n)
 		return;
 	sort(r->call_ns, n, sizeof(*r->call_ns), kb_cmp_u64, NULL);
-	r->post_median = r->call_ns[n / 2];
-	r->post_p99 = r->call_ns[min_t(u32, n - 1, (u64)n * 99 / 100)];
-	r->post_max = r->call_ns[n - 1];
-	for (i = 0; i < n; i++)
-		r->post_total += r->call_ns[i];
+	r->post_median = r->call_ns[kb_rank(n, 50)];
+	r->post_p99 = r->call_ns[kb_rank(n, 99)];
 }
 
 /**
@@ -981,6 +1222,7 @@ static int kb_bench(struct kb_run *r)
 {
 	struct krdma_req **reqs;
 	u32 posted = 0, n, slot;
+	unsigned int accepted;
 	u64 t0, t;
 	int ret;
 	u32 i;
@@ -988,6 +1230,7 @@ static int kb_bench(struct kb_run *r)
 	r->unsignaled = r->p.unsignaled && r->p.batch > 1 &&
 			!(r->p.op == KB_READ &&
 			  r->info.transport == KRDMA_TRANSPORT_IWARP);
+	r->deadline = jiffies + r->p.timeout_s * HZ;
 	if (r->p.op == KB_SEND) {
 		r->stage = "recv";
 		for (i = 0; i < r->nrecvs && i < r->p.iters; i++) {
@@ -998,29 +1241,32 @@ static int kb_bench(struct kb_run *r)
 	}
 
 	r->stage = "post";
-	r->deadline = jiffies + r->p.timeout_s * HZ;
 	t0 = ktime_get_ns();
 	while (posted < r->p.iters) {
 		n = min(r->p.batch, r->p.iters - posted);
 		ret = kb_wait(r, false, posted + n);
 		if (ret)
 			return ret;
-		spin_lock_irq(&r->lock);
-		slot = r->free[r->nfree - 1];
-		WRITE_ONCE(r->nfree, r->nfree - 1);
-		spin_unlock_irq(&r->lock);
+		ret = kb_pop(r, &slot);
+		if (ret)
+			return ret;
 		reqs = &r->reqs[slot * r->p.batch];
 		atomic_set(&r->slots[slot].pending,
 			   kb_fill_batch(r, reqs, n, posted, &r->slots[slot]));
 
 		t = ktime_get_ns();
-		if (r->p.batch == 1)
+		if (r->p.batch == 1) {
 			ret = krdma_post(r->client, reqs[0]);
-		else
-			ret = krdma_post_list(r->client, reqs, n, NULL);
-		r->call_ns[r->ncalls++] = ktime_get_ns() - t;
-		if (ret)
+			accepted = !ret;
+		} else {
+			ret = krdma_post_list(r->client, reqs, n, &accepted);
+		}
+		kb_sample(r, ktime_get_ns() - t);
+		if (ret) {
+			/* The slot stays taken: what it accepted is krdma's */
+			r->accepted = accepted;
 			return ret;
+		}
 		posted += n;
 		/* Completions may keep room free: let others run meanwhile */
 		cond_resched();
@@ -1058,26 +1304,27 @@ static int kb_wait_bytes(struct kb_run *r, const u8 *dst, const u8 *expect,
 	return 0;
 }
 
-/* The bytes of the last operation, where it put them */
+/*
+ * The bytes of the final operation, where it put them: its region is its
+ * own and its destination was poisoned (kb_patterns()), so only that
+ * operation can have put them there
+ */
 static int kb_verify(struct kb_run *r)
 {
-	u32 last = (r->p.iters - 1) % r->nregions, i;
-	u8 *src = r->src, *dst = r->dst;
+	u8 *final = kb_region(r, r->nregions), *dst = r->dst;
 	int ret = 0;
 
 	r->stage = "verify";
 	switch (r->p.op) {
 	case KB_WRITE:
-		ret = kb_wait_bytes(r, dst, src + last * r->stride, r->p.size);
+		ret = kb_wait_bytes(r, dst, final, r->p.size);
 		break;
 	case KB_READ:
-		for (i = 0; !ret && i < min(r->p.iters, r->nregions); i++)
-			ret = kb_wait_bytes(r, src + i * r->stride, dst,
-					    r->p.size);
+		ret = kb_wait_bytes(r, final, dst, r->p.size);
 		break;
 	case KB_SEND:
 		dst += (size_t)READ_ONCE(r->last_recv) * r->stride;
-		ret = kb_wait_bytes(r, dst, src + last * r->stride, r->p.size);
+		ret = kb_wait_bytes(r, dst, final, r->p.size);
 		break;
 	}
 	r->verified = !ret;
@@ -1085,19 +1332,22 @@ static int kb_verify(struct kb_run *r)
 }
 
 /**
- * kb_run - one run, from the listener to the teardown
- * @r: the run, its parameters set
+ * kb_run_one - one run, from the listener to the teardown
+ * @r: the run, its parameters set and planned (kb_plan())
  *
- * Return: 0 when every operation succeeded and the bytes were right, or
- * the first error; @r->stage says where.
+ * Return: 0 when every operation succeeded and the final one's bytes were
+ * right, or the first error; @r->stage says where.
  */
-static int kb_run(struct kb_run *r)
+static int kb_run_one(struct kb_run *r)
 {
 	int ret;
 
 	ret = kb_pair_open(r);
 	if (ret)
 		goto out;
+	ret = kb_check_conn(r);
+	if (ret)
+		goto out_close;
 	ret = kb_mem_get(r);
 	if (ret)
 		goto out_close;
@@ -1134,15 +1384,15 @@ static const char *kb_transport(u32 t)
 {
 	switch (t) {
 	case KRDMA_TRANSPORT_IB:
-		return "\"ib\"";
+		return "ib";
 	case KRDMA_TRANSPORT_ROCE:
-		return "\"roce\"";
+		return "roce";
 	case KRDMA_TRANSPORT_IWARP:
-		return "\"iwarp\"";
+		return "iwarp";
 	case KRDMA_TRANSPORT_OTHER:
-		return "\"other\"";
+		return "other";
 	}
-	return "null";
+	return NULL;
 }
 
 /* @num / @den with @dec decimals, as a JSON number */
@@ -1160,22 +1410,34 @@ static int kb_decimal(char *buf, size_t len, u64 num, u64 den,
 	return scnprintf(buf, len, "%llu.%0*u", v, (int)dec, frac);
 }
 
+/* "@key":"@s", or "@key":null, (@s needs no escaping: kb_name_ok()) */
+static int kb_json_str(char *buf, size_t len, const char *key, const char *s)
+{
+	if (!s)
+		return scnprintf(buf, len, "\"%s\":null,", key);
+	return scnprintf(buf, len, "\"%s\":\"%s\",", key, s);
+}
+
 static void kb_format(struct kb_run *r, int ret)
 {
 	const struct kb_params *p = &r->p;
 	u64 bytes = p->size * p->iters;
-	char *b = kb_result;
-	size_t len = sizeof(kb_result), o = 0;
+	char *b = r->row;
+	size_t len = sizeof(r->row), o = 0;
 
+	o += scnprintf(b + o, len - o, "{\"op\":\"%s\",",
+		       kb_op_names[p->op]);
+	o += kb_json_str(b + o, len - o, "device",
+			 p->label[0] ? p->label : NULL);
+	o += kb_json_str(b + o, len - o, "addr", p->addr);
+	o += kb_json_str(b + o, len - o, "transport",
+			 kb_transport(r->info.transport));
 	o += scnprintf(b + o, len - o,
-		       "{\"op\":\"%s\",\"device\":%s%s%s,\"addr\":\"%s\",\"transport\":%s,\"size\":%llu,\"iters\":%u,\"depth\":%u,\"batch\":%u,\"unsignaled\":%s,\"sq_depth\":%u,\"src_mem\":\"%s\",\"bytes\":%llu,",
-		       kb_op_names[p->op], p->label[0] ? "\"" : "",
-		       p->label[0] ? p->label : "null", p->label[0] ? "\"" : "",
-		       p->addr, kb_transport(r->info.transport), p->size,
-		       p->iters, p->depth, p->batch,
-		       r->unsignaled ? "true" : "false", r->sq_depth,
-		       r->src && is_vmalloc_addr(r->src) ? "vmalloc" : "kmalloc",
-		       bytes);
+		       "\"size\":%llu,\"iters\":%u,\"depth\":%u,\"depth_asked\":%u,\"batch\":%u,\"unsignaled\":%s,\"sq_depth\":%u,",
+		       p->size, p->iters, p->depth, p->depth_asked, p->batch,
+		       r->unsignaled ? "true" : "false", r->sq_depth);
+	o += kb_json_str(b + o, len - o, "src_mem", r->src_mem);
+	o += scnprintf(b + o, len - o, "\"bytes\":%llu,", bytes);
 	if (r->elapsed_ns) {
 		o += scnprintf(b + o, len - o, "\"seconds\":");
 		o += kb_decimal(b + o, len - o, r->elapsed_ns, NSEC_PER_SEC, 9);
@@ -1191,18 +1453,32 @@ static void kb_format(struct kb_run *r, int ret)
 	}
 	if (r->ncalls)
 		o += scnprintf(b + o, len - o,
-			       "\"post_ns\":{\"calls\":%u,\"median\":%llu,\"p99\":%llu,\"max\":%llu,\"avg\":%llu,\"total\":%llu},",
-			       r->ncalls, r->post_median, r->post_p99,
-			       r->post_max, div_u64(r->post_total, r->ncalls),
-			       r->post_total);
+			       "\"post_ns\":{\"calls\":%u,\"samples\":%u,\"median\":%llu,\"p99\":%llu,\"max\":%llu,\"avg\":%llu,\"total\":%llu},",
+			       r->ncalls, r->nsamples, r->post_median,
+			       r->post_p99, r->post_max,
+			       div_u64(r->post_total, r->ncalls), r->post_total);
 	else
 		o += scnprintf(b + o, len - o, "\"post_ns\":null,");
+	if (r->accepted >= 0)
+		o += scnprintf(b + o, len - o, "\"accepted\":%d,", r->accepted);
+	else
+		o += scnprintf(b + o, len - o, "\"accepted\":null,");
 	o += scnprintf(b + o, len - o,
-		       "\"wait_ns\":%llu,\"verified\":%s,\"bad_offset\":%ld,\"ok\":%s,\"error\":%d,\"stage\":%s%s%s,\"wc_status\":%u,\"vendor_err\":%u}\n",
+		       "\"wait_ns\":%llu,\"verified\":%s,\"verified_scope\":\"last_op\",\"bad_offset\":%ld,\"ok\":%s,\"error\":%d,",
 		       r->wait_ns, r->verified ? "true" : "false",
-		       r->bad_offset, ret ? "false" : "true", ret,
-		       r->stage ? "\"" : "", r->stage ?: "null",
-		       r->stage ? "\"" : "", r->wc_status, r->vendor_err);
+		       r->bad_offset, ret ? "false" : "true", ret);
+	o += kb_json_str(b + o, len - o, "stage", r->stage);
+	scnprintf(b + o, len - o,
+		  "\"wc_status\":%u,\"vendor_err\":%u,\"byte_len\":%u}\n",
+		  r->wc_status, r->vendor_err, r->byte_len);
+}
+
+/* Make @row the result that readers see */
+static void kb_publish(const char *row)
+{
+	mutex_lock(&kb_result_lock);
+	strscpy(kb_result, row, sizeof(kb_result));
+	mutex_unlock(&kb_result_lock);
 }
 
 /*
@@ -1212,15 +1488,11 @@ static void kb_format(struct kb_run *r, int ret)
 static ssize_t kb_run_write(struct file *file, const char __user *ubuf,
 			    size_t count, loff_t *ppos)
 {
-	char cmd[KB_CMD_MAX];
 	struct kb_run *r;
 	int ret;
 
-	if (!count || count >= sizeof(cmd))
+	if (!count)
 		return -EINVAL;
-	if (copy_from_user(cmd, ubuf, count))
-		return -EFAULT;
-	cmd[count] = '\0';
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
 		return -ENOMEM;
@@ -1230,23 +1502,34 @@ static ssize_t kb_run_write(struct file *file, const char __user *ubuf,
 	atomic_set(&r->failed, 0);
 	atomic_set(&r->received, 0);
 	r->bad_offset = -1;
+	r->accepted = -1;
 
 	ret = mutex_lock_killable(&kb_lock);
 	if (ret)
 		goto out_free;
+	/* No reader may take the last run's row for this one's */
+	kb_publish("");
 	r->stage = "parse";
-	ret = kb_parse(cmd, &r->p);
+	if (count >= sizeof(r->cmd))
+		ret = -EINVAL;
+	else if (copy_from_user(r->cmd, ubuf, count))
+		ret = -EFAULT;
+	else
+		ret = kb_parse(r->cmd, &r->p);
 	if (!ret)
-		ret = kb_run(r);
+		ret = kb_plan(r);
+	if (!ret)
+		ret = kb_run_one(r);
 	kb_format(r, ret);
+	kb_publish(r->row);
 	mutex_unlock(&kb_lock);
 	if (ret)
-		pr_info("krdma_kbench: %s %s %llu: %d at %s\n",
+		pr_info("%s %s %llu: %d at %s (accepted %d)\n",
 			kb_op_names[r->p.op], r->p.addr, r->p.size, ret,
-			r->stage);
+			r->stage, r->accepted);
 out_free:
 	kfree(r);
-	return ret ? ret : (ssize_t)count;
+	return ret ?: (ssize_t)count;
 }
 
 static const struct file_operations kb_run_fops = {
@@ -1257,12 +1540,9 @@ static const struct file_operations kb_run_fops = {
 
 static int kb_result_show(struct seq_file *m, void *v)
 {
-	int ret = mutex_lock_killable(&kb_lock);
-
-	if (ret)
-		return ret;
+	mutex_lock(&kb_result_lock);
 	seq_puts(m, kb_result);
-	mutex_unlock(&kb_lock);
+	mutex_unlock(&kb_result_lock);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(kb_result);
