@@ -134,17 +134,19 @@ conn_alone() {
 	[[ $? == 2 ]] && grep -q 'measured alone' "$TMP/err"
 }
 
-# bench_script: scripts/bench.sh, tiny: WRITE of 64 B and 4 KiB and the
-# 64 B ping-pong (and the empty run), krdma then perftest, twice, on
-# rxe0 and siw0; no TCP, no connection rows; then its report into
+# bench_script: scripts/bench.sh, tiny: WRITE of 4 KiB and the 64 B
+# ping-pong (and the empty run), krdma then perftest, twice, on rxe0
+# (siw0's rows are the same code; about 20 s under TCG where both
+# devices and two sizes took 50); no TCP, no connection rows; then its
+# report into
 # $TMP/doc (no plot). Every BENCH_* it reads is set here, so that a
 # KRDMA_BENCH_* of make bench's in the environment changes nothing
 bench_script() {
-	BENCH_REPEAT=2 BENCH_OPS="write lat" BENCH_SIZES=64,4K \
+	BENCH_REPEAT=2 BENCH_OPS="write lat" BENCH_SIZES=4K \
 		BENCH_LAT_SIZES=64 BENCH_DEPTH=8 BENCH_BATCH=4 BENCH_ITERS=64 \
 		BENCH_MIN_ITERS=16 BENCH_BYTES=64K BENCH_EMPTY=1 BENCH_TCP=0 \
 		BENCH_CONNS=0 BENCH_RING=0 BENCH_SIGNAL=1 \
-		BENCH_DEVS="rxe0:$RXE_ADDR siw0:$SIW_ADDR" \
+		BENCH_DEVS="rxe0:$RXE_ADDR" \
 		timeout 300 scripts/bench.sh "$TMP/bench" >"$TMP/out" 2>"$TMP/err" ||
 		return 1
 	mkdir -p "$TMP/doc" &&
@@ -161,8 +163,8 @@ bench_script_ok() {
 	"$PYTHON" - "$TMP/bench" "$TMP/doc" "$(uname -r)" <<'EOF' >>"$TMP/err" 2>&1
 import json, math, os, sys
 raw, doc, kernel = sys.argv[1:]
-devs = ["rxe0", "siw0"]
-want = [("write", 64), ("write", 4096), ("lat", 64)]
+devs = ["rxe0"]
+want = [("write", 4096), ("lat", 64)]
 fails = set()
 for rep in (1, 2):
     rd = os.path.join(raw, "rep%d" % rep)
@@ -222,12 +224,12 @@ for key, r in rows.items():
 for dev in devs:
     assert None not in k["empty_run_cpu_s"][dev]["krdma"]["runs"], dev
 rst = open(os.path.join(doc, "benchmarks-results.rst")).read()
-for t in ["Summary", "Linux ", "rxe0 (RoCE)", "siw0 (iWARP)"]:
+for t in ["Summary", "Linux ", "rxe0 (RoCE)"]:
     assert t in rst, t
-# per device a table row per row: two WRITE sizes and one lat
-for dev in ("rxe0 (RoCE)", "siw0 (iWARP)"):
+# per device a table row per row: one WRITE size and one lat
+for dev in ("rxe0 (RoCE)",):
     body = rst.split(dev)[1].split("~~\n\n", 1)[1].split("\n\n", 2)[1]
-    assert body.count("   * - write\n") == 2 and body.count("   * - lat\n") == 1, body[:400]
+    assert body.count("   * - write\n") == 1 and body.count("   * - lat\n") == 1, body[:400]
 EOF
 }
 
@@ -254,12 +256,12 @@ check "bench -o conn on siw: JSON well-formed, the server served all 5" \
 	conn_ok siw0 5
 check "bench -o conn with another op: exit 2, 'measured alone'" conn_alone
 if command -v ib_write_bw >/dev/null; then
-	check "scripts/bench.sh, tiny, 2 repeats on rxe0 and siw0, and its --report" \
+	check "scripts/bench.sh, tiny, 2 repeats on rxe0, and its --report" \
 		bench_script
 	check "scripts/bench.sh: raw results complete; report json/rst well-formed, medians within min-max" \
 		bench_script_ok
 else
-	skip "scripts/bench.sh, tiny, 2 repeats on rxe0 and siw0, and its --report" "no perftest"
+	skip "scripts/bench.sh, tiny, 2 repeats on rxe0, and its --report" "no perftest"
 	skip "scripts/bench.sh: raw results complete; report json/rst well-formed, medians within min-max" "no perftest"
 fi
 echo "# $n tests, $failed failed"

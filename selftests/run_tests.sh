@@ -288,7 +288,8 @@ for entry in "${programs[@]}"; do
 			short=" (cut short: the guest's time runs out)"
 		fi
 	fi
-	echo "# run_tests: running $entry (timeout ${timeout}s$short)"
+	clock
+	echo "# run_tests: running $entry (timeout ${timeout}s$short) at $((now / 1000)) s uptime"
 	: >"$log"
 	pinned
 	pins_before=$pins
@@ -394,7 +395,13 @@ for entry in "${programs[@]}"; do
 		f=$((f + 1)) note="only $((p + f + s)) of $plan planned results (exit $rc)"
 	fi
 	((killed == 0)) || note+="; killed $killed process(es) it left"
+	clock
+	t_rel=$now
 	ubufs_released
+	clock
+	# krdma's teardown is bounded by 5 s drains: a longer wait is news
+	((now - t_rel < 2000)) ||
+		note+="; its buffers were released $(((now - t_rel) / 1000)) s after it ended"
 	if [[ -n $ubufs_left ]]; then
 		f=$((f + 1))
 		note+="; $ubufs_left user buffer(s) still pinned by krdma ${KRDMA_RELEASE_S:-60}s after it ended"

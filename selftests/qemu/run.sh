@@ -153,6 +153,16 @@ fi
 msg "guest kernel $kver ($vmlinuz, KDIR=$kdir)"
 
 # --- build --------------------------------------------------------------------
+# The modules are built in the tree: objects of another kernel go first
+# (before lint.sh, whose objects the build below reuses)
+if [[ ${KRDMA_NO_BUILD:-0} != 1 && -f $build/.modules-kdir &&
+      $(cat "$build/.modules-kdir") != "$kdir" ]]; then
+	msg "last modules were built for $(cat "$build/.modules-kdir"); cleaning them"
+	make -C "$kdir" M="$repo" clean >/dev/null
+	make -C "$kdir" M="$repo/selftests/krdma_sample" clean >/dev/null
+	make -C "$kdir" M="$repo/selftests/krdma_kbench" clean >/dev/null
+	make -C "$kdir" M="$repo/samples/krdma_blk" clean >/dev/null
+fi
 # make check also runs the static checks (W=1, sparse, checkpatch --strict, shellcheck)
 # on the host, and counts them as one result (KRDMA_NO_LINT=1 skips them)
 lint_status=skip
@@ -164,16 +174,11 @@ if [[ $mode == check && ${KRDMA_NO_LINT:-0} != 1 ]]; then
 	fi
 fi
 if [[ ${KRDMA_NO_BUILD:-0} != 1 ]]; then
-	# The modules are built in the tree: objects of another kernel go first
-	if [[ -f $build/.modules-kdir && $(cat "$build/.modules-kdir") != "$kdir" ]]; then
-		msg "last modules were built for $(cat "$build/.modules-kdir"); cleaning them"
-		make -C "$kdir" M="$repo" clean >/dev/null
-		make -C "$kdir" M="$repo/selftests/krdma_sample" clean >/dev/null
-		make -C "$kdir" M="$repo/selftests/krdma_kbench" clean >/dev/null
-		make -C "$kdir" M="$repo/samples/krdma_blk" clean >/dev/null
-	fi
 	echo "$kdir" >"$build/.modules-kdir"
-	make -C "$repo" KDIR="$kdir" all selftests
+	# After lint.sh's W=1 build, W=1 here too: its objects are reused
+	warn=()
+	[[ $lint_status == skip ]] || warn=(W=1)
+	make -j"$(nproc)" -C "$repo" KDIR="$kdir" "${warn[@]}" all selftests
 fi
 if grep -qsx 'CONFIG_RDMA_SIW=y' "$kdir/.config"; then
 	siw_ko= # built in
