@@ -135,39 +135,15 @@ PPORT=18620
 
 log() { echo "bench-kapi: $*" >&2; }
 
-# Sizes and iterations exactly as scripts/bench.sh has them
-bytes_of() {
-	local v=${1%[kKmMgG]} u=${1: -1}
-	case $u in
-	k | K) echo $((v << 10)) ;;
-	m | M) echo $((v << 20)) ;;
-	g | G) echo $((v << 30)) ;;
-	*) echo "$1" ;;
-	esac
-}
-sizes_of() {
-	local lo hi v
-	if [[ $1 == *-* ]]; then
-		lo=$(bytes_of "${1%-*}")
-		hi=$(bytes_of "${1#*-}")
-		for ((v = lo; v <= hi; v *= 4)); do echo $v; done
-		(((v / 4) != hi)) && echo "$hi"
-	else
-		for v in ${1//,/ }; do bytes_of "$v"; done
-	fi
-}
-iters_of() {
-	local n=$(($(bytes_of "$BYTES") / $1))
-	((n > ITERS)) && n=$ITERS
-	((n < MIN_ITERS)) && n=$MIN_ITERS
-	n=$(((n + BATCH - 1) / BATCH * BATCH))
-	((n < 5)) && n=5 # perftest's minimum
-	echo "$n"
-}
+# Sizes, iterations (computed as scripts/bench.sh does; its defaults
+# differ) and the busy CPU time
+# shellcheck source=scripts/bench-lib.sh
+. "$here/bench-lib.sh"
 
 # Busy jiffies of all CPUs: user nice system irq softirq steal
 busy_ticks() {
-	awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat
+	cpu_now
+	echo "$ticks"
 }
 hz=$(getconf CLK_TCK)
 # cpu_per_gb TICKS SIZE ITERS: CPU seconds per 10^9 bytes

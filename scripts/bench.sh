@@ -667,36 +667,8 @@ for op in $OPS; do
 	}
 done
 
-bytes_of() {
-	local v=${1%[kKmMgG]} u=${1: -1}
-	case $u in
-	k | K) echo $((v << 10)) ;;
-	m | M) echo $((v << 20)) ;;
-	g | G) echo $((v << 30)) ;;
-	*) echo "$1" ;;
-	esac
-}
-# The sizes krdmactl bench uses for "MIN-MAX": powers of 4 from MIN, and MAX
-sizes_of() {
-	local lo hi v
-	if [[ $1 == *-* ]]; then
-		lo=$(bytes_of "${1%-*}")
-		hi=$(bytes_of "${1#*-}")
-		for ((v = lo; v <= hi; v *= 4)); do echo $v; done
-		(((v / 4) != hi)) && echo "$hi"
-	else
-		for v in ${1//,/ }; do bytes_of "$v"; done
-	fi
-}
-# The iterations krdmactl bench uses for a size (and op)
-iters_of() {
-	local n=$(($(bytes_of "$BYTES") / $1))
-	((n > ITERS)) && n=$ITERS
-	((n < MIN_ITERS)) && n=$MIN_ITERS
-	[[ ${2-} == lat ]] || n=$(((n + BATCH - 1) / BATCH * BATCH))
-	((n < 5)) && n=5 # perftest's minimum
-	echo "$n"
-}
+# shellcheck source=scripts/bench-lib.sh
+. "$here/bench-lib.sh"
 maxsize=0
 for s in $(sizes_of "$SIZES") $(sizes_of "$LAT_SIZES"); do
 	((s > maxsize)) && maxsize=$s
@@ -718,16 +690,6 @@ cat >"$out/meta.json" <<EOM
  "clk_tck": $(getconf CLK_TCK), "ring": "$RING", "signal_every": "$SIGNAL"}
 EOM
 
-# The whole guest's busy CPU time so far, all CPUs, in USER_HZ ticks, into
-# $ticks (user, nice, system, irq, softirq and steal of /proc/stat's "cpu"
-# line: not idle, not iowait), and the time in microseconds into $usec;
-# without a fork
-cpu_now() {
-	local u n s irq si st
-	read -r _ u n s _ _ irq si st _ </proc/stat
-	ticks=$((u + n + s + irq + si + st))
-	usec=${EPOCHREALTIME//[!0-9]/}
-}
 # A row's window: win_start before its client starts, win_stop after its
 # server exits; $win is then "TICKS USEC" of the whole guest between
 win_start() {
