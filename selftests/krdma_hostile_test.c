@@ -2514,6 +2514,38 @@ static void *flood_krdma(void *arg)
 	return NULL;
 }
 
+#define PORT_RANGE	"/proc/sys/net/ipv4/ip_local_port_range"
+
+/*
+ * LISTEN on @addr at a port below ip_local_port_range, which rdma_cm (and
+ * TCP) never hand out to a connecting id. A port from the range could go
+ * to one of the flood's own connections while no listener holds it, and
+ * the next LISTEN would find it taken (EADDRNOTAVAIL: a connecting id's
+ * address is a wildcard until it resolves). Returns 0 or -errno.
+ */
+static int listen_below_range(int fd, struct krdma_addr *addr, uint32_t *l)
+{
+	unsigned int lo, hi, port, tries;
+	FILE *f;
+	int ret;
+
+	f = fopen(PORT_RANGE, "r");
+	if (!f)
+		return -errno;
+	ret = fscanf(f, "%u %u", &lo, &hi) == 2 ? 0 : -EINVAL;
+	fclose(f);
+	if (ret || lo < 2048)
+		return ret ?: -ERANGE;
+	port = lo - 1 - random() % (lo - 2048 < 1000 ? lo - 2048 : 1000);
+	for (tries = 0; tries < 64 && port >= 1024; tries++, port--) {
+		addr->port = port;
+		ret = krdma_listen_on(fd, addr, 64, l, NULL);
+		if (ret != -EADDRINUSE && ret != -EADDRNOTAVAIL)
+			return ret;
+	}
+	return ret;
+}
+
 TEST_F_TIMEOUT(dev, listener_closed_under_connect_flood, 120)
 {
 	pthread_t t[FLOOD_TCP + FLOOD_KRDMA];
@@ -2525,13 +2557,14 @@ TEST_F_TIMEOUT(dev, listener_closed_under_connect_flood, 120)
 	long end;
 	int i, first, ret, lfd;
 
-	/* the port: one the kernel picks, then taken again in the loop */
+	/* the port: a free one outside the range, taken again in the loop */
 	lfd = krdma_open();
 	ASSERT_LE(0, lfd);
 	ASSERT_EQ(0, krdma_parse_addr(variant->ip, 0, &f.addr));
-	ASSERT_EQ(0, krdma_listen_on(lfd, &f.addr, 64, &l, &f.addr));
+	ret = listen_below_range(lfd, &f.addr, &l);
+	ASSERT_EQ(0, ret) TH_LOG("LISTEN below %s: %s", PORT_RANGE,
+				 strerror(-ret));
 	port = f.addr.port;
-	ASSERT_NE(0, port);
 	ASSERT_EQ(0, krdma_destroy_handle(lfd, l));
 	f.sin.sin_family = AF_INET;
 	f.sin.sin_port = htons(port);
@@ -2605,7 +2638,6 @@ TEST_F_TIMEOUT(dev, listener_closed_under_connect_flood, 120)
 #define TW_PORT		61000	/* past Linux's default range, 32768-60999 */
 #define TW_PORTS	5
 #define TW_LISTENS	12
-#define PORT_RANGE	"/proc/sys/net/ipv4/ip_local_port_range"
 
 /* Whether /proc/net/tcp has a TIME_WAIT socket at local port @port */
 static bool time_wait_seen(unsigned int port)
