@@ -32,7 +32,7 @@
 #                    "size" and "iters" must be this row's),
 #      "kapi_cpu_s_per_gb":     busy CPU seconds of the whole machine
 #                               (/proc/stat: user, nice, system, irq,
-#                               softirq, steal) per GB moved, around the
+#                               softirq; not steal) per GB moved, around the
 #                               module's run (its setup and teardown too),
 #      "perftest":   {"mb_per_s", "mmsg_per_s", "cpu_s_per_gb"} (MB/s as
 #                    perftest's message rate x size, 10^6 B/s; CPU as
@@ -140,7 +140,7 @@ log() { echo "bench-kapi: $*" >&2; }
 # shellcheck source=scripts/bench-lib.sh
 . "$here/bench-lib.sh"
 
-# Busy jiffies of all CPUs: user nice system irq softirq steal
+# Busy jiffies of all CPUs: user nice system irq softirq
 busy_ticks() {
 	cpu_now
 	echo "$ticks"

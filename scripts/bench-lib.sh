@@ -40,13 +40,13 @@ iters_of() {
 	echo "$n"
 }
 # The whole guest's busy CPU time so far, all CPUs, in USER_HZ ticks, into
-# $ticks (user, nice, system, irq, softirq and steal of /proc/stat's "cpu"
-# line: not idle, not iowait), and the time in microseconds into $usec;
-# without a fork
+# $ticks (user, nice, system, irq and softirq of /proc/stat's "cpu" line:
+# not idle, not iowait, not steal, which is time the host gave to others),
+# and the time in microseconds into $usec; without a fork
 # shellcheck disable=SC2034 # ticks and usec are its outputs
 cpu_now() {
-	local u n s irq si st
-	read -r _ u n s _ _ irq si st _ </proc/stat
-	ticks=$((u + n + s + irq + si + st))
+	local u n s irq si
+	read -r _ u n s _ _ irq si _ </proc/stat
+	ticks=$((u + n + s + irq + si))
 	usec=${EPOCHREALTIME//[!0-9]/}
 }

@@ -6,13 +6,14 @@
 #   scripts/bench.sh [OUTDIR]        in the guest test bed (make bench runs
 #                                    it there, once per kernel:
 #                                    selftests/qemu/bench-kernels.sh):
-#                                    REPEAT times, interleaved (repeat 1:
-#                                    on rxe0 krdmactl bench, then perftest
+#                                    REPEAT times, interleaved row by row
+#                                    (on rxe0, then siw0: each row's
+#                                    krdmactl bench run, then perftest's
 #                                    (ib_write_bw, ib_read_bw, ib_send_bw,
-#                                    ib_write_lat, -R) with the same sizes,
-#                                    depth and iterations, one process per
-#                                    row, then the same on siw0; repeat 2:
-#                                    the same again...), each row's
+#                                    ib_write_lat, -R) with the same size,
+#                                    depth and iterations, one process
+#                                    pair per row; in even repeats
+#                                    perftest first: ABBA), each run's
 #                                    whole-guest CPU time read from
 #                                    /proc/stat around it; then once TCP
 #                                    (iperf3) on the same veth, and
@@ -43,14 +44,19 @@
 # of 4, and 8M), BENCH_LAT_SIZES (64-64K), BENCH_DEPTH (64), BENCH_BATCH
 # (16), BENCH_ITERS (4096, most per size), BENCH_MIN_ITERS (16),
 # BENCH_BYTES (32M per size: iterations = bytes / size within the two),
-# BENCH_EMPTY (1: per repeat, device and tool, one run of DEPTH 64 B
-# WRITEs, whose CPU time is the fixed cost of a run), BENCH_DEVS
+# BENCH_EMPTY (1: per repeat, device, tool and operation of OPS, one run
+# of DEPTH (rounded up to the batch) 64 B operations, whose CPU time is
+# the fixed cost of a run; 0: none; or the operations to have one for,
+# e.g. "write"), BENCH_DEVS
 # ("rxe0:198.18.0.1 siw0:198.18.1.1"), BENCH_TCP (1: run iperf3),
 # BENCH_CONNS (30: connections timed one after the other, each way; 0:
 # none), BENCH_RING (1: krdmactl bench -R on both sides, completions
 # from the mapped ring instead of POLL; default 0), BENCH_SIGNAL (N:
-# krdmactl bench -u N, one WRITE or SEND in N signaled, as perftest's
-# cq_mod; default 1). Report step: BENCH_PLOT (0: no png). Each also as
+# one WRITE or SEND in N signaled, krdmactl bench -u N and perftest's -Q
+# N (cq_mod); a divisor of the batch, at most the depth; default the
+# batch, what perftest does with -l alone; READs are signaled each, by
+# both: krdmactl keeps them so, ib_read_bw gets -Q 1). Report step:
+# BENCH_PLOT (0: no png). Each also as
 # KRDMA_BENCH_*, which the guest gets: make bench KRDMA_BENCH_DEPTH=16
 # Nothing here asserts timings; a run that fails is recorded as failed.
 set -u
@@ -116,10 +122,18 @@ def div(a, b):
     return a / b if a is not None and b else None
 
 
+def empty_op(name):
+    """The operation of an empty run's name (empty: WRITE, empty-OP), or None"""
+    if name == "empty":
+        return "write"
+    return name[6:] if name.startswith("empty-") else None
+
+
 def load_rep(rd, dev, clk):
     """One repeat on DEV: {(op, size): {tool: {metric: value}}}, and the
-    whole-guest CPU seconds of each tool's empty run"""
-    cpu, empty = {}, {}
+    whole-guest CPU seconds of each tool's empty run of each operation,
+    {op: {tool: seconds}}"""
+    cpu, empty, ptime = {}, {}, {}
     p = os.path.join(rd, "cpu-%s.txt" % dev)
     if os.path.exists(p):
         # tool op size iters busy_ticks wall_us
@@ -127,10 +141,17 @@ def load_rep(rd, dev, clk):
             f = l.split()
             if len(f) != 6:
                 continue
-            if f[1] == "empty":
-                empty[f[0]] = int(f[4]) / clk
+            if empty_op(f[1]):
+                empty.setdefault(empty_op(f[1]), {})[f[0]] = int(f[4]) / clk
             else:
                 cpu[(f[0], f[1], int(f[2]))] = (int(f[4]) / clk, int(f[5]) / 1e6)
+    p = os.path.join(rd, "time-%s.txt" % dev)
+    if os.path.exists(p):
+        # tool op size iters user_s sys_s: the client process, the shell's time
+        for l in open(p):
+            f = l.split()
+            if len(f) == 6 and not empty_op(f[1]):
+                ptime[(f[0], f[1], int(f[2]))] = float(f[4]) + float(f[5])
     vals = {}
     for p in glob.glob(os.path.join(rd, "krdma-%s-*.json" % dev)):
         m = re.match(r"krdma-%s-([a-z]+)-\d+\.json$" % re.escape(dev),
@@ -144,13 +165,18 @@ def load_rep(rd, dev, clk):
         for r in j.get("results", []):
             if r.get("skipped") or r["op"] not in OPS:
                 continue
+            # cpu_rusage_s_per_gb: the client process's user + system
+            # time per GB, from the shell's time as perftest's (below);
+            # krdmactl's own getrusage() around its timed loop is
+            # cpu_loop_s_per_gb (and stands in for runs without time-DEV.txt)
             vals.setdefault((r["op"], r["size"]), {})["krdma"] = {
                 "iters": r["iters"], "mb_per_s": r["mb_per_s"],
                 "mmsg_per_s": r["mmsg_per_s"],
                 "lat_median_us": r["lat_us"]["median"],
                 "lat_p99_us": r["lat_us"]["p99"],
                 "lat_p99_9_us": r["lat_us"]["p99_9"],
-                "cpu_rusage_s_per_gb": r["cpu"]["s_per_gb"]}
+                "cpu_rusage_s_per_gb": r["cpu"]["s_per_gb"],
+                "cpu_loop_s_per_gb": r["cpu"]["s_per_gb"]}
     p = os.path.join(rd, "perftest-%s.txt" % dev)
     if os.path.exists(p):
         # bw: op size iters mb_per_s mmsg_per_s cpu; lat: lat size iters
@@ -169,17 +195,20 @@ def load_rep(rd, dev, clk):
             v["iters"] = int(f[2])
             vals.setdefault((f[0], int(f[1])), {})["perftest"] = v
     # CPU of the whole guest per GB moved: all of it, and net of the
-    # tool's empty run (its fixed cost: start, connection, registration)
+    # tool's empty run of the same operation (its fixed cost: start,
+    # connection, registration); none where that empty run is missing
     for (op, size), t in vals.items():
         for tool, v in t.items():
+            gb = size * v["iters"] / 1e9
+            if (tool, op, size) in ptime:
+                v["cpu_rusage_s_per_gb"] = ptime[(tool, op, size)] / gb
             c = cpu.get((tool, op, size))
             if not c:
                 continue
-            gb = size * v["iters"] / 1e9
             v["cpu_s"], v["wall_s"] = c
             v["cpu_s_per_gb"] = c[0] / gb
-            if tool in empty:
-                v["cpu_net_s_per_gb"] = (c[0] - empty[tool]) / gb
+            if tool in empty.get(op, {}):
+                v["cpu_net_s_per_gb"] = (c[0] - empty[op][tool]) / gb
     return vals, empty
 
 
@@ -254,7 +283,7 @@ def load_run(d):
         sys.exit("bench: no repeats (rep1/...) in %s: results of an older "
                  "scripts/bench.sh?" % d)
     clk = meta.get("clk_tck", 100)
-    rows, empty = [], {}
+    rows, empty, empty_by_op = [], {}, {}
     for dev in meta["devices"]:
         per_rep = [load_rep(p, dev, clk) for _, p in reps]
         keys = set()
@@ -279,18 +308,32 @@ def load_run(d):
             row["cpu_ratio"] = stats([div(t.get("krdma", {}).get("cpu_s_per_gb"),
                                           t.get("perftest", {}).get("cpu_s_per_gb"))
                                       for t in per])
+            # of the net CPU: only where both are above 0 (below, the
+            # row is within the noise of the fixed cost)
+            row["cpu_net_ratio"] = stats([
+                div(t.get("krdma", {}).get("cpu_net_s_per_gb"),
+                    t.get("perftest", {}).get("cpu_net_s_per_gb"))
+                if min(t.get(w, {}).get("cpu_net_s_per_gb") or 0 for w in TOOLS) > 0
+                else None for t in per])
             rows.append(row)
-        empty[dev] = {who: stats([e.get(who) for _, e in per_rep]) for who in TOOLS}
-    failed = []
+        ops = sorted({op for _, e in per_rep for op in e}, key=OPS.index)
+        # WRITE's (as before), and each operation's
+        empty[dev] = {who: stats([e.get("write", {}).get(who) for _, e in per_rep])
+                      for who in TOOLS}
+        empty_by_op[dev] = {op: {who: stats([e.get(op, {}).get(who) for _, e in per_rep])
+                                 for who in TOOLS} for op in ops}
+    failed, kfailed = [], []
     for i, p in reps:
-        p = os.path.join(p, "perftest-failed.txt")
-        for l in open(p) if os.path.exists(p) else []:
-            f = l.split()
-            if len(f) == 3:
-                failed.append({"repeat": i, "device": f[0], "op": f[1], "size": int(f[2])})
+        for name, into in (("perftest-failed.txt", failed), ("krdma-failed.txt", kfailed)):
+            q = os.path.join(p, name)
+            for l in open(q) if os.path.exists(q) else []:
+                f = l.split()
+                if len(f) == 3:
+                    into.append({"repeat": i, "device": f[0], "op": f[1], "size": int(f[2])})
     meta["repeats_found"] = len(reps)
     return {"meta": meta, "rows": rows, "empty_run_cpu_s": empty,
-            "perftest_failed": failed, "tcp": load_tcp(d),
+            "empty_run_cpu_s_by_op": empty_by_op,
+            "perftest_failed": failed, "krdma_failed": kfailed, "tcp": load_tcp(d),
             "connect": load_connect(d, meta["devices"])}
 
 
@@ -351,17 +394,25 @@ def fc(x):
     return "%.*f" % (0 if abs(x) >= 100 else 1 if abs(x) >= 10 else 2, x)
 
 
+def fn(x):
+    """net CPU s/GB: below 0 is noise (the fixed cost varies more)"""
+    return "<0 (noise)" if x is not None and x < 0 else fc(x)
+
+
 def med(st):
     return st["median"] if st else None
 
 
 def fr(st, dec=2):
-    """a ratio's median [min-max]"""
+    """a ratio's median [min-max], and (n=k of N) when only k of the N
+    repeats have one"""
     if not st:
         return "n/a"
-    if st["min"] == st["max"] or len([x for x in st["runs"] if x is not None]) < 2:
-        return "%.*f" % (dec, st["median"])
-    return "%.*f [%.*f-%.*f]" % (dec, st["median"], dec, st["min"], dec, st["max"])
+    k, n = len([x for x in st["runs"] if x is not None]), len(st["runs"])
+    few = " (n=%d of %d)" % (k, n) if k < n else ""
+    if st["min"] == st["max"] or k < 2:
+        return "%.*f%s" % (dec, st["median"], few)
+    return "%.*f [%.*f-%.*f]%s" % (dec, st["median"], dec, st["min"], dec, st["max"], few)
 
 
 def pair(a, b, fmt=f, *args):
@@ -379,7 +430,11 @@ def rng(e, dev, op, lo, hi, key="ratio"):
         s = fr(st[0]).split(" ", 1)
         return s[0] + "x" + (" " + s[1] if len(s) > 1 else "")
     a, b = min(s["median"] for s in st), max(s["median"] for s in st)
-    return ("%.2f-%.2fx" % (a, b)) if "%.2f" % a != "%.2f" % b else "%.2fx" % a
+    # a size whose ratio some repeats lack
+    k = min(len([x for x in s["runs"] if x is not None]) for s in st)
+    n = max(len(s["runs"]) for s in st)
+    few = " (n>=%d of %d)" % (k, n) if k < n else ""
+    return (("%.2f-%.2fx" % (a, b)) if "%.2f" % a != "%.2f" % b else "%.2fx" % a) + few
 
 
 def headline():
@@ -389,15 +444,22 @@ def headline():
         devs += [d for d in kernels[k]["meta"]["devices"] if d not in devs]
     cols = [(d, k) for d in devs for k in order if d in kernels[k]["meta"]["devices"]]
     batch = kernels[order[-1]]["meta"]["batch"]
+    signal = kernels[order[-1]]["meta"].get("signal_every", "1")
+    hi, lo = "(higher: krdma faster)", "(lower: krdma faster)"
     what = [
-        ("WRITE bandwidth, 64 KiB-8 MiB", lambda e, d: rng(e, d, "write", 65536, 8 << 20)),
-        ("READ bandwidth, 64 KiB-8 MiB", lambda e, d: rng(e, d, "read", 65536, 8 << 20)),
-        ("SEND bandwidth, 64 KiB-1 MiB", lambda e, d: rng(e, d, "send", 65536, 1 << 20)),
-        ("64 B WRITE message rate, batch %s" % batch, lambda e, d: rng(e, d, "write", 64, 64)),
-        ("64 B WRITE latency (median)", lambda e, d: rng(e, d, "lat", 64, 64)),
-        ("CPU per GB (whole guest), WRITE 64 KiB-8 MiB",
+        ("WRITE bandwidth, 64 KiB-8 MiB " + hi, lambda e, d: rng(e, d, "write", 65536, 8 << 20)),
+        ("READ bandwidth, 64 KiB-8 MiB " + hi, lambda e, d: rng(e, d, "read", 65536, 8 << 20)),
+        ("SEND bandwidth, 64 KiB-1 MiB " + hi, lambda e, d: rng(e, d, "send", 65536, 1 << 20)),
+        ("64 B WRITE message rate, batch %s, one in %s signaled %s" % (batch, signal, hi),
+         lambda e, d: rng(e, d, "write", 64, 64)),
+        ("64 B WRITE latency (median) " + lo, lambda e, d: rng(e, d, "lat", 64, 64)),
+        ("CPU per GB (whole guest, net of the empty run), WRITE 64 KiB-8 MiB "
+         "(lower: krdma uses less)",
+         lambda e, d: rng(e, d, "write", 65536, 8 << 20, "cpu_net_ratio")),
+        ("CPU per GB (whole guest, with the fixed cost), WRITE 64 KiB-8 MiB "
+         "(lower: krdma uses less)",
          lambda e, d: rng(e, d, "write", 65536, 8 << 20, "cpu_ratio")),
-        ("connection setup (median)", lambda e, d: next(
+        ("connection setup (median) " + lo, lambda e, d: next(
             ("%.2fx" % c["ratio"] for c in e["connect"]
              if c["device"] == d and c.get("ratio")), "n/a")),
     ]
@@ -426,12 +488,13 @@ def list_table(L, hdr, rows):
 
 L = [".. This file is generated by scripts/bench.sh --report (make bench); do not edit.", ""]
 L.append("Runs: %s. Every ratio is krdma / perftest, taken in each repeat (the "
-         "repeats interleave: krdma's rows then perftest's, device after "
-         "device), then their median, with their min-max in brackets. Of "
-         "MB/s for write, read and send (below 1: krdma is slower), of the "
-         "median one-way latency for lat (above 1: krdma is slower), of CPU "
-         "per GB for CPU (above 1: krdma uses more). In the summary a range "
-         "is that of the sizes' medians." % runs_said())
+         "runs interleave row by row: a row's krdma run, then its perftest "
+         "run, the other way round in even repeats), then their median, with "
+         "their min-max in brackets, and (n=k of N) where only k of the N "
+         "repeats have both. Of MB/s for write, read and send (below 1: "
+         "krdma is slower), of the median one-way latency for lat (above 1: "
+         "krdma is slower), of CPU per GB for CPU (above 1: krdma uses more). "
+         "In the summary a range is that of the sizes' medians." % runs_said())
 L.append("")
 t = "Summary"
 L += [t, "-" * len(t), ""]
@@ -454,28 +517,49 @@ for k in order:
                  meta.get("accel", "?"), meta.get("host_cpu", "?"),
                  meta.get("repeat", 1), took))
     L.append("Depth %s, batch %s, iterations per size: %s bytes / size within "
-             "[%s, %s] (a multiple of the batch but for lat)." % (
+             "[%s, %s] (a multiple of the batch but for lat). One WRITE or SEND "
+             "in %s asks for a completion, for both (krdmactl bench -u, "
+             "perftest -Q: cq_mod); every READ does (krdmactl keeps READs "
+             "signaled; ib_read_bw -Q 1)." % (
                  meta["depth"], meta["batch"], meta["bytes"], meta["min_iters"],
-                 meta["iters"]))
+                 meta["iters"], meta.get("signal_every", "1")))
     L.append("")
-    fails = {}
-    for x in e["perftest_failed"]:
-        fails.setdefault((x["device"], x["op"], x["size"]), []).append(str(x["repeat"]))
-    if fails:
-        L.append("perftest failed on: %s; a row with no perftest run has no ratio "
-                 "(n/a)." % ", ".join("%s %s %s (repeat %s)" % (
-                     d, o, sz(s), ", ".join(r)) for (d, o, s), r in sorted(fails.items())))
+    st = meta.get("status")
+    if st is None:
+        L.append("**The guest step did not finish** (no done.json): these are "
+                 "the rows it wrote.")
         L.append("")
-    em = e.get("empty_run_cpu_s", {})
-    if any(v.get(w) for v in em.values() for w in TOOLS):
+    elif st != 0:
+        L.append("**The guest step failed** (status %s): a run of krdma, a "
+                 "connection row or TCP failed; see below and its logs." % st)
+        L.append("")
+    for key, who in (("krdma_failed", "krdma"), ("perftest_failed", "perftest")):
+        fails = {}
+        for x in e.get(key, []):
+            fails.setdefault((x["device"], x["op"], x["size"]), []).append(str(x["repeat"]))
+        if fails:
+            L.append("%s failed on: %s; a row's ratio is of the repeats where both "
+                     "ran (n/a if none)." % (who, ", ".join("%s %s %s (repeat %s)" % (
+                         d, o, sz(s), ", ".join(r)) for (d, o, s), r in sorted(fails.items()))))
+            L.append("")
+    em = e.get("empty_run_cpu_s_by_op") or {
+        d: {"write": v} for d, v in e.get("empty_run_cpu_s", {}).items()}
+    if any(v.get(w) for x in em.values() for v in x.values() for w in TOOLS):
+        def er(st):
+            if not st:
+                return "n/a"
+            return "%s s [%s-%s]" % (f(st["median"], 2), f(st["min"], 2), f(st["max"], 2))
         L.append("The fixed cost of a run: the whole guest's CPU time for a "
-                 "run of %s WRITEs of 64 B (process start to exit, both sides; median): "
-                 "%s. The *net* CPU per GB is a row's CPU time less that, per "
-                 "GB; where a row moves little, it is within the noise." % (
+                 "run of %s operations of 64 B (from before its server starts to "
+                 "after it exits, both sides; median [min-max] of the repeats): "
+                 "%s. The *net* CPU per GB is a row's CPU time less that of the "
+                 "same tool's empty run of the same operation in the same repeat, "
+                 "per GB (n/a for an operation without an empty run); where a "
+                 "row moves little, it is within the noise (<0)." % (
                      meta.get("empty_iters", "?"), "; ".join(
-                         "%s krdma %s s, perftest %s s" % (d, f(med(v.get("krdma")), 2),
-                                                          f(med(v.get("perftest")), 2))
-                         for d, v in em.items())))
+                         "%s %s: krdma %s, perftest %s" % (
+                             d, op, er(v.get("krdma")), er(v.get("perftest")))
+                         for d, x in em.items() for op, v in x.items())))
         L.append("")
     L += [".. image:: benchmarks-%s.png" % label[k],
           "   :alt: bandwidth of krdma, perftest and TCP against message size, %s" % k, ""]
@@ -486,8 +570,8 @@ for k in order:
                "Mmsg/s krdma / perftest", "krdma lat med / p99 us",
                "perftest lat med / p99 us",
                "CPU s/GB, whole guest, krdma / perftest", "CPU ratio",
-               "CPU s/GB net of the empty run, krdma / perftest",
-               "CPU s/GB, client rusage, krdma / perftest"]
+               "CPU s/GB net of the empty run, krdma / perftest", "net CPU ratio",
+               "CPU s/GB, client process (user + sys), krdma / perftest"]
         rows = []
         for r in e["rows"]:
             if r["device"] != dev:
@@ -503,13 +587,14 @@ for k in order:
                 pair(g(P, "lat_median_us"), g(P, "lat_p99_us"), f, ld),
                 pair(g(K, "cpu_s_per_gb"), g(P, "cpu_s_per_gb"), fc),
                 fr(r["cpu_ratio"]),
-                pair(g(K, "cpu_net_s_per_gb"), g(P, "cpu_net_s_per_gb"), fc),
+                pair(g(K, "cpu_net_s_per_gb"), g(P, "cpu_net_s_per_gb"), fn),
+                fr(r.get("cpu_net_ratio")),
                 pair(g(K, "cpu_rusage_s_per_gb"), g(P, "cpu_rusage_s_per_gb"), fc)])
         list_table(L, hdr, rows)
     if e["tcp"]:
         t = "TCP (iperf3, one stream, same veth), %s" % label[k]
         L += [t, "~" * len(t), ""]
-        list_table(L, ["write size", "MB/s", "CPU s/GB (sender)"],
+        list_table(L, ["write size", "MB/s", "CPU s/GB (the sending iperf3 process only)"],
                    [[sz(x["size"]), f(x["mb_per_s"]), f(x["cpu_s_per_gb"], 2)]
                     for x in e["tcp"]])
     if e["connect"]:
@@ -615,8 +700,13 @@ print("bench: wrote %s in %s" % (", ".join(wrote), doc))
 for k in new:
     print("== %s" % k)
     for r in kernels[k]["rows"]:
-        print("%-5s %-5s %9d  ratio %-20s CPU ratio %s" % (
-            r["device"], r["op"], r["size"], fr(r["ratio"]), fr(r["cpu_ratio"])))
+        print("%-5s %-5s %9d  ratio %-20s CPU ratio %-20s net %s" % (
+            r["device"], r["op"], r["size"], fr(r["ratio"]), fr(r["cpu_ratio"]),
+            fr(r.get("cpu_net_ratio"))))
+    st = kernels[k]["meta"].get("status")
+    if st != 0:
+        print("bench: %s: the guest step %s" % (
+            k, "did not finish" if st is None else "failed (status %s)" % st))
     for c in kernels[k]["connect"]:
         print("%-5s conn  setup median krdma %s us, rdma_cm %s us  ratio %s" % (
             c["device"], f(c.get("krdma_connect_median_us"), 0),
@@ -650,7 +740,7 @@ TCP=${BENCH_TCP:-${KRDMA_BENCH_TCP:-1}}
 RING=${BENCH_RING:-${KRDMA_BENCH_RING:-0}}
 ringopt=()
 [[ $RING == 1 ]] && ringopt=(-R)
-SIGNAL=${BENCH_SIGNAL:-${KRDMA_BENCH_SIGNAL:-1}}
+SIGNAL=${BENCH_SIGNAL:-${KRDMA_BENCH_SIGNAL:-$BATCH}}
 KPORT=18516
 PPORT=18600
 
@@ -666,6 +756,25 @@ for op in $OPS; do
 		exit 2
 	}
 done
+# perftest refuses a post list (-l BATCH) that is not a multiple of its
+# cq_mod (-Q); krdmactl a signaled one in more than the depth
+if ! [[ $SIGNAL =~ ^[1-9][0-9]*$ ]] || ((BATCH % SIGNAL != 0 || SIGNAL > DEPTH)); then
+	log "BENCH_SIGNAL=$SIGNAL: give a divisor of the batch ($BATCH), at most the depth ($DEPTH)"
+	exit 2
+fi
+# The operations with an empty run
+case $EMPTY in
+0) EMPTY_OPS= ;;
+1) EMPTY_OPS=$OPS ;;
+*) EMPTY_OPS=$EMPTY ;;
+esac
+read -ra empty_ops <<<"$EMPTY_OPS"
+for op in $EMPTY_OPS; do
+	[[ $op == @(write|read|send|lat) ]] || {
+		log "BENCH_EMPTY: $op is none of 0, 1, write, read, send, lat"
+		exit 2
+	}
+done
 
 # shellcheck source=scripts/bench-lib.sh
 . "$here/bench-lib.sh"
@@ -673,7 +782,7 @@ maxsize=0
 for s in $(sizes_of "$SIZES") $(sizes_of "$LAT_SIZES"); do
 	((s > maxsize)) && maxsize=$s
 done
-# The empty run: DEPTH 64 B WRITEs (a multiple of the batch)
+# The empty run: DEPTH 64 B operations (a multiple of the batch)
 EMPTY_N=$(((DEPTH + BATCH - 1) / BATCH * BATCH))
 
 cpus=$(nproc)
@@ -686,12 +795,14 @@ cat >"$out/meta.json" <<EOM
  "repeat": $REPEAT, "ops": "$OPS", "depth": $DEPTH, "batch": $BATCH,
  "iters": $ITERS, "min_iters": $MIN_ITERS, "bytes": $(bytes_of "$BYTES"),
  "sizes": "$SIZES", "lat_sizes": "$LAT_SIZES",
- "empty_iters": $( ((EMPTY == 1)) && echo "$EMPTY_N" || echo null),
+ "empty_iters": $([[ -n $EMPTY_OPS ]] && echo "$EMPTY_N" || echo null),
+ "empty_ops": "${empty_ops[*]}", "order": "abba",
  "clk_tck": $(getconf CLK_TCK), "ring": "$RING", "signal_every": "$SIGNAL"}
 EOM
 
-# A row's window: win_start before its client starts, win_stop after its
-# server exits; $win is then "TICKS USEC" of the whole guest between
+# A run's window, the same for both tools: win_start before its server
+# starts, win_stop after its server exits; $win is then "TICKS USEC" of
+# the whole guest between
 win_start() {
 	cpu_now
 	w_ticks=$ticks w_usec=$usec
@@ -701,83 +812,178 @@ win_stop() {
 	win="$((ticks - w_ticks)) $((usec - w_usec))"
 }
 
-# Wait up to 10 s for the krdmactl bench server (PID) writing LOG to say
-# that it listens; 1 if it does not (or exits first)
-wait_listening() { # log pid
+# Wait up to 10 s for the server PID writing LOG to print a line that
+# matches PATTERN (a glob); 1 if it does not (or exits first)
+wait_line() { # log pid pattern
 	local i l
 	for ((i = 0; i < 200; i++)); do
-		while read -r l; do
-			[[ $l == *'listening on'* ]] && return 0
+		# (the server's shell may not have opened it yet)
+		[[ -e $1 ]] && while read -r l; do
+			# shellcheck disable=SC2053 # a glob on purpose
+			[[ $l == $3 ]] && return 0
 		done <"$1"
 		kill -0 "$2" 2>/dev/null || return 1
 		sleep 0.05
 	done
 	return 1
 }
+# the krdmactl bench server (PID) writing LOG says that it listens
+wait_listening() { # log pid
+	wait_line "$1" "$2" '*listening on*'
+}
+# An rdma_cm listener on PORT, up to 3 s while PID lives: cmtime's server
+# prints nothing when it listens, rdma(8) shows its cm_id. Without the
+# rdma tool, or once it never showed one, 0.3 s instead (as before)
+cm_probe=1
+wait_cm_listen() { # port pid
+	local i
+	if ((cm_probe)) && command -v rdma >/dev/null; then
+		for ((i = 0; i < 60; i++)); do
+			rdma res show cm_id 2>/dev/null | grep -Eq "LISTEN.*:$1([^0-9]|\$)" && return 0
+			kill -0 "$2" 2>/dev/null || return 1
+			sleep 0.05
+		done
+		log "rdma res show cm_id shows no listener on port $1: a 0.3 s wait instead"
+		cm_probe=0
+	fi
+	sleep 0.3
+	kill -0 "$2" 2>/dev/null
+}
+# A hang: timeout's status (124; 137 when it had to kill)
+hung() { (($1 == 124 || $1 == 137)); }
+
+# The name of an empty run of OP in cpu-DEV.txt and time-DEV.txt: "empty"
+# for WRITE (as before), empty-OP for the others
+empty_name() { # op
+	[[ $1 == write ]] && echo empty || echo "empty-$1"
+}
 
 # krdmactl bench against its own server, one operation and size (one
-# process each, as perftest), or with N exactly N operations: its JSON
-# into FILE, and "krdma OP SIZE ITERS $win" into cpu-DEV.txt; rc
+# process each, as perftest), or with N exactly N operations (an empty
+# run): its JSON into FILE, "krdma OP SIZE ITERS $win" into cpu-DEV.txt
+# and "krdma OP SIZE ITERS USER SYS" (the client process, the shell's
+# time, as perftest's) into time-DEV.txt; rc
 krdma_run() { # dev addr op size file [N]
 	local dev=$1 addr=$2 op=$3 size=$4 file=$5 n=${6-} srv=$out/krdma-srv.tmp
-	local rc spid it=(-n "$ITERS" -m "$MIN_ITERS")
-	[[ -n $n ]] && it=(-n "$n" -m "$n")
+	local rc src spid u s name=$3 iters it=(-n "$ITERS" -m "$MIN_ITERS")
+	local TIMEFORMAT='%U %S'
+	iters=$(iters_of "$size" "$op")
+	if [[ -n $n ]]; then
+		it=(-n "$n" -m "$n")
+		name=$(empty_name "$op") iters=$n
+	fi
 	: >"$srv"
-	timeout 120 "$K" bench -l -c 1 -p $KPORT -S "$maxsize" "${ringopt[@]}" \
+	win_start
+	timeout -k 5 120 "$K" bench -l -c 1 -p $KPORT -S "$maxsize" "${ringopt[@]}" \
 		>"$srv" 2>&1 &
 	spid=$!
-	wait_listening "$srv" $spid || log "$dev: the krdmactl bench server did not say it listens"
-	win_start
-	timeout 120 "$K" bench "$addr" -p $KPORT -j -o "$op" -s "$size" -d "$DEPTH" \
-		-b "$BATCH" "${it[@]}" -B "$BYTES" -u "$SIGNAL" "${ringopt[@]}" \
-		>"$file" 2>>"$rdir/errors.log"
+	if ! wait_listening "$srv" $spid; then
+		log "$dev: the krdmactl bench server did not say it listens: no $name $size"
+		kill $spid 2>/dev/null
+		wait $spid 2>/dev/null
+		{
+			echo "### $name $size: the server did not say it listens"
+			cat "$srv"
+		} >>"$rdir/krdma-$dev-server.log"
+		return 1
+	fi
+	{ time timeout -k 5 120 "$K" bench "$addr" -p $KPORT -j -o "$op" -s "$size" \
+		-d "$DEPTH" -b "$BATCH" "${it[@]}" -B "$BYTES" -u "$SIGNAL" "${ringopt[@]}" \
+		>"$file" 2>>"$rdir/errors.log"; } 2>"$out/k-time"
 	rc=$?
+	# a client that failed leaves its server waiting: end it
+	((rc == 0)) || kill $spid 2>/dev/null
 	wait $spid
+	src=$?
 	win_stop
-	cat "$srv" >>"$rdir/krdma-$dev-server.log"
-	((rc == 0)) || return $rc
-	if [[ -n $n ]]; then
-		echo "krdma empty $size $n $win"
-	else
-		echo "krdma $op $size $(iters_of "$size" "$op") $win"
-	fi >>"$rdir/cpu-$dev.txt"
+	{
+		echo "### $name $size client rc $rc server rc $src"
+		cat "$srv"
+	} >>"$rdir/krdma-$dev-server.log"
+	((rc == 0 && src == 0)) || return 1
+	read -r u s <"$out/k-time"
+	echo "krdma $name $size $iters $win" >>"$rdir/cpu-$dev.txt"
+	echo "krdma $name $size $iters $u $s" >>"$rdir/time-$dev.txt"
 }
 
-# perftest: server then client; prints the client's output; the window
-# from the client's start to the server's exit in $win; rc
+# perftest: server then client; the client's output in pt-client.log, its
+# user and system time in pt-time, the window from before the server's
+# start to its exit in $win; rc (non-zero too when the server failed)
 pt_once() { # tool dev addr args...
-	local tool=$1 dev=$2 addr=$3 rc spid
-	shift 3
-	timeout 40 "$tool" -R -d "$dev" -p $PPORT -F "$@" >"$out/pt-server.log" 2>&1 &
-	spid=$!
-	sleep 0.7
+	local tool=$1 dev=$2 addr=$3 rc src spid try
 	local TIMEFORMAT='%U %S'
+	shift 3
+	: >"$out/pt-client.log"
 	win_start
-	{ time timeout 30 "$tool" -R -d "$dev" -p $PPORT -F "$@" "$addr" >"$out/pt-client.log" 2>&1; } 2>"$out/pt-time"
-	rc=$?
+	# line-buffered, so that its "Waiting for client to connect" is seen
+	stdbuf -oL timeout -k 5 40 "$tool" -R -d "$dev" -p $PPORT -F "$@" \
+		>"$out/pt-server.log" 2>&1 &
+	spid=$!
+	if ! wait_line "$out/pt-server.log" $spid '*Waiting for client*'; then
+		kill $spid 2>/dev/null
+		wait $spid 2>/dev/null
+		win_stop
+		echo "(its server did not say that it waits for a client: no client run)" \
+			>"$out/pt-client.log"
+		pt_server_log "$dev" "$tool" "no client" "-"
+		return 125
+	fi
+	for try in 1 2; do
+		{ time timeout -k 5 30 "$tool" -R -d "$dev" -p $PPORT -F "$@" "$addr" \
+			>"$out/pt-client.log" 2>&1; } 2>"$out/pt-time"
+		rc=$?
+		# perftest says it waits just before it listens: a client refused
+		# (failed before any numbers, not hung, its server still waiting)
+		# runs once more
+		if ((rc == 0 || try == 2)) || hung $rc || ! kill -0 $spid 2>/dev/null ||
+			grep -q '#bytes' "$out/pt-client.log"; then
+			break
+		fi
+		{
+			echo "### $tool $dev: client refused? (rc $rc) once more"
+			cat "$out/pt-client.log"
+		} >>"$rdir/perftest-$dev.log"
+		sleep 0.2
+	done
+	# a client that failed leaves its server waiting: end it
+	((rc == 0)) || kill $spid 2>/dev/null
 	wait $spid 2>/dev/null
+	src=$?
 	win_stop
+	pt_server_log "$dev" "$tool" "$rc" "$src"
+	if ((rc == 0 && src != 0)); then
+		echo "(its server failed: exit $src)" >>"$out/pt-client.log"
+		rc=126
+	fi
 	return $rc
 }
+# each perftest server's output, per repeat
+pt_server_log() { # dev tool client_rc server_rc
+	{
+		echo "### $2 $1 client rc $3 server rc $4"
+		cat "$out/pt-server.log"
+	} >>"$rdir/perftest-$1-server.log"
+}
+
 # one perftest row: "op size iters a b c cpu" into perftest-DEV.txt and
-# "perftest OP SIZE ITERS $win" into cpu-DEV.txt; op empty: the empty run
-# (ib_write_bw, 64 B, N operations)
+# "perftest OP SIZE ITERS $win" into cpu-DEV.txt; op empty-OP (or empty:
+# WRITE): the empty run of OP (64 B, N operations)
 pt_row() { # op dev addr size iters
-	local op=$1 dev=$2 addr=$3 size=$4 n=$5 tool try line cpu u s
-	case $op in
-	write | empty) tool=ib_write_bw ;;
-	read) tool=ib_read_bw ;;
-	send) tool=ib_send_bw ;;
-	lat) tool=ib_write_lat ;;
+	local op=$1 dev=$2 addr=$3 size=$4 n=$5 tool try line cpu u s base name=$1
+	local -a args
+	base=${op#empty-}
+	[[ $op == empty ]] && base="write"
+	[[ $op == empty* ]] && name=$(empty_name "$base")
+	# the same signaling as krdmactl's: one WRITE or SEND in SIGNAL, every
+	# READ (-l alone would make cq_mod the batch, for READs too)
+	case $base in
+	write) tool=ib_write_bw args=(-t "$DEPTH" -l "$BATCH" -Q "$SIGNAL") ;;
+	read) tool=ib_read_bw args=(-t "$DEPTH" -l "$BATCH" -Q 1) ;;
+	send) tool=ib_send_bw args=(-t "$DEPTH" -r "$DEPTH" -l "$BATCH" -Q "$SIGNAL") ;;
+	lat) tool=ib_write_lat args=() ;;
 	esac
 	for try in 1 2; do
-		if [[ $op == lat ]]; then
-			pt_once $tool "$dev" "$addr" -s "$size" -n "$n"
-		elif [[ $op == send ]]; then
-			pt_once $tool "$dev" "$addr" -s "$size" -n "$n" -t "$DEPTH" -r "$DEPTH" -l "$BATCH"
-		else
-			pt_once $tool "$dev" "$addr" -s "$size" -n "$n" -t "$DEPTH" -l "$BATCH"
-		fi
+		pt_once $tool "$dev" "$addr" -s "$size" -n "$n" "${args[@]}"
 		local rc=$?
 		{
 			echo "### $tool $dev $size $n try $try rc $rc"
@@ -788,8 +994,8 @@ pt_row() { # op dev addr size iters
 			break
 		fi
 		# a hang (timeout) is not retried: it would hang again
-		((try == 2 || rc == 124)) && {
-			echo "$op $size $n - - - -" >>"$rdir/perftest-$dev.txt"
+		((try == 2)) || hung $rc && {
+			echo "$name $size $n - - - -" >>"$rdir/perftest-$dev.txt"
 			return 1
 		}
 	done
@@ -797,50 +1003,80 @@ pt_row() { # op dev addr size iters
 	# the numbers line starts with the size
 	line=$(awk -v s="$size" '$1 == s && NF >= 5 { print; exit }' "$out/pt-client.log")
 	[[ -n $line ]] || {
-		echo "$op $size $n - - - -" >>"$rdir/perftest-$dev.txt"
+		echo "$name $size $n - - - -" >>"$rdir/perftest-$dev.txt"
 		return 1
 	}
-	echo "perftest $op $size $n $win" >>"$rdir/cpu-$dev.txt"
+	echo "perftest $name $size $n $win" >>"$rdir/cpu-$dev.txt"
+	echo "perftest $name $size $n $u $s" >>"$rdir/time-$dev.txt"
 	cpu=$(awk -v u="$u" -v s="$s" -v b="$size" -v n="$n" 'BEGIN { printf "%.6f", (u + s) / (b * n / 1e9) }')
-	if [[ $op == lat ]]; then
+	if [[ $base == lat ]]; then
 		# bytes iters t_min t_max t_typical t_avg t_stdev p99 p99.9
 		# shellcheck disable=SC2086 # split on purpose
 		set -- $line
-		echo "lat $size $n $5 $8 $9 $cpu" >>"$rdir/perftest-$dev.txt"
+		echo "$name $size $n $5 $8 $9 $cpu" >>"$rdir/perftest-$dev.txt"
 	else
-		# bytes iters bw_peak bw_avg(MiB/s) msg_rate(Mpps)
+		# bytes iters bw_peak bw_avg(MiB/s, 2 decimals) msg_rate(Mpps, 6
+		# decimals): MB/s (10^6 B/s) from whichever of the two is rounded
+		# less (the message rate for small sizes, MiB/s x 1.048576 for
+		# large), the message rate from that MB/s
 		# shellcheck disable=SC2086 # split on purpose
 		set -- $line
-		awk -v op="$op" -v s="$size" -v n="$n" -v r="$5" -v c="$cpu" \
-			'BEGIN { printf "%s %d %d %.3f %.6f %s\n", op, s, n, r * s, r, c }' \
-			>>"$rdir/perftest-$dev.txt"
+		awk -v op="$name" -v s="$size" -v n="$n" -v bw="$4" -v r="$5" -v c="$cpu" \
+			'BEGIN {
+				mb = r * s
+				if (bw > 0 && (r <= 0 || 0.005 / bw < 0.0000005 / r))
+					mb = bw * 1.048576
+				printf "%s %d %d %.3f %.6f %s\n", op, s, n, mb, mb / s, c
+			}' >>"$rdir/perftest-$dev.txt"
 	fi
 }
 
 # Connection setup, one connection at a time: krdma, then rdma_cm's own
 # (cmtime -c 1 per run: "step: total_ms max_ms min_us us_per_conn" lines)
 conn_run() { # dev addr
-	local dev=$1 addr=$2 i rc spid
-	timeout 300 "$K" bench -l -c "$CONNS" -p $KPORT >>"$out/krdma-$dev-server.log" 2>&1 &
+	local dev=$1 addr=$2 i rc src spid st=0 srv=$out/krdma-srv.tmp
+	: >"$srv"
+	timeout -k 5 300 "$K" bench -l -c "$CONNS" -p $KPORT >"$srv" 2>&1 &
 	spid=$!
-	sleep 0.5
-	timeout 300 "$K" bench "$addr" -p $KPORT -j -o conn -n "$CONNS" \
-		>"$out/krdma-$dev-conn-0.json" 2>>"$out/errors.log"
-	rc=$?
-	wait $spid
-	((rc == 0)) || return 1
+	if wait_listening "$srv" $spid; then
+		timeout -k 5 300 "$K" bench "$addr" -p $KPORT -j -o conn -n "$CONNS" \
+			>"$out/krdma-$dev-conn-0.json" 2>>"$out/errors.log"
+		rc=$?
+	else
+		log "$dev: the krdmactl bench server did not say it listens: no conn rows"
+		rc=1
+	fi
+	((rc == 0)) || kill $spid 2>/dev/null
+	wait $spid 2>/dev/null
+	src=$?
+	{
+		echo "### conn $CONNS client rc $rc server rc $src"
+		cat "$srv"
+	} >>"$out/krdma-$dev-server.log"
+	((rc == 0 && src == 0)) || {
+		log "$dev: krdmactl bench -o conn failed (client $rc, server $src)"
+		rm -f "$out/krdma-$dev-conn-0.json"
+		st=1
+	}
 	command -v cmtime >/dev/null || return 1
 	: >"$out/cmtime-$dev.txt"
 	for ((i = 0; i < CONNS; i++)); do
-		timeout 30 cmtime -b "$addr" -p $PPORT -c 1 >"$out/cm-server.log" 2>&1 &
+		timeout -k 5 30 cmtime -b "$addr" -p $PPORT -c 1 >"$out/cm-server.log" 2>&1 &
 		spid=$!
-		sleep 0.3
-		timeout 30 cmtime -s "$addr" -p $PPORT -c 1 >"$out/cm-client.log" 2>&1
-		rc=$?
-		kill $spid 2>/dev/null
+		if wait_cm_listen $PPORT $spid; then
+			timeout -k 5 30 cmtime -s "$addr" -p $PPORT -c 1 >"$out/cm-client.log" 2>&1
+			rc=$?
+		else
+			echo "(its server is gone: no client run)" >"$out/cm-client.log"
+			rc=125
+		fi
+		# its server has served one connection and exits; or the client
+		# failed, and it would wait for another
+		((rc == 0)) || kill $spid 2>/dev/null
 		wait $spid 2>/dev/null
+		src=$?
 		{
-			echo "### cmtime $dev run $i rc $rc"
+			echo "### cmtime $dev run $i rc $rc server rc $src"
 			cat "$out/cm-client.log"
 		} >>"$out/cmtime-$dev.log"
 		((rc == 0)) || continue
@@ -852,7 +1088,8 @@ conn_run() { # dev addr
 			END { if (n == 5) printf "%.1f %.1f\n", up * 1000, down * 1000 }' \
 			"$out/cm-client.log" >>"$out/cmtime-$dev.txt"
 	done
-	[[ -s $out/cmtime-$dev.txt ]]
+	[[ -s $out/cmtime-$dev.txt ]] || st=1
+	return $st
 }
 
 # perftest failing (it crashes in librdmacm on siw with 4 and 8 MiB) is
@@ -860,6 +1097,12 @@ conn_run() { # dev addr
 pt_failed() { # op dev size
 	log "$2: perftest $1 $3 failed: its row is n/a (see ${rdir#"$out"/}/perftest-$2.log)"
 	echo "$2 $1 $3" >>"$rdir/perftest-failed.txt"
+}
+# krdma failing is: status 1, and the row listed in the report
+krdma_failed() { # op dev size
+	log "$2: krdmactl bench $1 $3 failed (see ${rdir#"$out"/}/errors.log, krdma-$2-server.log)"
+	echo "$2 $1 $3" >>"$rdir/krdma-failed.txt"
+	status=1
 }
 
 # The sizes of OP: lat's own; no SEND above 1 MiB (krdma's limit: nothing
@@ -872,30 +1115,46 @@ op_sizes() { # op
 	done
 }
 
-# One repeat on one device: the empty run and every krdma row, then the
-# same for perftest, into $rdir
+# One run of TOOL: OP of SIZE, or with OP empty-X the empty run of X
+tool_run() { # tool dev addr op size
+	local dev=$2 addr=$3 op=$4 s=$5 base=${4#empty-}
+	if [[ $1 == krdma ]]; then
+		if [[ $op == empty-* ]]; then
+			krdma_run "$dev" "$addr" "$base" 64 \
+				"$rdir/krdma-$dev-$(empty_name "$base").json" "$EMPTY_N"
+		else
+			krdma_run "$dev" "$addr" "$op" "$s" "$rdir/krdma-$dev-$op-$s.json"
+		fi || krdma_failed "$op" "$dev" "$s"
+	elif [[ $op == empty-* ]]; then
+		pt_row "$op" "$dev" "$addr" 64 "$EMPTY_N" || pt_failed "$op" "$dev" 64
+	else
+		pt_row "$op" "$dev" "$addr" "$s" "$(iters_of "$s" "$op")" ||
+			pt_failed "$op" "$dev" "$s"
+	fi
+}
+
+# One repeat on one device, row by row (the empty runs first), each row
+# krdma then perftest in odd repeats, perftest then krdma in even ones
+# (ABBA: a drift of the machine's speed weighs on both alike), into $rdir
 rep_dev() { # dev addr
-	local dev=$1 addr=$2 op s
+	local dev=$1 addr=$2 op s t
+	local -a order=(krdma perftest)
+	((rep % 2)) || order=(perftest krdma)
 	: >"$rdir/perftest-$dev.txt"
 	: >"$rdir/cpu-$dev.txt"
-	log "rep $rep/$REPEAT, $dev: krdmactl bench ($OPS)"
-	if ((EMPTY == 1)); then
-		krdma_run "$dev" "$addr" write 64 "$rdir/krdma-$dev-empty.json" "$EMPTY_N" || status=1
-	fi
-	# one process per operation and size: a failure costs one row
-	for op in $OPS; do
-		for s in $(op_sizes "$op"); do
-			krdma_run "$dev" "$addr" "$op" "$s" "$rdir/krdma-$dev-$op-$s.json" || status=1
+	: >"$rdir/time-$dev.txt"
+	log "rep $rep/$REPEAT, $dev: ${order[0]} then ${order[1]}, row by row ($OPS)"
+	for op in $EMPTY_OPS; do
+		for t in "${order[@]}"; do
+			tool_run "$t" "$dev" "$addr" "empty-$op" 64
 		done
 	done
-	log "rep $rep/$REPEAT, $dev: perftest ($OPS)"
-	if ((EMPTY == 1)); then
-		pt_row empty "$dev" "$addr" 64 "$EMPTY_N" || pt_failed empty "$dev" 64
-	fi
+	# one process pair per operation and size: a failure costs one row
 	for op in $OPS; do
 		for s in $(op_sizes "$op"); do
-			pt_row "$op" "$dev" "$addr" "$s" "$(iters_of "$s" "$op")" ||
-				pt_failed "$op" "$dev" "$s"
+			for t in "${order[@]}"; do
+				tool_run "$t" "$dev" "$addr" "$op" "$s"
+			done
 		done
 	done
 }
@@ -904,18 +1163,16 @@ t_start=$(date +%s)
 status=0
 rep_secs=()
 # What an earlier run into the same OUTDIR left (more repeats, connection
-# or TCP rows) is not this run's
+# or TCP rows, logs) is not this run's
 rm -rf "$out"/rep[0-9]* "$out"/cmtime-* "$out"/krdma-*-conn-0.json \
-	"$out"/iperf3* "$out/done.json"
-# The repeats interleave, so that a change of the machine's load weighs
-# on krdma and perftest alike: rep1 (krdma then perftest on each device),
-# rep2, ...
+	"$out"/krdma-*-server.log "$out/errors.log" "$out"/iperf3* "$out/done.json"
 for ((rep = 1; rep <= REPEAT; rep++)); do
 	t_rep=$(date +%s)
 	rdir=$out/rep$rep
 	rm -rf "$rdir"
 	mkdir -p "$rdir" || exit 1
 	: >"$rdir/perftest-failed.txt"
+	: >"$rdir/krdma-failed.txt"
 	for dv in $DEVS; do
 		rep_dev "${dv%%:*}" "${dv#*:}"
 	done
@@ -931,17 +1188,30 @@ if ((CONNS > 0)); then
 fi
 
 # TCP on the same veth: iperf3, one stream, 3 s per write size
+if [[ $TCP == 1 ]]; then
+	command -v iperf3 >/dev/null || {
+		log "no iperf3: no TCP rows"
+		status=1
+	}
+fi
 if [[ $TCP == 1 ]] && command -v iperf3 >/dev/null; then
 	taddr=${DEVS%% *}
 	taddr=${taddr#*:}
 	: >"$out/iperf3.txt"
 	for s in 64 4096 65536 1048576; do # iperf3: -l 1M at most
-		timeout 30 iperf3 -s -1 -B "$taddr" -p 5201 >/dev/null 2>&1 &
+		stdbuf -oL timeout -k 5 30 iperf3 -s -1 -B "$taddr" -p 5201 >"$out/iperf3-server.log" 2>&1 &
 		spid=$!
-		sleep 0.5
-		timeout 30 iperf3 -c "$taddr" -B "$taddr" -p 5201 -t 3 -l "$s" -J >"$out/iperf3-$s.json" 2>>"$out/errors.log"
-		wait $spid
-		python3 - "$out/iperf3-$s.json" "$s" >>"$out/iperf3.txt" <<'EOP' || echo "$s - -" >>"$out/iperf3.txt"
+		if wait_line "$out/iperf3-server.log" $spid '*Server listening*'; then
+			timeout -k 5 30 iperf3 -c "$taddr" -B "$taddr" -p 5201 -t 3 -l "$s" -J \
+				>"$out/iperf3-$s.json" 2>>"$out/errors.log"
+			rc=$?
+		else
+			log "iperf3 -s did not say it listens: no $s B row"
+			rc=1
+		fi
+		((rc == 0)) || kill $spid 2>/dev/null
+		wait $spid 2>/dev/null
+		((rc == 0)) && python3 - "$out/iperf3-$s.json" "$s" >>"$out/iperf3.txt" <<'EOP' || echo "$s - -" >>"$out/iperf3.txt"
 import json, sys
 j = json.load(open(sys.argv[1]))
 e = j["end"]["sum_sent"]
@@ -950,7 +1220,7 @@ print(sys.argv[2], "%.3f" % (e["bytes"] / e["seconds"] / 1e6), "%.6f" % (cpu / (
 EOP
 	done
 fi
-rm -f "$out/pt-client.log" "$out/pt-server.log" "$out/pt-time" \
+rm -f "$out/pt-client.log" "$out/pt-server.log" "$out/pt-time" "$out/k-time" \
 	"$out/cm-client.log" "$out/cm-server.log" "$out/krdma-srv.tmp"
 secs=$(($(date +%s) - t_start))
 echo "{\"status\": $status, \"seconds\": $secs, \"repeat_seconds\": [$(
