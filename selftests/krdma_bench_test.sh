@@ -159,16 +159,16 @@ bench_script() {
 # bench_script_ok: its raw results are complete (each repeat: a JSON per
 # krdma row, a numbers line per perftest row, a whole-guest CPU line and
 # a client time line for each, no krdma failure listed, or the perftest
-# row said to have failed), and its report's json
+# row said to have failed, in one repeat at most), and its report's json
 # and rst well-formed: one kernel, this one, every row, every median
-# within its min-max, two runs each
+# within its min-max, two runs each, a ratio to perftest for every row
 bench_script_ok() {
 	"$PYTHON" - "$TMP/bench" "$TMP/doc" "$(uname -r)" <<'EOF' >>"$TMP/err" 2>&1
 import json, math, os, sys
 raw, doc, kernel = sys.argv[1:]
 devs = ["rxe0"]
 want = [("write", 4096), ("lat", 64)]
-fails = set()
+fails = {}  # (dev, op, size): repeats whose perftest row failed
 for rep in (1, 2):
     rd = os.path.join(raw, "rep%d" % rep)
     failed = {tuple(l.split()) for l in open(os.path.join(rd, "perftest-failed.txt"))}
@@ -200,11 +200,14 @@ for rep in (1, 2):
             # the empty run of WRITE is "empty" everywhere; failed is by
             # the name tool_run had: empty-write
             if (dev, op, str(s)) in failed or (dev, "empty-write", str(s)) in failed and op == "empty":
-                fails.add((dev, op, s))
+                fails[(dev, op, s)] = fails.get((dev, op, s), 0) + 1
                 continue
             assert (op, s) in pt and "-" not in pt[(op, s)], ("perftest", rep, dev, op, s)
             assert ("perftest", op, s) in cpu, ("no CPU line", rep, dev, "perftest", op, s)
             assert ("perftest", op, s) in tm, ("no time line", rep, dev, "perftest", op, s)
+# a perftest row may fail once (its reason is listed), not in both
+# repeats: each row needs a ratio measured against perftest
+assert all(n < 2 for n in fails.values()), ("perftest failed twice", fails)
 assert json.load(open(os.path.join(raw, "done.json")))["status"] == 0
 res = json.load(open(os.path.join(doc, "benchmarks-results.json")))
 assert res["format"] == 2 and list(res["kernels"]) == [kernel], list(res["kernels"])
@@ -232,9 +235,8 @@ for key, r in rows.items():
         assert None not in r["krdma"][name]["runs"], (key, name)
         if key not in fails:
             assert None not in r["perftest"][name]["runs"], (key, name)
-    if key not in fails:
-        stat_ok(r["ratio"], (key, "ratio"))
-        stat_ok(r["cpu_ratio"], (key, "cpu_ratio"))
+    stat_ok(r["ratio"], (key, "ratio"))
+    stat_ok(r["cpu_ratio"], (key, "cpu_ratio"))
 for dev in devs:
     assert None not in k["empty_run_cpu_s"][dev]["krdma"]["runs"], dev
 rst = open(os.path.join(doc, "benchmarks-results.rst")).read()
