@@ -103,6 +103,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
 	xa_init(&conn->rkeys);
 	spin_lock_init(&conn->sq_lock);
 	INIT_WORK(&conn->post_work, krdma_post_work);
+	INIT_WORK(&conn->push_work, krdma_push_work);
 	INIT_WORK(&conn->close_work, krdma_conn_close_work);
 	INIT_DELAYED_WORK(&conn->request_work, krdma_conn_request_expired);
 	INIT_WORK(&conn->error_work, krdma_conn_error_work);
@@ -534,6 +535,14 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	}
 	cancel_work_sync(&conn->post_work);
 	krdma_xfer_flush_pending(conn);
+	/*
+	 * After the flush: a poster queues push_work after its operation is
+	 * on pending, without post_mutex, so it may do so at any time up to
+	 * here. An instance that took an operation before the flush has
+	 * finished (its done returned) once this returns, and one queued
+	 * after it finds pending empty: nothing is accepted any more.
+	 */
+	krdma_push_cancel(conn);
 
 	/*
 	 * Registrations in flight end here: the drain flushed their REG_MR,

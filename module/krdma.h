@@ -127,6 +127,8 @@ struct krdma_conn_stats {
 
 /* main.c: deferred work of every object (releases, posting) */
 extern struct workqueue_struct *krdma_wq;
+/* main.c: posting for kernel callers, away from their CPU (unbound) */
+extern struct workqueue_struct *krdma_push_wq;
 
 /* device.c */
 int krdma_device_init(void);
@@ -410,6 +412,14 @@ enum krdma_conn_claim {
  *              @post_mutex, before anything after it is posted (a later
  *              success says it is over); under @post_mutex
  * @post_work: posts @pending when WRs complete
+ * @push_work: posts @pending for krdma_post() and krdma_post_list() when
+ *             posting runs long in the caller's context (on
+ *             krdma_push_wq); holds a reference while queued
+ * @slow_posts: posts whose ib_post_send() ran longer than
+ *              KRDMA_POST_SLOW_NS, up to KRDMA_POST_SLOW_COUNT: the
+ *              device does its send work in the poster's context (rxe's
+ *              requester tasklet on 6.1); under @post_mutex, read without
+ *              it
  * @id: its number in the registry (debugfs, tracepoints), from 1
  * @owner: who holds it (under @lock)
  * @stats: counters of its operations
@@ -481,6 +491,8 @@ struct krdma_conn {
 	bool post_refused;
 	bool push_fence;
 	struct work_struct post_work;
+	struct work_struct push_work;
+	u32 slow_posts;
 	u32 id;
 	struct krdma_owner owner;
 	struct krdma_conn_stats stats;
@@ -648,6 +660,8 @@ void krdma_xfer_reap(struct krdma_conn *conn);
 void krdma_xfer_free_zombies(struct krdma_conn *conn);
 void krdma_xfer_flush_local_wrs(struct krdma_conn *conn);
 void krdma_post_work(struct work_struct *work);
+void krdma_push_work(struct work_struct *work);
+bool krdma_push_cancel(struct krdma_conn *conn);
 int krdma_post_local_wrs(struct krdma_conn *conn, struct ib_send_wr *wr,
 			 u32 nr, long timeout);
 void krdma_conn_drain(struct krdma_conn *conn);

@@ -10,6 +10,7 @@
 #include "krdma.h"
 
 struct workqueue_struct *krdma_wq;
+struct workqueue_struct *krdma_push_wq;
 
 static int __init krdma_mod_init(void)
 {
@@ -28,9 +29,23 @@ static int __init krdma_mod_init(void)
 		goto err_stats_uninit;
 	}
 
+	/*
+	 * Posting that a kernel caller hands off (krdma_post_list() on a
+	 * device that does its send work in the poster's context): unbound,
+	 * so that the work may run on another CPU than the caller's, and
+	 * high priority, as the caller's own post would have run.
+	 */
+	krdma_push_wq = alloc_workqueue("krdma_push",
+					WQ_UNBOUND | WQ_HIGHPRI | WQ_MEM_RECLAIM,
+					0);
+	if (!krdma_push_wq) {
+		ret = -ENOMEM;
+		goto err_destroy_wq;
+	}
+
 	ret = krdma_device_init();
 	if (ret)
-		goto err_destroy_wq;
+		goto err_destroy_push_wq;
 
 	ret = krdma_chardev_init();
 	if (ret)
@@ -41,6 +56,8 @@ static int __init krdma_mod_init(void)
 
 err_device_uninit:
 	krdma_device_uninit();
+err_destroy_push_wq:
+	destroy_workqueue(krdma_push_wq);
 err_destroy_wq:
 	destroy_workqueue(krdma_wq);
 err_stats_uninit:
@@ -52,6 +69,8 @@ static void __exit krdma_mod_exit(void)
 {
 	krdma_chardev_uninit();
 	krdma_device_uninit();
+	/* A push_work may drop a connection's last reference, and buffers' */
+	destroy_workqueue(krdma_push_wq);
 	/*
 	 * The buffers' free_work waits for a grace period before it is
 	 * queued: let every one be queued, then flush them. The registry is

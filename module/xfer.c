@@ -10,6 +10,7 @@
  *
  * Copyright (c) 2026 The krdma authors
  */
+#include <linux/moduleparam.h>
 #include <linux/refcount.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -28,6 +29,36 @@ struct krdma_sync {
 #define KRDMA_INLINE_SG 4
 /* Chunks posted with one ib_post_send() at most */
 #define KRDMA_CHAIN_MAX 32
+/*
+ * A post that took longer than this ran the device's send work in the
+ * poster's context; after KRDMA_POST_SLOW_COUNT of them on a connection,
+ * krdma_post() and krdma_post_list() leave their posting to push_work.
+ */
+#define KRDMA_POST_SLOW_NS (200 * NSEC_PER_USEC)
+#define KRDMA_POST_SLOW_COUNT 4
+
+/*
+ * Who posts what krdma_post() and krdma_post_list() accept: the caller
+ * (0), push_work once posting runs long in the caller's context (1, the
+ * default), or push_work always (2: tests).
+ */
+static unsigned int push_worker = 1;
+
+static int krdma_param_set_push_worker(const char *val,
+				       const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 0, 2);
+}
+
+static const struct kernel_param_ops krdma_push_worker_ops = {
+	.set = krdma_param_set_push_worker,
+	.get = param_get_uint,
+};
+
+module_param_cb(push_worker, &krdma_push_worker_ops, &push_worker, 0644);
+__MODULE_PARM_TYPE(push_worker, "uint");
+MODULE_PARM_DESC(push_worker,
+		 "Kernel API posts by a worker: 0 never, 1 when posting runs long in the caller (default), 2 always");
 
 enum krdma_chunk_state {
 	KRDMA_CHUNK_FREE,	/* on conn->free_chunks */
@@ -645,6 +676,7 @@ static int krdma_chain_post(struct krdma_conn *conn, struct krdma_chain *chain)
 	struct ib_send_wr *head = NULL, **tail = &head, *wr;
 	struct krdma_chunk *chunk;
 	u32 i, n = chain->n;
+	u64 start;
 	int ret;
 
 	lockdep_assert_held(&conn->post_mutex);
@@ -677,10 +709,14 @@ static int krdma_chain_post(struct krdma_conn *conn, struct krdma_chain *chain)
 	 * than after a wakeup of ksoftirqd: the latency of a small operation
 	 * drops by half. post_send may be called in atomic context anyway.
 	 */
+	start = ktime_get_ns();
 	local_bh_disable();
 	ret = krdma_post_refused() ? -ENOTCONN :
 				     ib_post_send(conn->qp, head, NULL);
 	local_bh_enable();
+	if (conn->slow_posts < KRDMA_POST_SLOW_COUNT &&
+	    ktime_get_ns() - start > KRDMA_POST_SLOW_NS)
+		WRITE_ONCE(conn->slow_posts, conn->slow_posts + 1);
 	if (ret) {
 		krdma_chain_refused(conn, chain, n);
 		return krdma_post_failed(conn, ret);
@@ -1181,6 +1217,66 @@ void krdma_post_work(struct work_struct *work)
 	krdma_post_deferred_run(conn, false);
 	krdma_push(conn);
 	memalloc_noio_restore(noio);
+}
+
+/**
+ * krdma_push_work - post pending operations for a kernel caller
+ * @work: the connection's push_work
+ *
+ * Queued by krdma_kapi_push() with a reference to the connection, which
+ * it drops.
+ */
+void krdma_push_work(struct work_struct *work)
+{
+	struct krdma_conn *conn = container_of(work, struct krdma_conn,
+					       push_work);
+	unsigned int noio;
+
+	/* As krdma_post_work(): it may post a block device's writeback */
+	noio = memalloc_noio_save();
+	krdma_push(conn);
+	memalloc_noio_restore(noio);
+	krdma_conn_put(conn);
+}
+
+/**
+ * krdma_push_cancel - cancel a queued push_work, or wait for it to run
+ * @conn: the connection
+ *
+ * Called by the teardown after krdma_xfer_flush_pending(): a push_work
+ * queued after this finds nothing pending (nothing is accepted any more)
+ * and only drops its reference; one that took an operation earlier has
+ * returned from its done.
+ *
+ * Return: whether a queued push_work was cancelled.
+ */
+bool krdma_push_cancel(struct krdma_conn *conn)
+{
+	if (!cancel_work_sync(&conn->push_work))
+		return false;
+	krdma_conn_put(conn);	/* the one it was queued with */
+	return true;
+}
+
+/*
+ * Post what krdma_post() or krdma_post_list() queued on @conn: here, or
+ * by push_work on krdma_push_wq when the device does its send work in the
+ * poster's context (push_worker). The caller then returns at once, and
+ * that work runs where the scheduler puts the worker: a consumer's thread
+ * is not held for milliseconds by rxe's requester on 6.1.
+ */
+static void krdma_kapi_push(struct krdma_conn *conn)
+{
+	unsigned int mode = READ_ONCE(push_worker);
+
+	if (!mode || (mode == 1 && READ_ONCE(conn->slow_posts) <
+		      KRDMA_POST_SLOW_COUNT)) {
+		krdma_push(conn);
+		return;
+	}
+	krdma_conn_get(conn);
+	if (!queue_work(krdma_push_wq, &conn->push_work))
+		krdma_conn_put(conn);	/* queued already, with its own */
 }
 
 static bool krdma_chunks_finished(struct krdma_conn *conn)
@@ -1740,10 +1836,13 @@ static int krdma_post_one(struct krdma_conn *conn, struct krdma_req *req,
 	if (!in_task())
 		ret = krdma_post_atomic(conn, req);
 	else
-		ret = krdma_post_task(conn, req, true, push);
-	if (!ret)
-		krdma_stats_posted(conn, opcode);
-	return ret;
+		ret = krdma_post_task(conn, req, true, false);
+	if (ret)
+		return ret;
+	krdma_stats_posted(conn, opcode);
+	if (push && in_task() && opcode != KRDMA_OP_RECV)
+		krdma_kapi_push(conn);
+	return 0;
 }
 
 /**
@@ -1818,7 +1917,7 @@ int krdma_post_list(struct krdma_conn *conn, struct krdma_req *const *reqs,
 	 * is nothing to push, and conn->lock is held.
 	 */
 	if (i && in_task() && !READ_ONCE(conn->preparing))
-		krdma_push(conn);
+		krdma_kapi_push(conn);
 	return ret;
 }
 EXPORT_SYMBOL_NS_GPL(krdma_post_list, KRDMA);

@@ -22,6 +22,10 @@
 # works; the result file reads at once during a run, empty then (no stale
 # row). Each row read must be its own command's (the file is emptied
 # before, and a failing command's row carries a label of its own).
+# With krdma's push_worker=2 (every krdma_post_list() left to krdma's
+# push work) the WRITE, READ and SEND rows again on rxe and siw, bytes
+# verified, and a run killed mid-way (the work may still be queued when
+# the connection is torn down).
 # Timings are never asserted. Every command runs under `timeout -k`, but
 # the background runs, which the module bounds (timeout=) and the test
 # waits for with a bound.
@@ -39,6 +43,9 @@ COMMON="iters=40 depth=8 batch=4 timeout=60"
 # A run far longer than any test waits for (16 GiB), bounded by timeout=
 LONG="op=write size=4K iters=4194304 depth=8 batch=4"
 
+PW=/sys/module/krdma/parameters/push_worker
+PW_WAS=$(cat "$PW" 2>/dev/null)
+
 TMP=$(mktemp -d /tmp/krdma_kbench_test.XXXXXX) || exit 1
 BG=
 cleanup() {
@@ -47,6 +54,7 @@ cleanup() {
 		wait "$BG" 2>/dev/null
 	fi
 	rmmod krdma_kbench 2>/dev/null
+	[[ -n $PW_WAS ]] && echo "$PW_WAS" >"$PW"
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -312,6 +320,17 @@ timed_out() {
 	grep -q 'Connection timed out' "$TMP/err" && row_is tmo 110 post wait
 }
 
+# pw2 CMD...: CMD with krdma's push_worker=2, then the value it had
+pw2() {
+	local rc
+
+	echo 2 >"$PW" 2>>"$TMP/err" || return 1
+	"$@"
+	rc=$?
+	echo "$PW_WAS" >"$PW"
+	return $rc
+}
+
 script_ok() {
 	BENCH_DEVS="rxe0:$RXE_ADDR" BENCH_SIZES=64,4K BENCH_ITERS=40 \
 		BENCH_MIN_ITERS=8 BENCH_BYTES=64K BENCH_DEPTH=8 BENCH_BATCH=4 \
@@ -339,7 +358,7 @@ EOF
 }
 
 echo "TAP version 13"
-echo "1..21"
+echo "1..28"
 rmmod krdma_kbench 2>/dev/null
 check "kbench module loads, its debugfs files there" \
 	bash -c "insmod '$KO' && test -f $DBG/run && test -f $DBG/result"
@@ -375,6 +394,19 @@ check "rmmod during a run fails (in use); the run ends (ETIMEDOUT), then the mod
 check "timeout=1 on a long run: ETIMEDOUT within 30 s" timed_out
 check "after the timed-out run, a READ of 4 KiB works, bytes verified" \
 	row read 4096 "$RXE_ADDR" rxe0 roce
+for dv in "rxe0 $RXE_ADDR roce" "siw0 $SIW_ADDR iwarp"; do
+	read -r label addr transport <<<"$dv"
+	unsig=true
+	[[ $transport == iwarp ]] && unsig=false
+	check "$label, push_worker=2: WRITE 4 KiB, batches of 4 posted by the work: bytes verified" \
+		pw2 row write 4096 "$addr" "$label" "$transport"
+	check "$label, push_worker=2: READ 4 KiB, batches of 4 (unsignaled: $unsig): bytes verified" \
+		pw2 row read 4096 "$addr" "$label" "$transport" 4 "$unsig"
+	check "$label, push_worker=2: SEND 4 KiB into RECVs, batches of 4: bytes verified" \
+		pw2 row send 4096 "$addr" "$label" "$transport"
+done
+check "push_worker=2: a run killed by SIGKILL mid-way ends within 15 s, its row says EINTR" \
+	pw2 killed_run
 check "bench-kapi.sh on rxe0 at 64 B and 4 KiB: kapi-rxe0.json well-formed" \
 	script_ok
 check "kbench module unloads" rmmod krdma_kbench
