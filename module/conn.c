@@ -101,6 +101,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_params *p)
 	INIT_LIST_HEAD(&conn->free_chunks);
 	INIT_LIST_HEAD(&conn->deferred);
 	xa_init(&conn->rkeys);
+	spin_lock_init(&conn->wr_lock);
 	spin_lock_init(&conn->sq_lock);
 	INIT_WORK(&conn->post_work, krdma_post_work);
 	INIT_WORK(&conn->push_work, krdma_push_work);

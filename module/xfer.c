@@ -391,6 +391,13 @@ static void krdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krdma_chunk *prev, *tmp;
 	LIST_HEAD(implied);
 
+	/*
+	 * Not while the chain with this chunk (or one it implies) is still
+	 * being posted: the driver may be reading their WRs, which releasing
+	 * the chunks frees (rdma_rw's WR array)
+	 */
+	spin_lock_bh(&conn->wr_lock);
+	spin_unlock_bh(&conn->wr_lock);
 	if (!krdma_chunk_take(conn, chunk, &implied))
 		return;
 	/*
@@ -711,8 +718,10 @@ static int krdma_chain_post(struct krdma_conn *conn, struct krdma_chain *chain)
 	 */
 	start = ktime_get_ns();
 	local_bh_disable();
+	spin_lock(&conn->wr_lock);
 	ret = krdma_post_refused() ? -ENOTCONN :
 				     ib_post_send(conn->qp, head, NULL);
+	spin_unlock(&conn->wr_lock);
 	local_bh_enable();
 	if (conn->slow_posts < KRDMA_POST_SLOW_COUNT &&
 	    ktime_get_ns() - start > KRDMA_POST_SLOW_NS)
