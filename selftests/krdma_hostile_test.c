@@ -2534,7 +2534,7 @@ static int listen_below_range(int fd, struct krdma_addr *addr, uint32_t *l)
 		return -errno;
 	ret = fscanf(f, "%u %u", &lo, &hi) == 2 ? 0 : -EINVAL;
 	fclose(f);
-	if (ret || lo < 2048)
+	if (ret || lo <= 2048)
 		return ret ?: -ERANGE;
 	port = lo - 1 - random() % (lo - 2048 < 1000 ? lo - 2048 : 1000);
 	for (tries = 0; tries < 64 && port >= 1024; tries++, port--) {
