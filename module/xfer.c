@@ -716,15 +716,15 @@ static int krdma_chain_post(struct krdma_conn *conn, struct krdma_chain *chain)
 	 * than after a wakeup of ksoftirqd: the latency of a small operation
 	 * drops by half. post_send may be called in atomic context anyway.
 	 */
-	start = ktime_get_ns();
+	/* Timed until the connection is known to post slowly */
+	start = conn->slow_posts < KRDMA_POST_SLOW_COUNT ? ktime_get_ns() : 0;
 	local_bh_disable();
 	spin_lock(&conn->wr_lock);
 	ret = krdma_post_refused() ? -ENOTCONN :
 				     ib_post_send(conn->qp, head, NULL);
 	spin_unlock(&conn->wr_lock);
 	local_bh_enable();
-	if (conn->slow_posts < KRDMA_POST_SLOW_COUNT &&
-	    ktime_get_ns() - start > KRDMA_POST_SLOW_NS)
+	if (start && ktime_get_ns() - start > KRDMA_POST_SLOW_NS)
 		WRITE_ONCE(conn->slow_posts, conn->slow_posts + 1);
 	if (ret) {
 		krdma_chain_refused(conn, chain, n);
