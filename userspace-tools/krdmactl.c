@@ -1866,10 +1866,10 @@ static const struct {
 	  "Exit status: 0 when both ways were verified, 1 otherwise, 2 bad usage.\n" },
 	{ "bench", bench_main,
 	  "benchmark RDMA WRITE, READ, SEND and WRITE latency over sizes",
-	  "-l [-a ADDR] [-p PORT] [-c COUNT] [-S MAXSIZE] [-R]\n"
+	  "-l [-a ADDR] [-p PORT] [-c COUNT] [-S MAXSIZE] [-R] [-Y]\n"
 	  "       krdmactl bench ADDR [-p PORT] [-o OPS] [-s SIZES] [-d DEPTH]\n"
 	  "                [-b BATCH] [-n ITERS] [-m MIN_ITERS] [-B BYTES] [-t MS]\n"
-	  "                [-R] [-u N] [-j]\n"
+	  "                [-R] [-Y] [-u N] [-j]\n"
 	  "With -l, serve bench clients (one at a time). Otherwise connect to\n"
 	  "`krdmactl bench -l` at ADDR and, for each operation and size, keep\n"
 	  "DEPTH operations in flight, submitted BATCH per call, completions\n"
@@ -1904,6 +1904,11 @@ static const struct {
 	  "  -R, --ring           take completions from the completion queue\n"
 	  "                       mapped into the process, with no system call\n"
 	  "                       (module feature \"ring\"), not by POLL; either\n"
+	  "                       side, each for itself\n"
+	  "  -Y, --yield          sched_yield() between polls that found\n"
+	  "                       nothing, and while waiting for a ping-pong\n"
+	  "                       byte: a soft device's kernel thread on this\n"
+	  "                       CPU (siw; rxe on 6.12) gets to run; either\n"
 	  "                       side, each for itself\n"
 	  "  -u, --signal-every N one WRITE or SEND in N asks for a completion,\n"
 	  "                       the others are unsignaled (as perftest's\n"

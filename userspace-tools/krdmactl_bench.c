@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -125,6 +126,7 @@ struct kb_sess {
 	const char *hint;		/* advice for err, or NULL */
 	uint32_t connect_flags;		/* KRDMA_CONNECT_* */
 	struct krdma_ring ring;		/* --ring: the mapped queue */
+	bool yield;			/* --yield: sched_yield() when idle */
 };
 
 /*
@@ -335,6 +337,15 @@ static int kb_poll(struct kb_sess *s, uint32_t timeout_ms)
 	int n, i;
 
 	n = kb_take(s, wc, ARRAY_SIZE(wc), timeout_ms);
+	/*
+	 * --yield: a busy poll that found nothing gives the CPU to whatever
+	 * else may run there, such as the kernel thread that does a soft
+	 * device's work for krdma's kernel QP (siw's transmit thread, rxe's
+	 * work item on 6.12): polled at full speed, it would wait for a
+	 * scheduler tick.
+	 */
+	if (!n && !timeout_ms && s->yield)
+		sched_yield();
 	if (n == -EINTR)
 		return kb_stop ? -EINTR : 0;
 	if (n < 0) {
@@ -602,6 +613,8 @@ static int kb_spin(struct kb_sess *s, volatile uint8_t *p, uint8_t v)
 	unsigned int n = 0;
 
 	while (*p != v) {
+		if (s->yield)
+			sched_yield();	/* see kb_poll() */
 		if (++n % 4096)
 			continue;
 		if (!deadline)
@@ -828,6 +841,7 @@ struct bench_opts {
 	uint32_t timeout_ms;
 	uint64_t max_size;	/* server */
 	bool ring;		/* completions from the mapped ring */
+	bool yield;		/* sched_yield() between empty polls */
 	uint32_t signal_every;	/* one data operation in N signaled */
 };
 
@@ -848,6 +862,7 @@ static int server_run(const struct bench_opts *o)
 	s.fd = tool_session("bench", o->addr, o->port, &addr, NULL, 0);
 	if (s.fd < 0)
 		return -s.fd;
+	s.yield = o->yield;
 	if (kb_ring_setup(&s, o->ring)) {
 		close(s.fd);
 		return 1;
@@ -1322,6 +1337,7 @@ static int bench_conn(const struct bench_opts *o)
 			    sizeof(target));
 	if (s.fd < 0)
 		return -s.fd;
+	s.yield = o->yield;
 	if (kb_ring_setup(&s, o->ring)) {
 		close(s.fd);
 		return 1;
@@ -1442,6 +1458,7 @@ static int bench_client(const struct bench_opts *o)
 		close(s.fd);
 		return 1;
 	}
+	s.yield = o->yield;
 	if (kb_ring_setup(&s, o->ring)) {
 		close(s.fd);
 		return 1;
@@ -1728,6 +1745,7 @@ int bench_main(int argc, char *argv[])
 		{ "bytes", required_argument, NULL, 'B' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "ring", no_argument, NULL, 'R' },
+		{ "yield", no_argument, NULL, 'Y' },
 		{ "signal-every", required_argument, NULL, 'u' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1753,7 +1771,7 @@ int bench_main(int argc, char *argv[])
 	kb_parse_sizes("64-8M", &o);
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":la:c:S:p:o:s:d:b:n:m:B:t:Ru:jh",
+	while ((c = getopt_long(argc, argv, ":la:c:S:p:o:s:d:b:n:m:B:t:RYu:jh",
 				longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
@@ -1816,6 +1834,9 @@ int bench_main(int argc, char *argv[])
 			break;
 		case 'R':
 			o.ring = true;
+			break;
+		case 'Y':
+			o.yield = true;
 			break;
 		case 'u':
 			if (kb_parse_u64(optarg, 1, KB_MAX_DEPTH, &v))
