@@ -373,11 +373,12 @@ enum krdma_conn_claim {
  *               @lock
  * @sdrain: completion of the teardown's send-queue drain marker
  * @rdrain: completion of the teardown's receive-queue drain marker
- * @wr_lock: held across the ib_post_send() of a chain of chunks; a CQE
- *           handler takes it before it releases a chunk, whose work
- *           requests the driver may still be reading (siw, posted to a QP
- *           in the error state, completes each WR with a flush and then
- *           reads its next pointer, while the CQ is polled on another CPU)
+ * @wr_lock: held across the ib_post_send() of a chain of chunks and the
+ *           ib_post_recv() of a RECV; a CQE handler takes it before it
+ *           releases a chunk, whose work requests the driver may still be
+ *           reading (siw, posted to a QP in the error state, completes
+ *           each WR with a flush and then reads its next pointer, while
+ *           the CQ is polled on another CPU)
  * @sq_lock: protects @sq_free, @pending, @chunks, @recv_chunks,
  *           @local_wrs, @finishing, @free_chunks and @deferred
  * @chunks: posted send chunks not completed yet, in post order: a CQE
@@ -477,7 +478,7 @@ struct krdma_conn {
 	struct list_head reg_zombies;
 	struct krdma_drain sdrain;
 	struct krdma_drain rdrain;
-	spinlock_t wr_lock; /* a chain's WRs while ib_post_send() reads them */
+	spinlock_t wr_lock; /* posted WRs while the driver reads them */
 	spinlock_t sq_lock; /* @sq_free, @pending, the chunk lists, @deferred */
 	u32 sq_total;
 	u32 sq_free;

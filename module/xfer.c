@@ -392,9 +392,10 @@ static void krdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 	LIST_HEAD(implied);
 
 	/*
-	 * Not while the chain with this chunk (or one it implies) is still
-	 * being posted: the driver may be reading their WRs, which releasing
-	 * the chunks frees (rdma_rw's WR array)
+	 * Not while the chain with this chunk (or one it implies), or this
+	 * RECV, is still being posted: the driver may be reading their WRs,
+	 * which releasing the chunks frees (rdma_rw's WR array, a RECV's
+	 * chunk)
 	 */
 	spin_lock_bh(&conn->wr_lock);
 	spin_unlock_bh(&conn->wr_lock);
@@ -960,7 +961,14 @@ static int krdma_post_recv(struct krdma_conn *conn, struct krdma_req *req)
 
 	atomic_inc(&req->inflight);
 	krdma_chunk_link(conn, chunk);
+	/*
+	 * Under wr_lock, as a chain of sends: siw flushes a RECV posted to a
+	 * QP in the error state and then reads its next pointer, while the
+	 * CQE handler may be releasing this chunk on another CPU
+	 */
+	spin_lock_bh(&conn->wr_lock);
 	ret = ib_post_recv(conn->qp, &chunk->rwr, NULL);
+	spin_unlock_bh(&conn->wr_lock);
 	if (ret) {
 		/* Posted or not, it completes: the RECV is accepted */
 		krdma_req_fail(req, IB_WC_LOC_QP_OP_ERR);
