@@ -50,7 +50,9 @@
 # e.g. "write"), BENCH_DEVS
 # ("rxe0:198.18.0.1 siw0:198.18.1.1"), BENCH_TCP (1: run iperf3),
 # BENCH_CONNS (30: connections timed one after the other, each way; 0:
-# none), BENCH_RING (1: krdmactl bench -R on both sides, completions
+# none), BENCH_SCALE ("10 100 1000": connection counts kept open together,
+# krdmactl bench -o scale against cmtime -c N, with the kernel's Slab and
+# VmallocUsed sampled; 0: none), BENCH_RING (1: krdmactl bench -R on both sides, completions
 # from the mapped ring instead of POLL; default 0), BENCH_SIGNAL (N:
 # one WRITE or SEND in N signaled, krdmactl bench -u N and perftest's -Q
 # N (cq_mod); a divisor of the batch, at most the depth; default the
@@ -250,6 +252,36 @@ def load_connect(d, devices):
     return conns
 
 
+def load_scale(d, devices):
+    """krdmactl bench -o scale and cmtime -c N, per device and count"""
+    out = []
+    for dev in devices:
+        p = os.path.join(d, "scale-%s.txt" % dev)
+        by = {}
+        for l in open(p) if os.path.exists(p) else []:
+            f = l.split()
+            if len(f) != 6 or f[0] not in ("krdma", "cmtime"):
+                continue
+            n = int(f[1])
+            v = {"setup_s": float(f[2]), "teardown_s": float(f[3])}
+            if f[4] != "-":
+                v["slab_kb"], v["vmalloc_kb"] = int(f[4]), int(f[5])
+            by.setdefault(n, {"device": dev, "conns": n})[f[0]] = v
+        for n in sorted(by):
+            c = by[n]
+            for t in ("krdma", "cmtime"):
+                v = c.get(t)
+                if v:
+                    v["setup_us_per_conn"] = v["setup_s"] * 1e6 / n
+                    v["teardown_us_per_conn"] = v["teardown_s"] * 1e6 / n
+                    if "slab_kb" in v:
+                        v["kb_per_conn"] = (v["slab_kb"] + v["vmalloc_kb"]) / n
+            if "krdma" in c and "cmtime" in c:
+                c["setup_ratio"] = div(c["krdma"]["setup_s"], c["cmtime"]["setup_s"])
+            out.append(c)
+    return out
+
+
 def load_tcp(d):
     tcp = []
     p = os.path.join(d, "iperf3.txt")
@@ -334,7 +366,8 @@ def load_run(d):
     return {"meta": meta, "rows": rows, "empty_run_cpu_s": empty,
             "empty_run_cpu_s_by_op": empty_by_op,
             "perftest_failed": failed, "krdma_failed": kfailed, "tcp": load_tcp(d),
-            "connect": load_connect(d, meta["devices"])}
+            "connect": load_connect(d, meta["devices"]),
+            "scale": load_scale(d, meta["devices"])}
 
 
 def vkey(k):
@@ -462,6 +495,10 @@ def headline():
         ("connection setup (median) " + lo, lambda e, d: next(
             ("%.2fx" % c["ratio"] for c in e["connect"]
              if c["device"] == d and c.get("ratio")), "n/a")),
+        ("connections kept open together, the most: setup " + lo, lambda e, d: next(
+            ("%.2fx (%d)" % (c["setup_ratio"], c["conns"])
+             for c in sorted(e.get("scale", []), key=lambda c: -c["conns"])
+             if c["device"] == d and c.get("setup_ratio")), "n/a")),
     ]
     hdr = ["%s, %s" % (d, label[k]) for d, k in cols]
     return hdr, [[w] + [fn(kernels[k], d) for d, k in cols] for w, fn in what]
@@ -616,6 +653,36 @@ for k in order:
                      pair(c.get("cmtime_connect_median_us"), c.get("cmtime_connect_p99_us"), f, 0),
                      f(c.get("ratio"), 2), f(c.get("krdma_close_median_us"), 0),
                      f(c.get("cmtime_close_median_us"), 0)] for c in e["connect"]])
+    if e.get("scale"):
+        t = "Connection scale (connections kept open together), %s" % label[k]
+        L += [t, "~" * len(t), ""]
+        L.append("krdma: ``krdmactl bench ADDR -o scale -n N``: N connections to a listener "
+                 "of the same process, each ``KRDMA_IOC_CONNECT`` then ``KRDMA_IOC_ACCEPT``, "
+                 "one after the other, the smallest queues; all kept open, then every handle "
+                 "of both ends destroyed. rdma_cm: ``cmtime -c N`` (its server and client), "
+                 "the sum of its client's create id, resolve addr, resolve route, create qp "
+                 "and connect steps (each done for all N at once), and of disconnect and "
+                 "destroy. Memory: the kernel's Slab plus VmallocUsed (``/proc/meminfo``) "
+                 "at their highest during the run, sampled every 5 ms, less before it, per "
+                 "connection (both of its ends, both in this guest). *ratio* is krdma / "
+                 "rdma_cm of the setup time (above 1: krdma is slower). Run once, after the "
+                 "repeats.")
+        L.append("")
+
+        def sc(c, t, key, nd=0):
+            return f(c.get(t, {}).get(key), nd)
+        list_table(L, ["device", "connections", "krdma setup s (us/conn)",
+                       "rdma_cm setup s (us/conn)", "ratio", "krdma KiB/conn",
+                       "rdma_cm KiB/conn", "krdma teardown s (us/conn)",
+                       "rdma_cm teardown s (us/conn)"],
+                   [[c["device"], str(c["conns"]),
+                     "%s (%s)" % (sc(c, "krdma", "setup_s", 3), sc(c, "krdma", "setup_us_per_conn")),
+                     "%s (%s)" % (sc(c, "cmtime", "setup_s", 3), sc(c, "cmtime", "setup_us_per_conn")),
+                     f(c.get("setup_ratio"), 2),
+                     sc(c, "krdma", "kb_per_conn", 1), sc(c, "cmtime", "kb_per_conn", 1),
+                     "%s (%s)" % (sc(c, "krdma", "teardown_s", 3), sc(c, "krdma", "teardown_us_per_conn")),
+                     "%s (%s)" % (sc(c, "cmtime", "teardown_s", 3), sc(c, "cmtime", "teardown_us_per_conn"))]
+                    for c in e["scale"]])
 open(os.path.join(doc, "benchmarks-results.rst"), "w").write("\n".join(L))
 wrote = ["benchmarks-results.rst", "benchmarks-results.json"]
 
@@ -711,6 +778,17 @@ for k in new:
         print("%-5s conn  setup median krdma %s us, rdma_cm %s us  ratio %s" % (
             c["device"], f(c.get("krdma_connect_median_us"), 0),
             f(c.get("cmtime_connect_median_us"), 0), f(c.get("ratio"), 2)))
+    for c in kernels[k].get("scale", []):
+        print("%-5s scale %5d together: setup us/conn krdma %s, rdma_cm %s  ratio %s; "
+              "KiB/conn krdma %s, rdma_cm %s; teardown us/conn krdma %s, rdma_cm %s" % (
+                  c["device"], c["conns"],
+                  f(c.get("krdma", {}).get("setup_us_per_conn"), 0),
+                  f(c.get("cmtime", {}).get("setup_us_per_conn"), 0),
+                  f(c.get("setup_ratio"), 2),
+                  f(c.get("krdma", {}).get("kb_per_conn"), 1),
+                  f(c.get("cmtime", {}).get("kb_per_conn"), 1),
+                  f(c.get("krdma", {}).get("teardown_us_per_conn"), 0),
+                  f(c.get("cmtime", {}).get("teardown_us_per_conn"), 0)))
 EOF
 	exit 0
 }
@@ -736,6 +814,8 @@ BYTES=${BENCH_BYTES:-${KRDMA_BENCH_BYTES:-32M}}
 EMPTY=${BENCH_EMPTY:-${KRDMA_BENCH_EMPTY:-1}}
 DEVS=${BENCH_DEVS:-${KRDMA_BENCH_DEVS:-rxe0:198.18.0.1 siw0:198.18.1.1}}
 CONNS=${BENCH_CONNS:-${KRDMA_BENCH_CONNS:-30}}
+SCALE=${BENCH_SCALE:-${KRDMA_BENCH_SCALE:-10 100 1000}}
+[[ $SCALE == 0 ]] && SCALE=
 TCP=${BENCH_TCP:-${KRDMA_BENCH_TCP:-1}}
 RING=${BENCH_RING:-${KRDMA_BENCH_RING:-0}}
 ringopt=()
@@ -750,6 +830,12 @@ log() { echo "bench: $*" >&2; }
 	log "BENCH_REPEAT=$REPEAT: give a count, at least 1"
 	exit 2
 }
+for n in $SCALE; do
+	[[ $n =~ ^[1-9][0-9]*$ ]] || {
+		log "BENCH_SCALE: $n is not a count of connections"
+		exit 2
+	}
+done
 for op in $OPS; do
 	[[ $op == @(write|read|send|lat) ]] || {
 		log "BENCH_OPS: $op is none of write, read, send, lat"
@@ -1092,6 +1178,117 @@ conn_run() { # dev addr
 	return $st
 }
 
+# The peak growth of the kernel's Slab and VmallocUsed (/proc/meminfo, KiB)
+# over its value when this starts, sampled every 5 ms until STOP exists:
+# "slab_kb vmalloc_kb" (at the sample where their sum was highest) into
+# OUT; OUT.ready once the baseline is taken
+mem_sampler() { # out stop
+	local i
+	rm -f "$1" "$1.ready" "$2"
+	python3 - "$1" "$2" <<'EOP' &
+import os, sys, time
+def rd():
+    v = {}
+    for l in open("/proc/meminfo"):
+        k, x = l.split(":", 1)
+        if k in ("Slab", "VmallocUsed"):
+            v[k] = int(x.split()[0])
+    return v["Slab"], v["VmallocUsed"]
+s0, v0 = rd()
+ps = pv = 0
+open(sys.argv[1] + ".ready", "w").close()
+while not os.path.exists(sys.argv[2]):
+    s, v = rd()
+    if s - s0 + v - v0 > ps + pv:
+        ps, pv = s - s0, v - v0
+    time.sleep(0.005)
+open(sys.argv[1], "w").write("%d %d\n" % (ps, pv))
+EOP
+	msampler=$!
+	for ((i = 0; i < 200; i++)); do
+		[[ -e $1.ready ]] && return 0
+		kill -0 $msampler 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+# (not in a subshell: it waits for the sampler) mres="slab_kb vmalloc_kb"
+# or "- -"
+mem_sampler_stop() { # out stop
+	: >"$2"
+	wait $msampler 2>/dev/null
+	mres="- -"
+	[[ -s $1 ]] && read -r mres <"$1"
+	rm -f "$1" "$1.ready" "$2"
+}
+
+# Connections kept open together, for each count of SCALE: krdmactl bench
+# -o scale (its own listener: both ends in this guest) and cmtime -c N
+# (its server and client, both here), each with the memory sampler.
+# scale-DEV.txt: "krdma N setup_s teardown_s slab_kb vmalloc_kb" and
+# "cmtime N setup_s teardown_s slab_kb vmalloc_kb" lines (cmtime: the sum
+# of its client's step totals: create id, resolve addr, resolve route,
+# create qp, connect; and disconnect, destroy)
+scale_run() { # dev addr
+	local dev=$1 addr=$2 n rc spid st=0 mem=$out/mem.tmp stop=$out/mem.stop m
+	: >"$out/scale-$dev.txt"
+	for n in $SCALE; do
+		if mem_sampler "$mem" "$stop"; then
+			timeout -k 5 600 "$K" bench "$addr" -p $KPORT -o scale -n "$n" -t 30s -j \
+				>"$out/krdma-$dev-scale-$n.json" 2>>"$out/errors.log"
+			rc=$?
+			mem_sampler_stop "$mem" "$stop"
+			m=$mres
+		else
+			log "$dev: the memory sampler did not start: no scale rows"
+			return 1
+		fi
+		if ((rc == 0)); then
+			python3 - "$out/krdma-$dev-scale-$n.json" "$n" "$m" >>"$out/scale-$dev.txt" <<'EOP' || st=1
+import json, sys
+r = [x for x in json.load(open(sys.argv[1]))["results"] if x["op"] == "scale"][0]
+print("krdma", sys.argv[2], "%.6f %.6f" % (r["setup_s"], r["teardown_s"]), sys.argv[3])
+EOP
+		else
+			log "$dev: krdmactl bench -o scale -n $n failed (rc $rc; see errors.log)"
+			st=1
+		fi
+		command -v cmtime >/dev/null || { st=1; continue; }
+		timeout -k 5 600 cmtime -b "$addr" -p $PPORT -c "$n" >"$out/cm-server.log" 2>&1 &
+		spid=$!
+		if wait_cm_listen $PPORT $spid && mem_sampler "$mem" "$stop"; then
+			timeout -k 5 600 cmtime -s "$addr" -p $PPORT -c "$n" >"$out/cm-client.log" 2>&1
+			rc=$?
+			mem_sampler_stop "$mem" "$stop"
+			m=$mres
+		else
+			echo "(its server or the sampler is gone: no client run)" >"$out/cm-client.log"
+			rc=125
+		fi
+		kill $spid 2>/dev/null	# it serves until killed
+		wait $spid 2>/dev/null
+		# it says "failure ..." for a connection that failed, and goes
+		# on (its totals then count fewer), exit status 0
+		((rc == 0)) && grep -q '^failure' "$out/cm-client.log" && rc=1
+		{
+			echo "### cmtime $dev -c $n rc $rc"
+			cat "$out/cm-client.log"
+		} >>"$out/cmtime-scale-$dev.log"
+		if ((rc == 0)); then
+			awk -F: -v n="$n" -v m="$m" '
+				{ step = $1; gsub(/^ +| +$/, "", step); split($2, v, " ") }
+				step ~ /^(create id|resolve addr|resolve route|create qp|connect)$/ { up += v[1]; k++ }
+				step ~ /^(disconnect|destroy)$/ { down += v[1] }
+				END { if (k == 5) printf "cmtime %d %.6f %.6f %s\n", n, up / 1000, down / 1000, m }' \
+				"$out/cm-client.log" >>"$out/scale-$dev.txt"
+		else
+			log "$dev: cmtime -c $n failed (rc $rc; see cmtime-scale-$dev.log)"
+			st=1
+		fi
+	done
+	return $st
+}
+
 # perftest failing (it crashes in librdmacm on siw with 4 and 8 MiB) is
 # not krdma failing: the row is n/a, and said so; status stays 0
 pt_failed() { # op dev size
@@ -1165,6 +1362,7 @@ rep_secs=()
 # What an earlier run into the same OUTDIR left (more repeats, connection
 # or TCP rows, logs) is not this run's
 rm -rf "$out"/rep[0-9]* "$out"/cmtime-* "$out"/krdma-*-conn-0.json \
+	"$out"/krdma-*-scale-*.json "$out"/scale-*.txt \
 	"$out"/krdma-*-server.log "$out/errors.log" "$out"/iperf3* "$out/done.json"
 for ((rep = 1; rep <= REPEAT; rep++)); do
 	t_rep=$(date +%s)
@@ -1184,6 +1382,14 @@ if ((CONNS > 0)); then
 	for dv in $DEVS; do
 		log "${dv%%:*}: connection setup, krdma and cmtime, $CONNS each"
 		conn_run "${dv%%:*}" "${dv#*:}" || status=1
+	done
+fi
+
+# Once: connections kept open together, on each device
+if [[ -n $SCALE ]]; then
+	for dv in $DEVS; do
+		log "${dv%%:*}: connection scale, krdma and cmtime, $SCALE together"
+		scale_run "${dv%%:*}" "${dv#*:}" || status=1
 	done
 fi
 

@@ -9,7 +9,9 @@
 # checked with python3 (every row present, numbers finite and consistent:
 # p99 >= median, bandwidth = size x message rate), and the text output.
 # Also the connection-setup mode (-o conn): N connections, each counted
-# by the server, JSON well-formed. And scripts/bench.sh itself (make
+# by the server, JSON well-formed; the connection-scale mode (-o scale):
+# N connections kept open together, JSON well-formed and consistent,
+# none left in the module after. And scripts/bench.sh itself (make
 # bench's guest step) at tiny sizes, REPEAT=2, on rxe0 alone (siw0's rows
 # are the same code): its raw results complete, and its --report's json
 # and rst well-formed, every median within its min-max (~20 s under
@@ -129,6 +131,55 @@ EOF
 	[[ $(grep -c '^client [0-9]*: done$' "$TMP/srv") == "$2" ]]
 }
 
+# scale_run ADDR N: bench -o scale, N connections to its own listener
+scale_run() {
+	timeout 120 "$K" bench "$1" -p $PORT -j -o scale -n "$2" -t 30s \
+		>"$TMP/out" 2>"$TMP/err"
+}
+
+# scale_ok DEVICE N: its JSON well-formed, every one of the N made and
+# accepted, the numbers consistent; and afterwards no connection of this
+# user left in the module (debugfs users: conns=0, or no entry)
+scale_ok() {
+	"$PYTHON" - "$TMP/out" "$1" "$2" <<'EOF' || return 1
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+assert d["ok"] is True and d["error"] is None, d.get("error")
+assert d["ifname"] == sys.argv[2], d["ifname"]
+rows = d["results"]
+n = int(sys.argv[3])
+assert [(r["op"], r["size"], r["iters"]) for r in rows] == [("scale", 0, n)], rows
+r = rows[0]
+c = r["connect_us"]
+nums = [r["setup_s"], r["conns_per_s"], r["teardown_s"], r["teardown_us_per_conn"],
+        r["accept_us"]["median"]] + list(c.values())
+assert all(isinstance(x, (int, float)) and math.isfinite(x) and x > 0 for x in nums), r
+assert c["median"] <= c["p99"] <= c["max"], r
+# every CONNECT is within the setup time, and the rate is n / that time
+assert c["max"] <= r["setup_s"] * 1e6 * 1.001, r
+assert abs(r["conns_per_s"] - n / r["setup_s"]) <= 0.001 * r["conns_per_s"] + 0.1, r
+assert abs(r["teardown_us_per_conn"] - r["teardown_s"] * 1e6 / n) <= 0.01 * r["teardown_us_per_conn"] + 0.01, r
+for k in ("kb_per_conn", "kb_left"):
+    assert set(r[k]) == {"slab", "vmalloc"}, r
+    assert all(isinstance(x, (int, float)) and math.isfinite(x) for x in r[k].values()), r
+EOF
+	json_schema BENCH_SCALE || return 1
+	# (a closed connection is uncharged when it is released: bounded)
+	local i
+	for ((i = 0; i < 200; i++)); do
+		grep -Eq "^uid=$(id -u) .* conns=[1-9]" /sys/kernel/debug/krdma/users ||
+			return 0
+		sleep 0.05
+	done
+	echo "connections left: $(grep "^uid=$(id -u) " /sys/kernel/debug/krdma/users)" >>"$TMP/err"
+	return 1
+}
+
+scale_alone() {
+	timeout 10 "$K" bench "$RXE_ADDR" -o write,scale >/dev/null 2>"$TMP/err"
+	[[ $? == 2 ]] && grep -q 'scale is measured alone' "$TMP/err"
+}
+
 conn_alone() {
 	timeout 10 "$K" bench "$RXE_ADDR" -o conn,write >/dev/null 2>"$TMP/err"
 	[[ $? == 2 ]] && grep -q 'measured alone' "$TMP/err"
@@ -140,14 +191,15 @@ conn_alone() {
 # first in repeat 2, on rxe0 (siw0's rows are the same code; about 20 s
 # under TCG where both devices and two sizes took 50); one WRITE in 4
 # signaled, as the batch (make bench's default: -u 4 and -Q 4); no TCP,
-# no connection rows; then its report into $TMP/doc (no plot). Every
+# no one-at-a-time connection rows, the scale rows with 3 connections
+# together; then its report into $TMP/doc (no plot). Every
 # BENCH_* it reads is set here, so that a KRDMA_BENCH_* of make bench's
 # in the environment changes nothing
 bench_script() {
 	BENCH_REPEAT=2 BENCH_OPS="write lat" BENCH_SIZES=4K \
 		BENCH_LAT_SIZES=64 BENCH_DEPTH=8 BENCH_BATCH=4 BENCH_ITERS=64 \
 		BENCH_MIN_ITERS=16 BENCH_BYTES=64K BENCH_EMPTY=write BENCH_TCP=0 \
-		BENCH_CONNS=0 BENCH_RING=0 BENCH_SIGNAL=4 \
+		BENCH_CONNS=0 BENCH_SCALE=3 BENCH_RING=0 BENCH_SIGNAL=4 \
 		BENCH_DEVS="rxe0:$RXE_ADDR" \
 		timeout 300 scripts/bench.sh "$TMP/bench" >"$TMP/out" 2>"$TMP/err" ||
 		return 1
@@ -209,6 +261,10 @@ for rep in (1, 2):
 # repeats: each row needs a ratio measured against perftest
 assert all(n < 2 for n in fails.values()), ("perftest failed twice", fails)
 assert json.load(open(os.path.join(raw, "done.json")))["status"] == 0
+# connection scale, 3 together: a line of each tool, in the report too
+sc = [l.split() for l in open(os.path.join(raw, "scale-rxe0.txt"))]
+assert sorted(x[:2] for x in sc) == [["cmtime", "3"], ["krdma", "3"]], sc
+assert all(float(x[2]) > 0 and float(x[3]) > 0 for x in sc), sc
 res = json.load(open(os.path.join(doc, "benchmarks-results.json")))
 assert res["format"] == 2 and list(res["kernels"]) == [kernel], list(res["kernels"])
 k = res["kernels"][kernel]
@@ -239,8 +295,10 @@ for key, r in rows.items():
     stat_ok(r["cpu_ratio"], (key, "cpu_ratio"))
 for dev in devs:
     assert None not in k["empty_run_cpu_s"][dev]["krdma"]["runs"], dev
+assert [(c["device"], c["conns"]) for c in k["scale"]] == [("rxe0", 3)], k["scale"]
+assert k["scale"][0]["setup_ratio"] > 0 and "kb_per_conn" in k["scale"][0]["krdma"], k["scale"]
 rst = open(os.path.join(doc, "benchmarks-results.rst")).read()
-for t in ["Summary", "Linux ", "rxe0 (RoCE)"]:
+for t in ["Summary", "Linux ", "rxe0 (RoCE)", "Connection scale"]:
     assert t in rst, t
 # per device a table row per row: one WRITE size and one lat
 for dev in ("rxe0 (RoCE)",):
@@ -250,7 +308,7 @@ EOF
 }
 
 echo "TAP version 13"
-echo "1..14"
+echo "1..19"
 check "bench on rxe (JSON) runs" bench_run "$RXE_ADDR" -j "${ARGS[@]}"
 check "bench on rxe: JSON well-formed, a BENCH of cli.rst" json_ok rxe0
 check "bench on siw (JSON) runs" bench_run "$SIW_ADDR" -j "${ARGS[@]}"
@@ -271,6 +329,15 @@ CLIENTS=5 check "bench -o conn on siw: 5 connections, one at a time" \
 check "bench -o conn on siw: JSON well-formed, the server served all 5" \
 	conn_ok siw0 5
 check "bench -o conn with another op: exit 2, 'measured alone'" conn_alone
+check "bench -o scale on rxe: 20 connections kept open together" \
+	scale_run "$RXE_ADDR" 20
+check "bench -o scale on rxe: JSON well-formed, all 20 made, none left" \
+	scale_ok rxe0 20
+check "bench -o scale on siw: 20 connections kept open together" \
+	scale_run "$SIW_ADDR" 20
+check "bench -o scale on siw: JSON well-formed, all 20 made, none left" \
+	scale_ok siw0 20
+check "bench -o scale with another op: exit 2, 'measured alone'" scale_alone
 if command -v ib_write_bw >/dev/null; then
 	check "scripts/bench.sh, tiny, 2 repeats on rxe0, and its --report" \
 		bench_script

@@ -92,10 +92,11 @@ struct kb_msg {
 _Static_assert(sizeof(struct kb_msg) == 72, "72 bytes on the wire");
 
 enum kb_op {
-	KB_OP_WRITE, KB_OP_READ, KB_OP_SEND, KB_OP_LAT, KB_OP_CONN, KB_NOPS
+	KB_OP_WRITE, KB_OP_READ, KB_OP_SEND, KB_OP_LAT, KB_OP_CONN, KB_OP_SCALE,
+	KB_NOPS
 };
 static const char *const kb_op_names[KB_NOPS] = {
-	"write", "read", "send", "lat", "conn",
+	"write", "read", "send", "lat", "conn", "scale",
 };
 
 struct kb_sess {
@@ -1219,6 +1220,16 @@ static void kb_json_head(struct json *j, const char *target, const char *dev,
 	json_str(j, "machine", un.machine);
 }
 
+/* A result of -o conn or -o scale: opens its object, for the rest */
+static void kb_json_row_head(struct json *j, const char *op, uint64_t iters)
+{
+	json_begin_object(j, NULL);
+	json_str(j, "op", op);
+	json_u64(j, "size", 0);
+	json_u64(j, "iters", iters);
+	json_bool(j, "skipped", false);
+}
+
 /*
  * "bench -o conn": connection setup, one connection at a time
  */
@@ -1379,11 +1390,7 @@ report:
 		kb_json_head(&j, target, dev, transport);
 		json_begin_array(&j, "results");
 		if (done) {
-			json_begin_object(&j, NULL);
-			json_str(&j, "op", "conn");
-			json_u64(&j, "size", 0);
-			json_u64(&j, "iters", done);
-			json_bool(&j, "skipped", false);
+			kb_json_row_head(&j, "conn", done);
 			json_double(&j, "seconds", secs, 6);
 			json_begin_object(&j, "lat_us");
 			json_double(&j, "avg", sum / 1e3 / done, 3);
@@ -1422,6 +1429,234 @@ report:
 		munmap(s.ctrl, s.ctrl_len);
 	free(conn_ns);
 	free(close_ns);
+	return finish_stdout(ok ? 0 : 1);
+}
+
+/*
+ * "bench -o scale": ITERS connections to a listener of this process, all
+ * kept open together, as rdma_cm's cmtime keeps its -c connections
+ */
+
+/* Slab and VmallocUsed of /proc/meminfo, in KiB; false if unreadable */
+static bool kb_meminfo(uint64_t *slab_kb, uint64_t *vmalloc_kb)
+{
+	char line[128];
+	unsigned int found = 0;
+	uint64_t v;
+	FILE *f;
+
+	f = fopen("/proc/meminfo", "re");
+	if (!f)
+		return false;
+	while (found != 3 && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Slab: %" SCNu64, &v) == 1) {
+			*slab_kb = v;
+			found |= 1;
+		} else if (sscanf(line, "VmallocUsed: %" SCNu64, &v) == 1) {
+			*vmalloc_kb = v;
+			found |= 2;
+		}
+	}
+	fclose(f);
+	return found == 3;
+}
+
+/* KiB per connection from @before to @after (either way) */
+static double kb_per_conn(uint64_t before, uint64_t after, uint64_t n)
+{
+	return n ? ((double)after - (double)before) / n : 0;
+}
+
+struct kb_scale {
+	uint32_t *conns, *accepted;	/* handles, 0: none */
+	uint32_t *connect_ns, *accept_ns;
+	uint64_t done;			/* connected and accepted */
+	double setup_s, teardown_s;
+	uint64_t slab0, vm0, slab_up, vm_up, slab_end, vm_end;
+	bool mem;			/* /proc/meminfo was read each time */
+};
+
+/* Connect to @dst, where this process listens as @listener, and accept */
+static int kb_scale_one(struct kb_sess *s, struct kb_scale *sc,
+			const struct krdma_addr *dst, uint32_t listener)
+{
+	uint64_t i = sc->done, t0, t1;
+	int ret;
+
+	t0 = kb_now();
+	ret = kb_connect_raw(s->fd, dst, s->connect_flags, s->timeout_ms, 1,
+			     1, NULL, 0, &sc->conns[i]);
+	t1 = kb_now();
+	if (ret) {
+		kb_fail(s, ret, "connect %" PRIu64, i + 1);
+		s->hint = krdma_cmd_strerror_hint(KRDMA_IOC_CONNECT, ret);
+		return ret;
+	}
+	sc->connect_ns[i] = t1 - t0 > UINT32_MAX ? UINT32_MAX : t1 - t0;
+	ret = krdma_accept_conn(s->fd, listener, 0, s->timeout_ms,
+				&sc->accepted[i]);
+	t0 = kb_now();
+	if (ret) {
+		kb_fail(s, ret, "accept %" PRIu64, i + 1);
+		s->hint = krdma_cmd_strerror_hint(KRDMA_IOC_ACCEPT, ret);
+		return ret;
+	}
+	sc->accept_ns[i] = t0 - t1 > UINT32_MAX ? UINT32_MAX : t0 - t1;
+	sc->done++;
+	return 0;
+}
+
+static void kb_scale_json(const struct kb_scale *sc, const char *target,
+			  const char *dev, const char *transport,
+			  const struct kb_sess *s, bool ok)
+{
+	struct json j = { .f = stdout };
+	uint64_t n = sc->done;
+
+	kb_json_head(&j, target, dev, transport);
+	json_begin_array(&j, "results");
+	if (n) {
+		kb_json_row_head(&j, "scale", n);
+		json_double(&j, "setup_s", sc->setup_s, 6);
+		json_double(&j, "conns_per_s", n / sc->setup_s, 1);
+		json_begin_object(&j, "connect_us");
+		json_double(&j, "median", kb_pct(sc->connect_ns, n, 0.5), 3);
+		json_double(&j, "p99", kb_pct(sc->connect_ns, n, 0.99), 3);
+		json_double(&j, "max", sc->connect_ns[n - 1] / 1e3, 3);
+		json_end_object(&j);
+		json_begin_object(&j, "accept_us");
+		json_double(&j, "median", kb_pct(sc->accept_ns, n, 0.5), 3);
+		json_double(&j, "p99", kb_pct(sc->accept_ns, n, 0.99), 3);
+		json_end_object(&j);
+		json_double(&j, "teardown_s", sc->teardown_s, 6);
+		json_double(&j, "teardown_us_per_conn",
+			    sc->teardown_s * 1e6 / n, 3);
+		if (sc->mem) {
+			json_begin_object(&j, "kb_per_conn");
+			json_double(&j, "slab", kb_per_conn(sc->slab0,
+							    sc->slab_up, n), 3);
+			json_double(&j, "vmalloc", kb_per_conn(sc->vm0,
+							       sc->vm_up, n), 3);
+			json_end_object(&j);
+			json_begin_object(&j, "kb_left");
+			json_double(&j, "slab", (double)sc->slab_end - sc->slab0,
+				    0);
+			json_double(&j, "vmalloc", (double)sc->vm_end - sc->vm0,
+				    0);
+			json_end_object(&j);
+		} else {
+			json_null(&j, "kb_per_conn");
+			json_null(&j, "kb_left");
+		}
+		json_end_object(&j);
+	}
+	json_end_array(&j);
+	json_bool(&j, "ok", ok);
+	kb_json_error(&j, s, ok);
+	json_end_object(&j);
+}
+
+static int bench_scale(const struct bench_opts *o)
+{
+	const char *transport = "unknown";
+	char dev[KRDMA_NAME_MAX] = "?", target[80];
+	uint64_t n = o->iters, i, t0;
+	struct krdma_listen l;
+	struct krdma_addr dst;
+	struct kb_scale sc;
+	struct kb_sess s;
+	uint32_t tr;
+	bool ok;
+	int ret;
+
+	memset(&s, 0, sizeof(s));
+	memset(&sc, 0, sizeof(sc));
+	s.timeout_ms = o->timeout_ms;
+	s.fd = tool_session("bench", o->host, o->port, &dst, target,
+			    sizeof(target));
+	if (s.fd < 0)
+		return -s.fd;
+	s.connect_flags = tool_connect_flags(s.fd);
+	sc.conns = calloc(n, sizeof(*sc.conns));
+	sc.accepted = calloc(n, sizeof(*sc.accepted));
+	sc.connect_ns = calloc(n, sizeof(*sc.connect_ns));
+	sc.accept_ns = calloc(n, sizeof(*sc.accept_ns));
+	if (!sc.conns || !sc.accepted || !sc.connect_ns || !sc.accept_ns) {
+		kb_fail(&s, -ENOMEM, "out of memory");
+		ret = -ENOMEM;
+		goto report;
+	}
+	/* The smallest queues, as cmtime's QPs (one WR each way) */
+	memset(&l, 0, sizeof(l));
+	l.size = sizeof(l);
+	l.addr = dst;
+	l.backlog = 16;
+	l.sq_depth = 1;
+	l.rq_depth = 1;
+	ret = krdma_ioctl(s.fd, KRDMA_IOC_LISTEN, &l);
+	if (ret) {
+		kb_fail(&s, ret, "cannot listen on %s", target);
+		s.hint = krdma_cmd_strerror_hint(KRDMA_IOC_LISTEN, ret);
+		goto report;
+	}
+	sc.mem = kb_meminfo(&sc.slab0, &sc.vm0);
+	t0 = kb_now();
+	for (i = 0; !ret && !kb_stop && i < n; i++)
+		ret = kb_scale_one(&s, &sc, &dst, l.handle);
+	sc.setup_s = (kb_now() - t0) / 1e9;
+	if (!ret && kb_stop) {
+		kb_fail(&s, 0, "interrupted");
+		ret = -EINTR;
+	}
+	sc.mem = sc.mem && kb_meminfo(&sc.slab_up, &sc.vm_up);
+	if (sc.done) {
+		s.conn = sc.conns[0];
+		transport = kb_conn_device(&s, dev, sizeof(dev), &tr);
+		s.conn = 0;
+	}
+	/* Both ends of each, in the order they came up */
+	t0 = kb_now();
+	for (i = 0; i < n; i++) {
+		if (sc.conns[i])
+			krdma_destroy_handle(s.fd, sc.conns[i]);
+		if (sc.accepted[i])
+			krdma_destroy_handle(s.fd, sc.accepted[i]);
+	}
+	sc.teardown_s = (kb_now() - t0) / 1e9;
+	krdma_destroy_handle(s.fd, l.handle);
+	sc.mem = sc.mem && kb_meminfo(&sc.slab_end, &sc.vm_end);
+	qsort(sc.connect_ns, sc.done, sizeof(*sc.connect_ns), cmp_u32);
+	qsort(sc.accept_ns, sc.done, sizeof(*sc.accept_ns), cmp_u32);
+
+report:
+	ok = !ret && !s.err[0] && sc.done == n;
+	if (o->json) {
+		kb_scale_json(&sc, target, dev, transport, &s, ok);
+	} else if (sc.done) {
+		printf("KRDMA BENCH %s via %s (%s): %" PRIu64 " connections to a listener of this process, kept open together\n",
+		       target, dev, transport, sc.done);
+		printf("%-5s %6s %9s %8s %11s %10s %9s %10s %11s %12s\n",
+		       "op", "conns", "setup_s", "conn/s", "connect_med",
+		       "accept_med", "slab_kB", "vmalloc_kB", "teardown_s",
+		       "teardown_us");
+		printf("%-5s %6" PRIu64 " %9.3f %8.1f %9.1fus %8.1fus %9.1f %10.1f %11.3f %12.1f\n",
+		       "scale", sc.done, sc.setup_s, sc.done / sc.setup_s,
+		       kb_pct(sc.connect_ns, sc.done, 0.5),
+		       kb_pct(sc.accept_ns, sc.done, 0.5),
+		       sc.mem ? kb_per_conn(sc.slab0, sc.slab_up, sc.done) : 0,
+		       sc.mem ? kb_per_conn(sc.vm0, sc.vm_up, sc.done) : 0,
+		       sc.teardown_s, sc.teardown_s * 1e6 / sc.done);
+		printf("(slab_kB, vmalloc_kB: /proc/meminfo's Slab and VmallocUsed with all\n"
+		       " of them up, less before, per connection with both of its ends)\n");
+	}
+	fflush(stdout);
+	if (s.err[0])
+		errmsg_advice(0, s.hint, "bench: %s", s.err);
+	close(s.fd);
+	free(sc.conns);
+	free(sc.accepted);
+	free(sc.connect_ns);
+	free(sc.accept_ns);
 	return finish_stdout(ok ? 0 : 1);
 }
 
@@ -1888,14 +2123,17 @@ int bench_main(int argc, char *argv[])
 		print_usage_of(argv[0], stderr);
 		return EXIT_USAGE;
 	}
-	if (o.ops[KB_OP_CONN]) {
-		for (c = 0; c < KB_OP_CONN; c++) {
-			if (o.ops[c]) {
-				errmsg("bench: -o conn is measured alone");
+	if (o.ops[KB_OP_CONN] || o.ops[KB_OP_SCALE]) {
+		int alone = o.ops[KB_OP_CONN] ? KB_OP_CONN : KB_OP_SCALE;
+
+		for (c = 0; c < KB_NOPS; c++) {
+			if (o.ops[c] && c != alone) {
+				errmsg("bench: -o %s is measured alone",
+				       kb_op_names[alone]);
 				return EXIT_USAGE;
 			}
 		}
-		return bench_conn(&o);
+		return alone == KB_OP_CONN ? bench_conn(&o) : bench_scale(&o);
 	}
 	return bench_client(&o);
 bad:

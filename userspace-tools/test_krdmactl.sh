@@ -1921,6 +1921,7 @@ PING features=7,connect_err=111 -j ping 198.18.0.2
 XFER features=7,connect_err=71 xfer 198.18.0.2 -j
 BENCH features=7,connect_err=16 bench 198.18.0.2 -j
 BENCH_CONN features=7,connect_err=16 bench -o conn 198.18.0.2 -j
+BENCH_SCALE features=7 bench -o scale 198.18.0.2 -p 80 -j
 DOCTOR - doctor -j
 DOCTOR eacces,euid=1000,node_gid=54321,node_mode=0660 doctor -j
 EXPLAIN - explain -j
@@ -1934,7 +1935,8 @@ import re, sys
 objs = set(re.findall(r"^\.\. json-object: (\w+)$", open(sys.argv[1]).read(), re.M))
 seen = set(open(sys.argv[2]).read().split())
 guest = {"ROUND", "STATS", "XFER_WAY", "BENCH_RESULT", "LATENCY", "CPU",
-         "CONN_RESULT", "CLOSE_LATENCY"}
+         "CONN_RESULT", "CLOSE_LATENCY", "SCALE_RESULT", "SCALE_LATENCY",
+         "SCALE_MEM"}
 missing = objs - seen - guest
 if missing:
     print("never seen: %s" % " ".join(sorted(missing)), file=sys.stderr)
