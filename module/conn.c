@@ -12,7 +12,9 @@
  */
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/net.h>
 #include <linux/slab.h>
+#include <net/sock.h>
 #include <rdma/ib_cm.h>
 #include <linux/krdma.h>
 
@@ -21,6 +23,8 @@
 
 #define KRDMA_DEFAULT_DEPTH	128
 #define KRDMA_MIN_DEPTH		16
+/* Source ports krdma_connect() tries on iWARP (see there) */
+#define KRDMA_CONNECT_PORT_TRIES	4
 #define KRDMA_MAX_DEPTH		4096
 #define KRDMA_DEFAULT_BACKLOG	16
 #define KRDMA_RESOLVE_MS	5000
@@ -811,22 +815,71 @@ static int krdma_conn_prepare(struct krdma_conn *conn)
 				       conn->params.context);
 }
 
+/*
+ * iWARP shares its port space with TCP, which rdma_cm does not consult:
+ * the source port it gave the id may be one that a TCP socket of the
+ * machine holds (a listener, a socket without SO_REUSEADDR, or the
+ * TIME_WAIT of one), and then the driver's own TCP socket (siw's) cannot
+ * bind it: rdma_connect_locked() fails with -EADDRINUSE, after the RECVs
+ * of krdma_conn_params.prepare went on the QP, to be flushed. So bind a
+ * TCP socket to the port first, with SO_REUSEADDR as siw's own, as iwpmd
+ * does for hardware iWARP: if that fails, this attempt fails before
+ * anything is posted (krdma_connect() takes another port); if it
+ * succeeds, it keeps sockets without SO_REUSEADDR off the port until the
+ * driver has bound its own, within rdma_connect_locked().
+ */
+static int krdma_conn_hold_port(struct krdma_conn *conn,
+				struct socket **hold)
+{
+	struct rdma_addr *addr = &conn->cm_id->route.addr;
+	struct sockaddr *src = (struct sockaddr *)&addr->src_addr;
+	struct socket *sock;
+	int ret;
+
+	lockdep_assert_held(&conn->lock);
+
+	*hold = NULL;
+	if (!rdma_protocol_iwarp(conn->cm_id->device, conn->cm_id->port_num) ||
+	    (src->sa_family != AF_INET && src->sa_family != AF_INET6))
+		return 0;
+	ret = sock_create_kern(addr->dev_addr.net, src->sa_family, SOCK_STREAM,
+			       IPPROTO_TCP, &sock);
+	if (ret)
+		return ret;
+	sock_set_reuseaddr(sock->sk);
+	ret = kernel_bind(sock, src, src->sa_family == AF_INET ?
+			  sizeof(struct sockaddr_in) :
+			  sizeof(struct sockaddr_in6));
+	if (ret) {
+		pr_debug("conn %p: source port %pISp is taken: %d\n", conn, src,
+			 ret);
+		sock_release(sock);
+		return ret;
+	}
+	*hold = sock;
+	return 0;
+}
+
 static int krdma_conn_connect_locked(struct krdma_conn *conn)
 {
 	struct ib_device_attr *attrs = &conn->cm_id->device->attrs;
 	struct rdma_conn_param param = {};
+	struct socket *port_hold;
 	struct krdma_cm_hdr hdr;
 	int ret;
 
-	ret = krdma_conn_create_qp(conn);
+	ret = krdma_conn_hold_port(conn, &port_hold);
 	if (ret)
 		return ret;
+	ret = krdma_conn_create_qp(conn);
+	if (ret)
+		goto out_release_port;
 	/* On failure the teardown flushes what it posted, with the QP */
 	ret = krdma_conn_prepare(conn);
 	/* Called once: what it uses may be gone once krdma_connect() returns */
 	conn->params.prepare = NULL;
 	if (ret)
-		return ret;
+		goto out_release_port;
 	krdma_fill_hdr(conn, &hdr);
 	param.private_data = &hdr;
 	param.private_data_len = sizeof(hdr);
@@ -839,7 +892,11 @@ static int krdma_conn_connect_locked(struct krdma_conn *conn)
 	/* Not 7: rxe takes 7 as "without limit" (only RNR retries are) */
 	param.retry_count = 6;
 	param.rnr_retry_count = 7;
-	return rdma_connect_locked(conn->cm_id, &param);
+	ret = rdma_connect_locked(conn->cm_id, &param);
+out_release_port:
+	if (port_hold)
+		sock_release(port_hold);
+	return ret;
 }
 
 /* Events of a connection (both sides) */
@@ -948,6 +1005,65 @@ static bool krdma_conn_settled(struct krdma_conn *conn)
 	return READ_ONCE(conn->state) != KRDMA_CS_CONNECTING;
 }
 
+/* The port of an AF_INET or AF_INET6 address, network order */
+static __be16 krdma_sockaddr_port(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET6)
+		return ((const struct sockaddr_in6 *)sa)->sin6_port;
+	return ((const struct sockaddr_in *)sa)->sin_port;
+}
+
+/*
+ * One attempt of krdma_connect() on @conn: resolve, connect, wait until
+ * it settles. Return: 0 when connected, else the errno; the caller tears
+ * @conn down either way on failure.
+ */
+static int krdma_connect_attempt(struct krdma_conn *conn, struct net *net,
+				 struct sockaddr *dst, struct sockaddr *src,
+				 long timeout)
+{
+	struct rdma_cm_id *id;
+	long left;
+	int ret;
+
+	id = rdma_create_id(net, krdma_cm_handler, conn, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id))
+		return PTR_ERR(id);
+
+	mutex_lock(&conn->lock);
+	conn->cm_id = id;
+	rdma_set_ack_timeout(id, min_t(unsigned int, ack_timeout, 31));
+	ret = rdma_resolve_addr(id, src, dst, KRDMA_RESOLVE_MS);
+	mutex_unlock(&conn->lock);
+	if (ret)
+		return ret;
+
+	left = wait_event_interruptible_timeout(conn->wait,
+						krdma_conn_settled(conn),
+						timeout);
+	mutex_lock(&conn->lock);
+	if (conn->state == KRDMA_CS_CONNECTING)
+		ret = left < 0 ? -EINTR : -ETIMEDOUT;
+	else if (conn->state == KRDMA_CS_CONNECTED)
+		ret = 0;
+	else
+		/* Failed after ESTABLISHED: whatever the QP said, a reset */
+		ret = conn->connect_error ?: -ECONNRESET;
+	mutex_unlock(&conn->lock);
+	return ret;
+}
+
+static void krdma_connect_discard(struct krdma_conn *conn, int error)
+{
+	if (conn->cm_id) {
+		krdma_conn_teardown(conn, error);
+		krdma_conn_put(conn);
+	} else {
+		krdma_conn_discard(conn);
+	}
+}
+
 /**
  * krdma_connect - connect to a listener
  * @net: network namespace to resolve and connect in
@@ -967,58 +1083,53 @@ static bool krdma_conn_settled(struct krdma_conn *conn)
  * another handshake version); -EPROTO (KRDMA_CONN_KRDMA_PEER, and the
  * peer is not krdma); -ECONNRESET also when the connection was established
  * but failed before it could be returned (the peer closed it at once, or
- * its QP failed).
+ * its QP failed); -EADDRINUSE on iWARP when @src names a port that a
+ * socket of the machine holds, or when every one of
+ * KRDMA_CONNECT_PORT_TRIES source ports rdma_cm picked was (each attempt
+ * takes another).
  */
 struct krdma_conn *krdma_connect(struct net *net, struct sockaddr *dst,
 				 struct sockaddr *src, long timeout,
 				 const struct krdma_conn_params *params)
 {
-	struct rdma_cm_id *id;
+	struct krdma_conn *taken[KRDMA_CONNECT_PORT_TRIES - 1];
+	unsigned long deadline = jiffies + timeout;
+	unsigned int ntaken = 0, i;
 	struct krdma_conn *conn;
-	long left;
 	int ret;
 
-	conn = krdma_conn_alloc(params);
-	if (!conn)
-		return ERR_PTR(-ENOMEM);
-
-	id = rdma_create_id(net, krdma_cm_handler, conn, RDMA_PS_TCP,
-			    IB_QPT_RC);
-	if (IS_ERR(id)) {
-		krdma_conn_discard(conn);
-		return ERR_CAST(id);
+	for (;;) {
+		conn = krdma_conn_alloc(params);
+		if (!conn) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = krdma_connect_attempt(conn, net, dst, src,
+					    max_t(long, deadline - jiffies, 1));
+		/*
+		 * iWARP: rdma_cm gave the id a source port free among its own
+		 * ids, and TCP could not have it (krdma_conn_hold_port()).
+		 * Another id, another port, as krdma_listen() does; this one
+		 * keeps its port until the end, so that rdma_cm does not pick
+		 * it again. Not for a port the caller chose, nor past the
+		 * deadline.
+		 */
+		if (ret != -EADDRINUSE || (src && krdma_sockaddr_port(src)) ||
+		    ntaken == ARRAY_SIZE(taken) ||
+		    time_after_eq(jiffies, deadline))
+			break;
+		taken[ntaken++] = conn;
 	}
-
-	mutex_lock(&conn->lock);
-	conn->cm_id = id;
-	rdma_set_ack_timeout(id, min_t(unsigned int, ack_timeout, 31));
-	ret = rdma_resolve_addr(id, src, dst, KRDMA_RESOLVE_MS);
-	mutex_unlock(&conn->lock);
-	if (ret)
-		goto err_teardown;
-
-	left = wait_event_interruptible_timeout(conn->wait,
-						krdma_conn_settled(conn),
-						timeout);
-	mutex_lock(&conn->lock);
-	if (conn->state == KRDMA_CS_CONNECTING)
-		ret = left < 0 ? -EINTR : -ETIMEDOUT;
-	else if (conn->state == KRDMA_CS_CONNECTED)
-		ret = 0;
-	else
-		/* Failed after ESTABLISHED: whatever the QP said, a reset */
-		ret = conn->connect_error ?: -ECONNRESET;
-	mutex_unlock(&conn->lock);
-	if (ret)
-		goto err_teardown;
+	for (i = 0; i < ntaken; i++)
+		krdma_connect_discard(taken[i], -EADDRINUSE);
+	if (ret) {
+		if (conn)
+			krdma_connect_discard(conn, ret);
+		return ERR_PTR(ret);
+	}
 	krdma_conn_set_owner(conn, _RET_IP_, NULL);
 	WRITE_ONCE(conn->claim, KRDMA_CLAIM_OWNER);
 	return conn;
-
-err_teardown:
-	krdma_conn_teardown(conn, ret);
-	krdma_conn_put(conn);
-	return ERR_PTR(ret);
 }
 EXPORT_SYMBOL_NS_GPL(krdma_connect, KRDMA);
 
@@ -1277,14 +1388,6 @@ u32 krdma_listen_backlog(u32 backlog)
 {
 	return backlog ? min_t(u32, backlog, KRDMA_MAX_DEPTH) :
 			 KRDMA_DEFAULT_BACKLOG;
-}
-
-/* The port of an AF_INET or AF_INET6 address, network order */
-static __be16 krdma_sockaddr_port(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET6)
-		return ((const struct sockaddr_in6 *)sa)->sin6_port;
-	return ((const struct sockaddr_in *)sa)->sin_port;
 }
 
 /**

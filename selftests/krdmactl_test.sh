@@ -13,6 +13,8 @@
 #   client's rounds;
 # - ping to a port nobody listens on fails quickly, with status 1 and a
 #   message that says what to do;
+# - on siw, a connect whose source port (rdma_cm's pick) a TCP socket
+#   holds takes another port, before it posted its RECVs;
 # - stock tools and krdmactl refuse each other at once, on rxe and on siw:
 #   `rping -c` and `ib_write_bw -R` (perftest) against serve are rejected
 #   and exit non-zero by themselves, well before their timeout, serve
@@ -40,9 +42,14 @@ COUNT=5
 TMP=$(mktemp -d /tmp/krdmactl_test.XXXXXX) || exit 1
 server_pid=
 rping_pid=
+hold_pid=
+saved_range=
 cleanup() {
 	[[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null
 	[[ -n $rping_pid ]] && kill "$rping_pid" 2>/dev/null
+	[[ -n $hold_pid ]] && kill "$hold_pid" 2>/dev/null
+	[[ -n $saved_range ]] &&
+		sysctl -qw net.ipv4.ip_local_port_range="$saved_range"
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -113,7 +120,7 @@ mapfile -t cmds < <(subcommands)
 # transport 7 (stock tools) + no device 1 + usages + help per subcommand
 # + taken port 1 + stat 1 + monitor 1 + host name 1 + help listing all of serve ping xfer 1
 echo "TAP version 13"
-echo "1..$((2 + 5 + 2 * 2 + 1 + 2 * 7 + 1 + 1 + 1 + 1 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
+echo "1..$((2 + 5 + 2 * 2 + 1 + 2 * 7 + 1 + 1 + 1 + 1 + 1 + 1 + ${#bad_usages[@]} + ${#cmds[@]} + 1))"
 
 # version
 run 20 version
@@ -333,6 +340,101 @@ refused_ok() {
 }
 check "ping to a port nobody listens on: exit 1 within 10 s, says refused and what to do" \
 	refused_ok
+
+# iWARP: rdma_cm gives a connecting id a source port from
+# ip_local_port_range that no RDMA id has, and siw binds a TCP socket to
+# it, which fails where a TCP socket of the machine holds that port
+# without SO_REUSEADDR (as the examples' rendezvous sockets do): make
+# check saw "cannot connect: Address already in use". rdma_cm never hands
+# out the port it handed out last, so with the range cut to [b, b+1]
+# after a listener drew b+1, a connect draws b first, every time. First
+# without a holder: the server must see the client come from b (the
+# setup works); then 4 times with b bound by a socket without
+# SO_REUSEADDR: each ping verified, from b+1, at its first connect (the
+# old module failed each with EADDRINUSE; a retry after posting the
+# RECVs flushed the WELCOME's and connected again).
+tcp_hold() { # PORT: a TCP socket bound to it, until killed; pid in $hold_pid
+	"$PYTHON" -c 'import socket, sys, time
+s = socket.socket()
+s.bind((sys.argv[2], int(sys.argv[1])))
+print("holding", flush=True)
+time.sleep(120)' "$1" "$SIW_ADDR" >"$TMP/hold" 2>&1 &
+	hold_pid=$!
+	local i
+	for ((i = 0; i < 200; i++)); do
+		grep -q '^holding' "$TMP/hold" && return 0
+		kill -0 "$hold_pid" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+# draw_port PORT: rdma_cm hands out PORT (a listener on siw), then frees it
+draw_port() {
+	local i pid ok=1
+
+	sysctl -qw net.ipv4.ip_local_port_range="$1 $1" || return 1
+	timeout -k 5 30 "$K" serve -1 -a "$SIW_ADDR" -p 0 >"$TMP/draw" 2>&1 </dev/null &
+	pid=$!
+	for ((i = 0; i < 200; i++)); do
+		grep -q "^krdmactl serve: listening on .*:$1\$" "$TMP/draw" &&
+			{ ok=0; break; }
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	sysctl -qw net.ipv4.ip_local_port_range="$saved_range"
+	((ok == 0)) || cat "$TMP/draw" >>"$TMP/err"
+	return "$ok"
+}
+# held_ping BASE HOLD: ping a new server on siw with the range [BASE,
+# BASE+1] after BASE+1 was drawn, BASE held by TCP if HOLD is 1; the
+# port the server saw the client come from in $from
+held_ping() {
+	local b=$1
+
+	from=
+	start_server "$SIW_ADDR" || return 1
+	if ! draw_port $((b + 1)); then
+		stop_server
+		return 1
+	fi
+	if (($2)) && ! tcp_hold "$b"; then
+		stop_server
+		return 1
+	fi
+	sysctl -qw net.ipv4.ip_local_port_range="$b $((b + 1))"
+	run 30 ping "$SIW_ADDR" -p "$port" -c 1 -j
+	sysctl -qw net.ipv4.ip_local_port_range="$saved_range"
+	if [[ -n $hold_pid ]]; then
+		kill "$hold_pid" 2>/dev/null
+		wait "$hold_pid" 2>/dev/null
+		hold_pid=
+	fi
+	stop_server
+	from=$(sed -n "s/^$SIW_ADDR:\([0-9]*\) via siw0: .*verified.*/\1/p" \
+		"$TMP/server")
+	echo "held_ping $b hold=$2: ping status $rc, server saw port '$from'" \
+		>>"$TMP/err"
+	((rc == 0 && server_rc == 0)) && json "d['ok'] and d['verified'] == 1 and d['connect_retries'] == 0"
+}
+source_port_held_ok() {
+	local i b
+
+	saved_range=$(sysctl -n net.ipv4.ip_local_port_range) || return 1
+	if ! held_ping 47000 0 || [[ $from != 47000 ]]; then
+		return 1
+	fi
+	for ((i = 1; i <= 4; i++)); do
+		b=$((47000 + 2 * i))
+		if ! held_ping "$b" 1 || [[ $from != $((b + 1)) ]]; then
+			return 1
+		fi
+	done
+	saved_range=
+}
+check "siw: a connect whose source port TCP holds takes another, before posting (1 + 4 pings)" \
+	source_port_held_ok
 
 # Stock verbs tools (rdmacm-utils, perftest) and krdmactl: each refuses
 # the other at once. Times are bounded loosely (a slow TCG guest): what
