@@ -1895,6 +1895,7 @@ static const struct {
 	  "                       the time to set them all up, the kernel's\n"
 	  "                       Slab and VmallocUsed growth per connection\n"
 	  "                       (both ends) and the time to close them all\n"
+	  "                       (ITERS: default 1000)\n"
 	  "  -s, --sizes SIZES    \"64,4K,1M\", or \"MIN-MAX\": powers of 4 from\n"
 	  "                       MIN, and MAX (default 64-8M)\n"
 	  "  -d, --depth DEPTH    operations in flight (default 64, at most 128)\n"

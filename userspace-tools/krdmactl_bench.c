@@ -44,6 +44,8 @@
 #define KB_MAX_DEPTH		128
 #define KB_MAX_BATCH		64
 #define KB_MAX_ITERS		1000000
+/* -o scale without -n: connections (both ends in this process) */
+#define KB_SCALE_CONNS		1000
 #define KB_MAX_SIZES		32
 #define KB_SLOTS		16		/* RECV slots, then SEND slots */
 #define KB_SLOT			128
@@ -834,6 +836,7 @@ struct bench_opts {
 	uint32_t depth;
 	uint32_t batch;
 	uint64_t iters;		/* most iterations per size */
+	bool iters_set;		/* -n given (scale: else KB_SCALE_CONNS) */
 	uint64_t min_iters;
 	uint64_t bytes;		/* bytes per size: iters = bytes / size */
 	uint64_t sizes[KB_MAX_SIZES];
@@ -1560,7 +1563,7 @@ static int bench_scale(const struct bench_opts *o)
 {
 	const char *transport = "unknown";
 	char dev[KRDMA_NAME_MAX] = "?", target[80];
-	uint64_t n = o->iters, i, t0;
+	uint64_t n = o->iters_set ? o->iters : KB_SCALE_CONNS, i, t0;
 	struct krdma_listen l;
 	struct krdma_addr dst;
 	struct kb_scale sc;
@@ -2050,6 +2053,7 @@ int bench_main(int argc, char *argv[])
 		case 'n':
 			if (kb_parse_u64(optarg, 1, KB_MAX_ITERS, &o.iters))
 				goto bad;
+			o.iters_set = true;
 			break;
 		case 'm':
 			if (kb_parse_u64(optarg, 1, KB_MAX_ITERS, &o.min_iters))
