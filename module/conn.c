@@ -23,6 +23,8 @@
 
 #define KRDMA_DEFAULT_DEPTH	128
 #define KRDMA_MIN_DEPTH		16
+/* READ contexts of an iWARP QP: krdma_rw_ctxs() */
+#define KRDMA_IWARP_RW_CTXS	16
 /* Source ports krdma_connect() tries on iWARP (see there) */
 #define KRDMA_CONNECT_PORT_TRIES	4
 #define KRDMA_MAX_DEPTH		4096
@@ -270,6 +272,21 @@ void krdma_conn_qp_failed(struct krdma_conn *conn, int error)
 }
 
 /*
+ * The rdma_rw contexts a QP of @sq send-queue slots asks for. Where
+ * rdma_rw registers memory for a transfer (iWARP, for every READ), each
+ * context is an MR of its pool, made when the QP is, with a page list of
+ * 256 entries: one per slot would be about 1 MiB per QP at the default
+ * depth. Fewer, there: a READ that finds the pool empty waits for room
+ * (rdma_rw_ctx_init() says -EAGAIN) as when the send queue is full.
+ */
+static u32 krdma_rw_ctxs(struct ib_device *ibdev, u32 port_num, u32 sq)
+{
+	if (rdma_protocol_iwarp(ibdev, port_num))
+		return min_t(u32, sq, KRDMA_IWARP_RW_CTXS);
+	return sq;
+}
+
+/*
  * Create the PD, CQ, QP and MR pool of a connection whose cm_id knows its
  * device. Called from the CM handler (route resolved, connect request).
  */
@@ -280,7 +297,7 @@ static int krdma_conn_create_qp(struct krdma_conn *conn)
 	struct ib_qp_init_attr attr = {};
 	struct krdma_device *kdev;
 	u32 sq = conn->params.sq_depth, rq = conn->params.rq_depth;
-	u32 max_send_wr;
+	u32 max_send_wr, rw_ctxs;
 	int cqe, ret;
 
 	lockdep_assert_held(&conn->lock);
@@ -313,6 +330,7 @@ static int krdma_conn_create_qp(struct krdma_conn *conn)
 	 * asked for (siw rounds up): krdma never uses more than this.
 	 */
 	max_send_wr = sq + 1 + rdma_rw_max_send_wr(ibdev, conn->port_num, sq, 0);
+	rw_ctxs = krdma_rw_ctxs(ibdev, conn->port_num, sq);
 	cqe = max_send_wr + rq + 1;
 	conn->cq = ib_alloc_cq(ibdev, conn, cqe, 0, IB_POLL_SOFTIRQ);
 	if (IS_ERR(conn->cq)) {
@@ -324,13 +342,16 @@ static int krdma_conn_create_qp(struct krdma_conn *conn)
 	attr.qp_context = conn;
 	attr.send_cq = conn->cq;
 	attr.recv_cq = conn->cq;
-	attr.cap.max_send_wr = sq + 1;
+	/* rdma_create_qp() adds rdma_rw's WRs for rw_ctxs: as many as for sq */
+	attr.cap.max_send_wr = max_send_wr -
+			       rdma_rw_max_send_wr(ibdev, conn->port_num,
+						   rw_ctxs, 0);
 	attr.cap.max_recv_wr = rq + 1;
 	attr.cap.max_send_sge = min_t(u32, ibdev->attrs.max_send_sge,
 				      KRDMA_OP_MAX_SGE);
 	attr.cap.max_recv_sge = min_t(u32, ibdev->attrs.max_recv_sge,
 				      KRDMA_OP_MAX_SGE);
-	attr.cap.max_rdma_ctxs = sq;
+	attr.cap.max_rdma_ctxs = rw_ctxs;
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.qp_type = IB_QPT_RC;
 	attr.port_num = conn->port_num;

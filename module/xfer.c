@@ -443,6 +443,7 @@ static void krdma_chunk_finish(struct krdma_conn *conn,
 			       const struct ib_wc *wc)
 {
 	struct krdma_req *req = chunk->req;
+	u32 nr_wrs;
 
 	if (wc->status != IB_WC_SUCCESS) {
 		if (krdma_req_fail(req, wc->status))
@@ -458,13 +459,18 @@ static void krdma_chunk_finish(struct krdma_conn *conn,
 	if (chunk->kind == KRDMA_CHUNK_RECV)
 		atomic_inc(&conn->rq_free);
 
-	krdma_sq_release(conn, chunk->nr_wrs);
+	nr_wrs = chunk->nr_wrs;
 	if (chunk->state == KRDMA_CHUNK_REAPED) {
 		/* Its CQE may still come: keep the memory until the CQ is gone */
 		krdma_chunk_release(conn, chunk);
 	} else {
 		krdma_chunk_free(conn, chunk);
 	}
+	/*
+	 * After the release: its rdma_rw context's MR is back in the pool
+	 * (iWARP READs) before the post work it may kick looks for one
+	 */
+	krdma_sq_release(conn, nr_wrs);
 	krdma_req_dec(req);
 }
 
