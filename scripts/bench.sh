@@ -1117,8 +1117,21 @@ pt_row() { # op dev addr size iters
 	fi
 }
 
+# cmtime's setup and teardown in FILE (its "step: total_ms max_ms min_us
+# us_per_conn" lines), each the sum of its steps' total_ms times UNIT:
+# setup is create id, resolve addr, resolve route, create qp and connect,
+# teardown is disconnect and destroy. "setup teardown", or nothing when a
+# setup step is missing
+cmtime_totals() { # file unit
+	awk -F: -v unit="$2" '
+		{ step = $1; gsub(/^ +| +$/, "", step); split($2, v, " ") }
+		step ~ /^(create id|resolve addr|resolve route|create qp|connect)$/ { up += v[1]; k++ }
+		step ~ /^(disconnect|destroy)$/ { down += v[1] }
+		END { if (k == 5) printf "%.6f %.6f\n", up * unit, down * unit }' "$1"
+}
+
 # Connection setup, one connection at a time: krdma, then rdma_cm's own
-# (cmtime -c 1 per run: "step: total_ms max_ms min_us us_per_conn" lines)
+# (cmtime -c 1 per run)
 conn_run() { # dev addr
 	local dev=$1 addr=$2 i rc src spid st=0 srv=$out/krdma-srv.tmp
 	: >"$srv"
@@ -1166,13 +1179,8 @@ conn_run() { # dev addr
 			cat "$out/cm-client.log"
 		} >>"$out/cmtime-$dev.log"
 		((rc == 0)) || continue
-		# setup and teardown in us, from the steps' total ms
-		awk -F: '
-			{ step = $1; gsub(/^ +| +$/, "", step); split($2, v, " ") }
-			step ~ /^(create id|resolve addr|resolve route|create qp|connect)$/ { up += v[1]; n++ }
-			step ~ /^(disconnect|destroy)$/ { down += v[1] }
-			END { if (n == 5) printf "%.1f %.1f\n", up * 1000, down * 1000 }' \
-			"$out/cm-client.log" >>"$out/cmtime-$dev.txt"
+		# setup and teardown in us
+		cmtime_totals "$out/cm-client.log" 1000 >>"$out/cmtime-$dev.txt"
 	done
 	[[ -s $out/cmtime-$dev.txt ]] || st=1
 	return $st
@@ -1230,7 +1238,7 @@ mem_sampler_stop() { # out stop
 # of its client's step totals: create id, resolve addr, resolve route,
 # create qp, connect; and disconnect, destroy)
 scale_run() { # dev addr
-	local dev=$1 addr=$2 n rc spid st=0 mem=$out/mem.tmp stop=$out/mem.stop m
+	local dev=$1 addr=$2 n rc spid st=0 mem=$out/mem.tmp stop=$out/mem.stop m t
 	: >"$out/scale-$dev.txt"
 	for n in $SCALE; do
 		if mem_sampler "$mem" "$stop"; then
@@ -1274,13 +1282,11 @@ EOP
 			echo "### cmtime $dev -c $n rc $rc"
 			cat "$out/cm-client.log"
 		} >>"$out/cmtime-scale-$dev.log"
-		if ((rc == 0)); then
-			awk -F: -v n="$n" -v m="$m" '
-				{ step = $1; gsub(/^ +| +$/, "", step); split($2, v, " ") }
-				step ~ /^(create id|resolve addr|resolve route|create qp|connect)$/ { up += v[1]; k++ }
-				step ~ /^(disconnect|destroy)$/ { down += v[1] }
-				END { if (k == 5) printf "cmtime %d %.6f %.6f %s\n", n, up / 1000, down / 1000, m }' \
-				"$out/cm-client.log" >>"$out/scale-$dev.txt"
+		# setup and teardown in s
+		t=
+		((rc == 0)) && t=$(cmtime_totals "$out/cm-client.log" 0.001)
+		if ((rc == 0)) && [[ -n $t ]]; then
+			echo "cmtime $n $t $m" >>"$out/scale-$dev.txt"
 		else
 			log "$dev: cmtime -c $n failed (rc $rc; see cmtime-scale-$dev.log)"
 			st=1
