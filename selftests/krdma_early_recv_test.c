@@ -16,6 +16,10 @@
  *        as soon as the client's CONNECT returned: MPA wants the
  *        connecting side first); the client's CONNECT posted 4 RECVs:
  *        each arrives, in order, every byte checked; 10 rounds
+ *   connect_recvs_survive_a_taken_source_port
+ *        the same, with rdma_cm made to pick a source port that a TCP
+ *        socket holds: on iWARP the CONNECT takes another port before it
+ *        posts its RECVs, and none of them is flushed; 3 rounds
  *   deferred_accept_recvs_catch_the_first_send
  *        the same the other way round: a client SENDs as soon as CONNECT
  *        returns, into the RECVs of the server's deferred ACCEPT
@@ -48,7 +52,10 @@
  *
  * Copyright (c) 2026 The krdma authors
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -59,6 +66,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -619,6 +627,172 @@ TEST_F_TIMEOUT(early, connect_recvs_catch_the_first_send, 180)
 		EXPECT_EQ(0, krdma_destroy_handle(self->sfd, srv.conn));
 	}
 
+	kt_mem_put(self->cfd, &rbuf);
+	kt_mem_put(self->sfd, &sbuf);
+}
+
+#define PORT_RANGE "/proc/sys/net/ipv4/ip_local_port_range"
+
+/* Write @text into the sysctl file @path: 0 or -errno */
+static int sysctl_write(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		ret = -errno ?: -EIO;
+	close(fd);
+	return ret;
+}
+
+/* ip_local_port_range, as read, into @buf */
+static int port_range_read(char *buf, size_t len)
+{
+	int fd = open(PORT_RANGE, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	return 0;
+}
+
+static int port_range_set(uint32_t lo, uint32_t hi)
+{
+	char text[32];
+
+	snprintf(text, sizeof(text), "%u %u", lo, hi);
+	return sysctl_write(PORT_RANGE, text);
+}
+
+/*
+ * A TCP socket bound to @a at @port, without SO_REUSEADDR, as a client
+ * socket's is: its fd, or -errno
+ */
+static int tcp_hold(const struct krdma_addr *a, uint32_t port)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_port = htons(port),
+	};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ret;
+
+	if (fd < 0)
+		return -errno;
+	memcpy(&sin.sin_addr, a->addr, 4);
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin))) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/*
+ * iWARP shares its ports with TCP, and rdma_cm picks a connecting id's
+ * source port without asking TCP. Here it picks one that a TCP socket
+ * without SO_REUSEADDR holds, every time: rdma_cm never hands out the
+ * port it handed out last, so with ip_local_port_range cut to [b, b+1]
+ * after a listener drew b+1, a connect draws b first. On iWARP krdma must
+ * find b taken before it posts the CONNECT's RECVs and connect from b+1;
+ * those RECVs then take the server's first SENDs, none flushed (the old
+ * code failed the CONNECT with EADDRINUSE; a retry after the post
+ * delivered their flushes). On RoCE the TCP socket is no obstacle: the
+ * connect goes from b. 3 rounds, each with b of its own.
+ */
+TEST_F_TIMEOUT(early, connect_recvs_survive_a_taken_source_port, 180)
+{
+	const struct krdma_addr *from = self->srcp ?: &self->ip;
+	struct krdma_op recvs[NMSG], sends[NMSG];
+	struct krdma_completion wc[NMSG];
+	struct kt_mem rbuf = {}, sbuf = {};
+	struct krdma_addr addr, drawn;
+	struct krdma_conn_query q;
+	uint32_t l, l2, cconn, b;
+	char saved[64];
+	int round, got, ret, hold;
+
+	NEED_EARLY_RECVS();
+	ASSERT_EQ(0, port_range_read(saved, sizeof(saved)));
+	ASSERT_EQ(0, krdma_listen_flags(self->sfd, &self->ip, 16, 0, &l,
+					&addr));
+	ASSERT_EQ(0, kt_mem_get(self->cfd, &rbuf, NMSG * SLOT,
+				KRDMA_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(0, kt_mem_get(self->sfd, &sbuf, NMSG * SLOT, 0));
+
+	for (round = 0; round < 3 && _metadata->passed; round++) {
+		unsigned int seed = 7 + 8 * round;
+		uint64_t rcookie = 0x2000 + 16 * round;
+		uint64_t scookie = 0x9000 + 16 * round;
+		struct side srv = {};
+		atomic_int connected = 0;
+
+		b = 47100 + 2 * round;
+		/* rdma_cm hands out b+1: the port it must not hand out next */
+		ASSERT_EQ(0, port_range_set(b + 1, b + 1));
+		ret = krdma_listen_flags(self->sfd, &self->ip, 1, 0, &l2,
+					 &drawn);
+		EXPECT_EQ(0, sysctl_write(PORT_RANGE, saved));
+		ASSERT_EQ(0, ret) TH_LOG("a listener on port %u: %s", b + 1,
+					 strerror(-ret));
+		EXPECT_EQ(b + 1, drawn.port);
+		EXPECT_EQ(0, krdma_destroy_handle(self->sfd, l2));
+		hold = tcp_hold(from, b);
+		ASSERT_LE(0, hold) TH_LOG("a TCP socket on port %u: %s", b,
+					  strerror(-hold));
+
+		recv_ops(recvs, NMSG, &rbuf, rcookie);
+		send_ops(sends, NMSG, &sbuf, 0, seed, scookie);
+		srv.fd = self->sfd;
+		srv.listener = l;
+		srv.timeout_ms = 10000;
+		srv.sends = sends;
+		srv.nsends = NMSG;
+		srv.nwait = NMSG;
+		if (self->iwarp)
+			srv.go = &connected;
+		ASSERT_EQ(0, pthread_create(&srv.thread, NULL, side_main,
+					    &srv));
+		ret = port_range_set(b, b + 1);
+		if (!ret)
+			ret = krdma_connect_recvs(self->cfd, &addr, self->srcp,
+						  0, 10000, recvs, NMSG,
+						  &cconn);
+		EXPECT_EQ(0, sysctl_write(PORT_RANGE, saved));
+		close(hold);
+		flag_set(&connected);
+		if (ret) {
+			/* The server's ACCEPT gives up after its timeout */
+			pthread_join(srv.thread, NULL);
+			ASSERT_EQ(0, ret) TH_LOG("round %d: CONNECT from %u or %u: %s",
+						 round, b, b + 1,
+						 strerror(-ret));
+		}
+		got = kt_wait_wc(self->cfd, wc, NMSG);
+		pthread_join(srv.thread, NULL);
+
+		ASSERT_EQ(0, srv.ret) TH_LOG("round %d: ACCEPT: %s", round,
+					     strerror(-srv.ret));
+		EXPECT_EQ(0, srv.send_ret);
+		check_sends(_metadata, srv.wc, srv.nwc, NMSG, srv.conn,
+			    scookie);
+		check_recvs(_metadata, wc, got, NMSG, cconn, &rbuf, seed,
+			    rcookie);
+		EXPECT_EQ(0, krdma_poll_wc(self->cfd, wc, 1, 0));
+		ASSERT_EQ(0, krdma_conn_info(self->cfd, cconn, &q));
+		EXPECT_EQ(KRDMA_CONN_CONNECTED, q.state);
+		/* iWARP took the other port; RoCE had no reason to */
+		EXPECT_EQ(self->iwarp ? b + 1 : b, q.local.port);
+		EXPECT_EQ(0, krdma_destroy_handle(self->cfd, cconn));
+		EXPECT_EQ(0, krdma_destroy_handle(self->sfd, srv.conn));
+	}
+
+	EXPECT_EQ(0, krdma_destroy_handle(self->sfd, l));
 	kt_mem_put(self->cfd, &rbuf);
 	kt_mem_put(self->sfd, &sbuf);
 }
