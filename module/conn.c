@@ -1133,9 +1133,14 @@ struct krdma_conn *krdma_connect(struct net *net, struct sockaddr *dst,
 		 * Another id, another port, as krdma_listen() does; this one
 		 * keeps its port until the end, so that rdma_cm does not pick
 		 * it again. Not for a port the caller chose, nor past the
-		 * deadline.
+		 * deadline, nor once the attempt ran the caller's prepare
+		 * (it clears conn->params.prepare): then the driver's bind
+		 * lost a race after the hold, and the RECVs prepare posted
+		 * go with this QP; the call fails rather than return a
+		 * connection without them.
 		 */
 		if (ret != -EADDRINUSE || (src && krdma_sockaddr_port(src)) ||
+		    (params && params->prepare && !conn->params.prepare) ||
 		    ntaken == ARRAY_SIZE(taken) ||
 		    time_after_eq(jiffies, deadline))
 			break;
