@@ -12,7 +12,9 @@
  */
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/irq_poll.h>
 #include <linux/net.h>
+#include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <net/sock.h>
 #include <rdma/ib_cm.h>
@@ -511,6 +513,28 @@ static void krdma_conn_quiesce(struct krdma_conn *conn)
 	wait_event(conn->wait, !READ_ONCE(conn->accepting));
 }
 
+/*
+ * Free the CQ of a connection whose QP is destroyed. ib_free_cq() frees
+ * an IB_POLL_SOFTIRQ CQ once irq_poll_disable() finds the poll handler
+ * idle, but ib_poll_handler() marks itself idle (irq_poll_complete())
+ * before it rearms the CQ through cq->device: on a vCPU preempted right
+ * there, the CQ is freed under it (seen as a general protection fault in
+ * ib_poll_handler() on 6.12's rxe, make check under load). So keep the
+ * handler off first, let the run that went idle finish (softirqs are RCU
+ * readers), and only then hand the CQ to ib_free_cq(). The QP is gone:
+ * nothing schedules the handler again in between. Expedited: a normal
+ * grace period made each teardown 20 times slower (25 ms, TCG guest).
+ */
+static void krdma_free_cq(struct ib_cq *cq)
+{
+	if (cq->poll_ctx == IB_POLL_SOFTIRQ) {
+		irq_poll_disable(&cq->iop);
+		synchronize_rcu_expedited();
+		irq_poll_enable(&cq->iop);
+	}
+	ib_free_cq(cq);
+}
+
 /**
  * krdma_conn_teardown - release everything a connection holds on the device
  * @conn: the connection
@@ -583,7 +607,7 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 		conn->qp = NULL;
 	}
 	if (conn->cq) {
-		ib_free_cq(conn->cq);
+		krdma_free_cq(conn->cq);
 		conn->cq = NULL;
 	}
 	krdma_xfer_flush_local_wrs(conn);
