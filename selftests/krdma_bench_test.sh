@@ -50,18 +50,6 @@ bench_diag() {
 }
 CHECK_DIAG=bench_diag
 
-# wait_listening LOG PID: the server PID says it listens, within 30 s
-wait_listening() {
-	local i
-
-	for ((i = 0; i < 600; i++)); do
-		grep -q 'listening on' "$1" && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
-}
-
 # bench_run ADDR ARGS...: server for one client (CLIENTS), then the client
 bench_run() {
 	local addr=$1 rc
@@ -69,7 +57,8 @@ bench_run() {
 	shift
 	timeout 60 "$K" bench -l -c "${CLIENTS:-1}" -p $PORT -S 64K >"$TMP/srv" 2>&1 &
 	server_pid=$!
-	wait_listening "$TMP/srv" "$server_pid" || return 1
+	wait_output "$TMP/srv" 'listening on' 30 "$server_pid" >/dev/null ||
+		return 1
 	timeout 60 "$K" bench "$addr" -p $PORT "$@" >"$TMP/out" 2>"$TMP/err"
 	rc=$?
 	wait "$server_pid"

@@ -371,6 +371,25 @@ static void *side_main(void *arg)
 	return NULL;
 }
 
+/*
+ * The server of one exchange, started in a thread: ACCEPT on @listener,
+ * then at once the NMSG SENDs of @sends, and their completions. On iWARP
+ * (@go set) the SENDs wait for *@go: the client's CONNECT returned (MPA:
+ * protocol.rst, "Ordering rules"); no RECV is posted after the CONNECT.
+ */
+static int start_sending_server(struct side *srv, int fd, uint32_t listener,
+				struct krdma_op *sends, atomic_int *go)
+{
+	srv->fd = fd;
+	srv->listener = listener;
+	srv->timeout_ms = 10000;
+	srv->sends = sends;
+	srv->nsends = NMSG;
+	srv->nwait = NMSG;
+	srv->go = go;
+	return pthread_create(&srv->thread, NULL, side_main, srv);
+}
+
 FIXTURE(early) {
 	int sfd, cfd;
 	bool supported;
@@ -583,21 +602,9 @@ TEST_F_TIMEOUT(early, connect_recvs_catch_the_first_send, 180)
 
 		recv_ops(recvs, NMSG, &rbuf, rcookie);
 		send_ops(sends, NMSG, &sbuf, 0, seed, scookie);
-		srv.fd = self->sfd;
-		srv.listener = l;
-		srv.timeout_ms = 10000;
-		srv.sends = sends;
-		srv.nsends = NMSG;
-		srv.nwait = NMSG;
-		/*
-		 * On iWARP the server waits for the client's CONNECT to
-		 * return (MPA: protocol.rst, "Ordering rules"); then it
-		 * SENDs at once, with no RECV posted after the CONNECT
-		 */
-		if (self->iwarp)
-			srv.go = &connected;
-		ASSERT_EQ(0, pthread_create(&srv.thread, NULL, side_main,
-					    &srv));
+		ASSERT_EQ(0, start_sending_server(&srv, self->sfd, l, sends,
+						  self->iwarp ? &connected :
+						  NULL));
 		ret = krdma_connect_recvs(self->cfd, &addr, self->srcp, 0,
 					  10000, recvs, NMSG, &cconn);
 		flag_set(&connected);
@@ -629,45 +636,6 @@ TEST_F_TIMEOUT(early, connect_recvs_catch_the_first_send, 180)
 
 	kt_mem_put(self->cfd, &rbuf);
 	kt_mem_put(self->sfd, &sbuf);
-}
-
-#define PORT_RANGE "/proc/sys/net/ipv4/ip_local_port_range"
-
-/* Write @text into the sysctl file @path: 0 or -errno */
-static int sysctl_write(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
-		ret = -errno ?: -EIO;
-	close(fd);
-	return ret;
-}
-
-/* ip_local_port_range, as read, into @buf */
-static int port_range_read(char *buf, size_t len)
-{
-	int fd = open(PORT_RANGE, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
-	return 0;
-}
-
-static int port_range_set(uint32_t lo, uint32_t hi)
-{
-	char text[32];
-
-	snprintf(text, sizeof(text), "%u %u", lo, hi);
-	return sysctl_write(PORT_RANGE, text);
 }
 
 /*
@@ -713,12 +681,11 @@ TEST_F_TIMEOUT(early, connect_recvs_survive_a_taken_source_port, 180)
 	struct kt_mem rbuf = {}, sbuf = {};
 	struct krdma_addr addr, drawn;
 	struct krdma_conn_query q;
-	uint32_t l, l2, cconn, b;
-	char saved[64];
+	uint32_t l, l2, cconn, b, lo, hi;
 	int round, got, ret, hold;
 
 	NEED_EARLY_RECVS();
-	ASSERT_EQ(0, port_range_read(saved, sizeof(saved)));
+	ASSERT_EQ(0, kt_port_range_get(&lo, &hi));
 	ASSERT_EQ(0, krdma_listen_flags(self->sfd, &self->ip, 16, 0, &l,
 					&addr));
 	ASSERT_EQ(0, kt_mem_get(self->cfd, &rbuf, NMSG * SLOT,
@@ -734,10 +701,10 @@ TEST_F_TIMEOUT(early, connect_recvs_survive_a_taken_source_port, 180)
 
 		b = 47100 + 2 * round;
 		/* rdma_cm hands out b+1: the port it must not hand out next */
-		ASSERT_EQ(0, port_range_set(b + 1, b + 1));
+		ASSERT_EQ(0, kt_port_range_set(b + 1, b + 1));
 		ret = krdma_listen_flags(self->sfd, &self->ip, 1, 0, &l2,
 					 &drawn);
-		EXPECT_EQ(0, sysctl_write(PORT_RANGE, saved));
+		EXPECT_EQ(0, kt_port_range_set(lo, hi));
 		ASSERT_EQ(0, ret) TH_LOG("a listener on port %u: %s", b + 1,
 					 strerror(-ret));
 		EXPECT_EQ(b + 1, drawn.port);
@@ -748,22 +715,15 @@ TEST_F_TIMEOUT(early, connect_recvs_survive_a_taken_source_port, 180)
 
 		recv_ops(recvs, NMSG, &rbuf, rcookie);
 		send_ops(sends, NMSG, &sbuf, 0, seed, scookie);
-		srv.fd = self->sfd;
-		srv.listener = l;
-		srv.timeout_ms = 10000;
-		srv.sends = sends;
-		srv.nsends = NMSG;
-		srv.nwait = NMSG;
-		if (self->iwarp)
-			srv.go = &connected;
-		ASSERT_EQ(0, pthread_create(&srv.thread, NULL, side_main,
-					    &srv));
-		ret = port_range_set(b, b + 1);
+		ASSERT_EQ(0, start_sending_server(&srv, self->sfd, l, sends,
+						  self->iwarp ? &connected :
+						  NULL));
+		ret = kt_port_range_set(b, b + 1);
 		if (!ret)
 			ret = krdma_connect_recvs(self->cfd, &addr, self->srcp,
 						  0, 10000, recvs, NMSG,
 						  &cconn);
-		EXPECT_EQ(0, sysctl_write(PORT_RANGE, saved));
+		EXPECT_EQ(0, kt_port_range_set(lo, hi));
 		close(hold);
 		flag_set(&connected);
 		if (ret) {

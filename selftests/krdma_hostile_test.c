@@ -2514,8 +2514,6 @@ static void *flood_krdma(void *arg)
 	return NULL;
 }
 
-#define PORT_RANGE	"/proc/sys/net/ipv4/ip_local_port_range"
-
 /*
  * LISTEN on @addr at a port below ip_local_port_range, which rdma_cm (and
  * TCP) never hand out to a connecting id. A port from the range could go
@@ -2525,15 +2523,11 @@ static void *flood_krdma(void *arg)
  */
 static int listen_below_range(int fd, struct krdma_addr *addr, uint32_t *l)
 {
-	unsigned int lo, hi, port, tries;
-	FILE *f;
+	unsigned int port, tries;
+	uint32_t lo, hi;
 	int ret;
 
-	f = fopen(PORT_RANGE, "r");
-	if (!f)
-		return -errno;
-	ret = fscanf(f, "%u %u", &lo, &hi) == 2 ? 0 : -EINVAL;
-	fclose(f);
+	ret = kt_port_range_get(&lo, &hi);
 	if (ret || lo <= 2048)
 		return ret ?: -ERANGE;
 	port = lo - 1 - random() % (lo - 2048 < 1000 ? lo - 2048 : 1000);
@@ -2562,7 +2556,7 @@ TEST_F_TIMEOUT(dev, listener_closed_under_connect_flood, 120)
 	ASSERT_LE(0, lfd);
 	ASSERT_EQ(0, krdma_parse_addr(variant->ip, 0, &f.addr));
 	ret = listen_below_range(lfd, &f.addr, &l);
-	ASSERT_EQ(0, ret) TH_LOG("LISTEN below %s: %s", PORT_RANGE,
+	ASSERT_EQ(0, ret) TH_LOG("LISTEN below %s: %s", KT_PORT_RANGE,
 				 strerror(-ret));
 	port = f.addr.port;
 	ASSERT_EQ(0, krdma_destroy_handle(lfd, l));
@@ -2753,24 +2747,17 @@ static int listen_any_port_child(const char *ip, bool tcp)
 
 TEST_F_TIMEOUT(dev, listen_any_port_beside_time_wait, 240)
 {
-	char saved[64] = "", range[64];
-	int fd, status = -1, ret;
+	int status = -1, ret;
+	uint32_t lo, hi;
 	unsigned int p;
 	pid_t pid;
 	long end;
-	ssize_t n;
 
 	for (p = TW_PORT; p < TW_PORT + TW_PORTS - 1; p++)
 		ASSERT_EQ(0, time_wait_at(variant->ip, p))
 			TH_LOG("no TIME_WAIT socket at %s:%u", variant->ip, p);
-	fd = open(PORT_RANGE, O_RDWR);
-	ASSERT_LE(0, fd);
-	n = read(fd, saved, sizeof(saved) - 1);
-	ASSERT_LT(0, n);
-	saved[n] = '\0';
-	n = snprintf(range, sizeof(range), "%u %u\n", TW_PORT,
-		     TW_PORT + TW_PORTS - 1);
-	ASSERT_EQ(n, pwrite(fd, range, n, 0));
+	ASSERT_EQ(0, kt_port_range_get(&lo, &hi));
+	ASSERT_EQ(0, kt_port_range_set(TW_PORT, TW_PORT + TW_PORTS - 1));
 
 	/* No ASSERT until the range is back; the child may hang, not this */
 	pid = fork();
@@ -2789,8 +2776,7 @@ TEST_F_TIMEOUT(dev, listen_any_port_beside_time_wait, 240)
 			break;
 		}
 	}
-	EXPECT_EQ((ssize_t)strlen(saved), pwrite(fd, saved, strlen(saved), 0));
-	close(fd);
+	EXPECT_EQ(0, kt_port_range_set(lo, hi));
 	EXPECT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status))
 		TH_LOG("%s", WEXITSTATUS(status) == 2 ?

@@ -277,6 +277,38 @@ static inline void kt_pin_counters(long *acq, long *rel)
 	fclose(f);
 }
 
+#define KT_PORT_RANGE "/proc/sys/net/ipv4/ip_local_port_range"
+
+/*
+ * ip_local_port_range, the ports that TCP and rdma_cm hand out to an
+ * unbound socket or id: into @lo and @hi. 0 or -errno.
+ */
+static inline int kt_port_range_get(uint32_t *lo, uint32_t *hi)
+{
+	FILE *f = fopen(KT_PORT_RANGE, "re");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fscanf(f, "%u %u", lo, hi) == 2 ? 0 : -EINVAL;
+	fclose(f);
+	return ret;
+}
+
+/* Set ip_local_port_range (root) to [@lo, @hi]. 0 or -errno. */
+static inline int kt_port_range_set(uint32_t lo, uint32_t hi)
+{
+	FILE *f = fopen(KT_PORT_RANGE, "we");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fprintf(f, "%u %u\n", lo, hi) > 0 ? 0 : -EIO;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
 /* VmPin of this process (pages pinned and charged to its mm), in KiB */
 static inline long kt_vmpin_kb(void)
 {

@@ -174,16 +174,12 @@ check "dev -j names the same devices as dev ($(tr '\n' ' ' <"$TMP/text_devs"))" 
 # start_server ADDR: `serve -1` in the background on a free port; waits
 # (bounded) for its "listening on ADDR:PORT" line and sets $port
 start_server() {
-	local i line=
+	local line
 
 	timeout -k 5 120 "$K" serve -1 -a "$1" -p 0 >"$TMP/server" 2>&1 </dev/null &
 	server_pid=$!
-	for ((i = 0; i < 200; i++)); do
-		line=$(grep -m1 '^krdmactl serve: listening on ' "$TMP/server")
-		[[ -n $line ]] && break
-		kill -0 "$server_pid" 2>/dev/null || break
-		sleep 0.05
-	done
+	line=$(wait_output "$TMP/server" '^krdmactl serve: listening on ' 10 \
+		"$server_pid")
 	port=${line##*:}
 	[[ -n $line && $port =~ ^[0-9]+$ && $port -gt 0 ]]
 }
@@ -287,18 +283,13 @@ check "stat -j -i 0.2 -c 2: two STAT samples, counts then rates" stat_ok
 timeout -k 5 120 "$K" monitor -j -t 100 >"$TMP/monitor" \
 	2>"$TMP/monitor_err" </dev/null &
 mon_pid=$!
-for ((i = 0; i < 200; i++)); do
-	grep -q '^krdmactl monitor: watching ' "$TMP/monitor_err" && break
-	sleep 0.05
-done
+wait_output "$TMP/monitor_err" '^krdmactl monitor: watching ' 10 "$mon_pid" \
+	>/dev/null
 if start_server "$RXE_ADDR"; then
 	run 60 ping "$RXE_ADDR" -p "$port" -c 3 -i 300
 	stop_server
 fi
-for ((i = 0; i < 100; i++)); do
-	grep -q '"event":"conn_down"' "$TMP/monitor" && break
-	sleep 0.1
-done
+wait_output "$TMP/monitor" '"event":"conn_down"' 10 "$mon_pid" >/dev/null
 sleep 0.5	# the other end's conn_down, in the same or the next reading
 kill "$mon_pid" 2>/dev/null
 wait "$mon_pid" 2>/dev/null
@@ -360,27 +351,17 @@ s.bind((sys.argv[2], int(sys.argv[1])))
 print("holding", flush=True)
 time.sleep(120)' "$1" "$SIW_ADDR" >"$TMP/hold" 2>&1 &
 	hold_pid=$!
-	local i
-	for ((i = 0; i < 200; i++)); do
-		grep -q '^holding' "$TMP/hold" && return 0
-		kill -0 "$hold_pid" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
+	wait_output "$TMP/hold" '^holding' 10 "$hold_pid" >/dev/null
 }
 # draw_port PORT: rdma_cm hands out PORT (a listener on siw), then frees it
 draw_port() {
-	local i pid ok=1
+	local pid ok=1
 
 	sysctl -qw net.ipv4.ip_local_port_range="$1 $1" || return 1
 	timeout -k 5 30 "$K" serve -1 -a "$SIW_ADDR" -p 0 >"$TMP/draw" 2>&1 </dev/null &
 	pid=$!
-	for ((i = 0; i < 200; i++)); do
-		grep -q "^krdmactl serve: listening on .*:$1\$" "$TMP/draw" &&
-			{ ok=0; break; }
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
+	wait_output "$TMP/draw" "^krdmactl serve: listening on .*:$1\$" 10 \
+		"$pid" >/dev/null && ok=0
 	kill "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
 	sysctl -qw net.ipv4.ip_local_port_range="$saved_range"
@@ -558,11 +539,7 @@ stock_tests() {
 	timeout -k 5 60 stdbuf -oL rping -s -d -a "$addr" -p "$rport" -C 1 -v \
 		>"$TMP/rping" 2>&1 </dev/null &
 	rping_pid=$!
-	for ((i = 0; i < 200; i++)); do
-		grep -q '^rdma_listen' "$TMP/rping" && break
-		kill -0 "$rping_pid" 2>/dev/null || break
-		sleep 0.05
-	done
+	wait_output "$TMP/rping" '^rdma_listen' 10 "$rping_pid" >/dev/null
 	run_t0=$(now_ms)
 	timeout -k 5 40 "$K" ping "$addr" -p "$rport" -c 1 -t 20000 \
 		>"$TMP/out" 2>"$TMP/err" </dev/null

@@ -20,6 +20,11 @@
 #                          system-wide (nr_foll_pin_acquired -
 #                          nr_foll_pin_released of /proc/vmstat), exact:
 #                          the per-CPU counts folded in first
+#   wait_output FILE ERE SECONDS [PID]
+#                          prints the first line of FILE (the output of a
+#                          background process) that matches ERE, once it
+#                          is written; fails after SECONDS, or at once
+#                          when PID (the writer) ends without writing it
 # shellcheck shell=bash
 
 n=0
@@ -45,6 +50,29 @@ skip() {
 
 diag() {
 	sed 's/^/# /'
+}
+
+# tail -F follows FILE as it grows (inotify where the file system has
+# it; else it looks every 50 ms) and ends when PID does, after one more
+# read; it writes into a FIFO that grep reads, and the first match ends
+# grep, then the tail is stopped. For files that are rewritten in place
+# (sysfs) this is the wrong tool: read them again until they say what is
+# waited for.
+wait_output() {
+	local follow=(tail -s 0.05 -n +1 -F) fifo="$TMP/.wait_output.$BASHPID"
+	local pid rc
+
+	[[ -n ${4:-} ]] && follow+=(--pid="$4")
+	rm -f "$fifo"
+	mkfifo "$fifo" || return 1
+	timeout "$3" "${follow[@]}" -- "$1" >"$fifo" 2>/dev/null &
+	pid=$!
+	grep -E -m1 -- "$2" <"$fifo"
+	rc=$?
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	rm -f "$fifo"
+	return "$rc"
 }
 
 # /proc/vmstat adds each CPU's pending deltas to its counters only every
