@@ -66,18 +66,22 @@ static int krdma_cmd_dev_list(struct krdma_ucmd *ucmd)
 	struct krdma_device *kdev;
 	unsigned long index = 0;
 	u32 count = 0;
-	int ret;
 
 	if (cmd->flags || cmd->__reserved)
 		return -EINVAL;
 
+	/*
+	 * No device reference is held across user memory, which may fault
+	 * for ever (FUSE, userfaultfd): the device's removal waits for the
+	 * last one
+	 */
 	while ((kdev = krdma_device_get_next(&index, ucmd->kfile->net))) {
-		ret = 0;
-		if (count < cmd->num_devices)
-			ret = put_user(kdev->index, &uindexes[count]);
+		u32 dev_index = kdev->index;
+
 		krdma_device_put(kdev);
-		if (ret)
-			return ret;
+		if (count < cmd->num_devices &&
+		    put_user(dev_index, &uindexes[count]))
+			return -EFAULT;
 		count++;
 		index++;
 	}
@@ -108,11 +112,11 @@ static int krdma_cmd_port_query(struct krdma_ucmd *ucmd)
 {
 	struct krdma_port_query *cmd = ucmd->cmd;
 	struct krdma_gid_entry __user *ugids = u64_to_user_ptr(cmd->gids);
+	struct krdma_gid_entry *entries = NULL, entry;
 	u32 capacity = cmd->num_gids;
 	u64 gids = cmd->gids;
-	struct krdma_gid_entry entry;
 	struct krdma_device *kdev;
-	u32 i, count = 0;
+	u32 i, n, count = 0;
 	int ret;
 
 	if (cmd->flags || cmd->__reserved)
@@ -127,22 +131,38 @@ static int krdma_cmd_port_query(struct krdma_ucmd *ucmd)
 	if (ret)
 		goto out_put_device;
 
-	for (i = 0; i < cmd->gid_tbl_len; i++) {
-		if (krdma_device_read_gid(kdev, cmd->port_num, i,
-					  ucmd->kfile->net, &entry))
-			continue;
-		if (count < capacity &&
-		    copy_to_user(&ugids[count], &entry, sizeof(entry))) {
-			ret = -EFAULT;
+	/*
+	 * The entries are gathered first and copied out once the device is
+	 * put: its removal waits for the last reference, and user memory may
+	 * fault for ever (FUSE, userfaultfd)
+	 */
+	n = min(capacity, cmd->gid_tbl_len);
+	if (n) {
+		entries = kvcalloc(n, sizeof(*entries), GFP_KERNEL_ACCOUNT);
+		if (!entries) {
+			ret = -ENOMEM;
 			goto out_put_device;
 		}
+	}
+	for (i = 0; i < cmd->gid_tbl_len; i++) {
+		if (krdma_device_read_gid(kdev, cmd->port_num, i,
+					  ucmd->kfile->net,
+					  count < n ? &entries[count] : &entry))
+			continue;
 		count++;
 	}
 	krdma_device_put(kdev);
 
+	if (copy_to_user(ugids, entries, min(count, n) * sizeof(*entries))) {
+		ret = -EFAULT;
+		goto out_free_entries;
+	}
 	cmd->num_gids = count;
 	cmd->gids = gids;
-	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
+out_free_entries:
+	kvfree(entries);
+	return ret;
 
 out_put_device:
 	krdma_device_put(kdev);

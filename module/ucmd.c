@@ -1509,16 +1509,20 @@ int krdma_cmd_submit(struct krdma_ucmd *ucmd)
 /*
  * Copy up to cmd->max completions to the caller and write back the
  * command's struct; only when both succeeded are they taken from the
- * queue. Return: how many were taken, or -EFAULT with none taken.
+ * queue. poll_mutex is held across the copy, which may wait on user
+ * memory for ever (FUSE, userfaultfd): only other pollers of this file
+ * wait for it, and they wait interruptibly.
+ * Return: how many were taken, -EFAULT with none taken, or -EINTR.
  */
 static int krdma_ucq_take(struct krdma_ucmd *ucmd, struct krdma_ucq *ucq)
 {
 	struct krdma_poll *cmd = ucmd->cmd;
 	struct krdma_completion __user *out = u64_to_user_ptr(cmd->completions);
 	u32 head, avail, n, first;
-	int ret = 0;
+	int ret;
 
-	mutex_lock(&ucq->poll_mutex);
+	if (mutex_lock_interruptible(&ucq->poll_mutex))
+		return -EINTR;
 	/* Userspace consumes a mapped ring: two consumers of head would race */
 	if (ucq->map) {
 		ret = -EBUSY;
@@ -1601,21 +1605,35 @@ static void krdma_ring_setup_fill(struct krdma_ring_setup *cmd,
 	cmd->mmap_size = (u64)map->nr_pages << PAGE_SHIFT;
 }
 
+/* A call after the first: report the ring, which never changes */
+static int krdma_ring_setup_report(struct krdma_ucmd *ucmd,
+				   struct krdma_ucq_map *map, u32 entries)
+{
+	struct krdma_ring_setup *cmd = ucmd->cmd;
+
+	if (entries && entries != map->entries)
+		return -EBUSY;
+	krdma_ring_setup_fill(cmd, map);
+	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+}
+
 /*
  * The first call swaps the queue's memory for the ring's, under the
  * queue's lock and only while nothing is reserved: no operation is in
  * flight, so no completion can be written into the old memory after it.
- * Nothing is copied to userspace under a lock: what is reported never
- * changes once set up, and a later call reports it again.
+ * The swap cannot be undone (a sharer of the file may map the ring at
+ * once), so the result is written back before it: a call that cannot
+ * write it changes nothing. Nothing is copied to userspace under a lock.
  */
 int krdma_cmd_ring_setup(struct krdma_ucmd *ucmd)
 {
 	struct krdma_ring_setup *cmd = ucmd->cmd;
 	struct krdma_ucq *ucq = &ucmd->kfile->ucq;
 	struct krdma_completion *old = NULL;
-	struct krdma_ucq_map *map, *new = NULL;
+	struct krdma_ucq_map *map, *new;
 	u32 entries = cmd->entries;
-	int ret = 0;
+	u32 size, busy;
+	int ret;
 
 	if (cmd->flags || cmd->__reserved)
 		return -EINVAL;
@@ -1624,42 +1642,59 @@ int krdma_cmd_ring_setup(struct krdma_ucmd *ucmd)
 			entries > krdma_ucq_default_size()))
 		return -EINVAL;
 
-	mutex_lock(&ucq->poll_mutex);
+	if (mutex_lock_interruptible(&ucq->poll_mutex))
+		return -EINTR;
+	/* Set once, freed with the file */
 	map = ucq->map;
-	if (map) {
-		if (entries && entries != map->entries)
-			ret = -EBUSY;
-		goto out_unlock;
-	}
-	new = krdma_ucq_map_alloc(entries ?: ucq->size);
-	if (!new) {
-		ret = -ENOMEM;
-		goto out_unlock;
-	}
+	size = ucq->size;
 	spin_lock_irq(&ucq->lock);
-	if (ucq->reserved) {
-		ret = -EBUSY;
-	} else {
-		old = ucq->ring;
-		ucq->ring = (void *)new->hdr + PAGE_SIZE;
-		ucq->size = new->entries;
-		WRITE_ONCE(ucq->head, 0);
-		WRITE_ONCE(ucq->tail, 0);
-		/* mmap() takes no lock of the queue: publish the whole map */
-		smp_store_release(&ucq->map, new);
-		map = new;
-		new = NULL;
-	}
+	busy = ucq->reserved;
 	spin_unlock_irq(&ucq->lock);
-out_unlock:
 	mutex_unlock(&ucq->poll_mutex);
+	if (map)
+		return krdma_ring_setup_report(ucmd, map, entries);
+	/* Checked again at the swap; here, before anything is allocated */
+	if (busy)
+		return -EBUSY;
+
+	new = krdma_ucq_map_alloc(entries ?: size);
+	if (!new)
+		return -ENOMEM;
+	krdma_ring_setup_fill(cmd, new);
+	ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	if (ret)
+		goto out_free_new;
+
+	if (mutex_lock_interruptible(&ucq->poll_mutex)) {
+		ret = -EINTR;
+		goto out_free_new;
+	}
+	map = ucq->map;
+	if (!map) {
+		spin_lock_irq(&ucq->lock);
+		if (ucq->reserved) {
+			ret = -EBUSY;
+		} else {
+			old = ucq->ring;
+			ucq->ring = (void *)new->hdr + PAGE_SIZE;
+			ucq->size = new->entries;
+			WRITE_ONCE(ucq->head, 0);
+			WRITE_ONCE(ucq->tail, 0);
+			/* mmap() takes no lock of the queue: publish it whole */
+			smp_store_release(&ucq->map, new);
+			new = NULL;
+		}
+		spin_unlock_irq(&ucq->lock);
+	}
+	mutex_unlock(&ucq->poll_mutex);
+	kvfree(old);
+	/* Another call set the ring up meanwhile: report that one */
+	if (map)
+		ret = krdma_ring_setup_report(ucmd, map, entries);
+out_free_new:
 	if (new)
 		krdma_ucq_map_free(new);
-	kvfree(old);
-	if (ret)
-		return ret;
-	krdma_ring_setup_fill(cmd, map);
-	return krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	return ret;
 }
 
 /**

@@ -30,6 +30,14 @@
  *                                       lock, which its CM handler needs
  *   poll_efault_takes_nothing           a POLL that fails with EFAULT
  *                                       leaves the completion queued
+ *   queries_stuck_on_user_memory_hold_up_no_removal
+ *                                       DEV_LIST and PORT_QUERY stuck on
+ *                                       userfaultfd memory hold no device
+ *                                       reference: rdma link delete returns
+ *   poll_stuck_on_user_memory_leaves_others_interruptible
+ *                                       a POLL stuck there keeps another
+ *                                       POLL of the file waiting, and a
+ *                                       signal ends that wait
  *   listen_copy_out_failure             ... binds nothing
  *   connect_copy_out_failure            ... leaves no connection
  *   accept_copy_out_failure             ... does not consume the connection
@@ -985,6 +993,8 @@ static int other_work(const char *ip, uint32_t port)
 struct bg_call {
 	int (*fn)(struct bg_call *c);
 	int fd;
+	unsigned long nr;		/* bg_ioctl(): the command, its struct */
+	void *arg;
 	uint32_t conn, buf;
 	uint8_t *mem;
 	size_t len;
@@ -1031,6 +1041,11 @@ static int bg_grant(struct bg_call *c)
 static int bg_destroy(struct bg_call *c)
 {
 	return krdma_destroy_handle(c->fd, c->h);
+}
+
+static int bg_ioctl(struct bg_call *c)
+{
+	return ioc(c->fd, c->nr, c->arg);
 }
 
 /* A userfaultfd for missing pages of [@mem, @mem + @len), or -errno */
@@ -1423,6 +1438,274 @@ TEST_F(dev, poll_efault_takes_nothing)
 	EXPECT_EQ(-1, kt_check_pattern(self->win.p, PG, 7));
 	munmap(rp, PG);
 	munmap(ro_wc, PG);
+	kt_mem_put(self->cfd, &src);
+}
+
+/*
+ * A soft device of @type called @name on a veth pair of its own (khv0,
+ * khv1), for a test that removes it: 0, or -1 with what failed logged
+ */
+#define SPARE_NETDEV "khv0"
+static int spare_dev_add(struct __test_metadata *_metadata, const char *type,
+			 const char *name)
+{
+	char cmd[256];
+	int ret;
+
+	snprintf(cmd, sizeof(cmd),
+		 "ip link add %s type veth peer name khv1 && ip link set %s up && ip link set khv1 up && rdma link add %s type %s netdev %s",
+		 SPARE_NETDEV, SPARE_NETDEV, name, type, SPARE_NETDEV);
+	ret = system(cmd);
+	if (ret)
+		TH_LOG("%s: status %d", cmd, ret);
+	return ret ? -1 : 0;
+}
+
+static void spare_dev_del(const char *name)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd),
+		 "rdma link delete %s 2>/dev/null; ip link del %s 2>/dev/null",
+		 name, SPARE_NETDEV);
+	/* Either may be gone already: no status to check */
+	system(cmd);
+}
+
+/*
+ * `rdma link delete @name` in a child: its exit status once it returned
+ * within @ms, or -ETIMEDOUT (the child is left running, in *@pid)
+ */
+static int rdma_link_delete_within(const char *name, long ms, pid_t *pid)
+{
+	long end = now_ms() + ms;
+	int status;
+	pid_t r;
+
+	*pid = fork();
+	if (*pid < 0)
+		return -errno;
+	if (!*pid) {
+		execlp("rdma", "rdma", "link", "delete", name, (char *)NULL);
+		_exit(127);
+	}
+	for (;;) {
+		r = waitpid(*pid, &status, WNOHANG);
+		if (r == *pid) {
+			*pid = 0;
+			return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+		}
+		if (r < 0 || now_ms() > end)
+			return -ETIMEDOUT;
+		nap_ms(10);
+	}
+}
+
+/*
+ * DEV_LIST (@list) or PORT_QUERY: @c, an ioctl whose array starts at
+ * @stuck, a page of @mem registered with userfaultfd and not served.
+ * The call must fault there and stay, while the device it reports is
+ * removed within 15 s; then the fault is served and the call returns 0.
+ */
+static void removal_beside_stuck_query(struct __test_metadata *_metadata,
+				       const char *name, struct bg_call *c,
+				       uint8_t *stuck)
+{
+	int uffd, stuck_now, ret;
+	pid_t pid;
+	long t0;
+
+	uffd = uffd_missing(stuck, PG);
+	ASSERT_LE(0, uffd) TH_LOG("userfaultfd: %s", strerror(-uffd));
+	ASSERT_EQ(0, bg_start(c));
+	stuck_now = stuck_on_uffd(uffd, c, 10000);
+	if (stuck_now != 1) {
+		uffd_release(uffd, stuck, PG);
+		pthread_join(c->thread, NULL);
+		ASSERT_EQ(1, stuck_now) TH_LOG("the query did not fault on its array: %s",
+					       c->ret ? strerror(-c->ret) : "it returned");
+	}
+
+	t0 = now_ms();
+	ret = rdma_link_delete_within(name, 15000, &pid);
+	EXPECT_EQ(0, ret) TH_LOG("rdma link delete %s: %s after %ld ms", name,
+				 ret == -ETIMEDOUT ? "still waiting" : "failed",
+				 now_ms() - t0);
+	TH_LOG("rdma link delete %s beside the stuck query: %ld ms", name,
+	       now_ms() - t0);
+
+	uffd_release(uffd, stuck, PG);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);	/* returns once the fault is served */
+	ASSERT_EQ(1, bg_returned(c, 10000))
+		TH_LOG("the query is still stuck after its fault was served");
+	pthread_join(c->thread, NULL);
+	EXPECT_EQ(0, c->ret) TH_LOG("the query: %s", strerror(-c->ret));
+}
+
+/*
+ * A query stuck on user memory holds up no device removal: DEV_LIST and
+ * PORT_QUERY copy out with no reference to a device (whose removal waits
+ * for the last one), each with its array on userfaultfd memory (not
+ * served) while `rdma link delete` removes the device it reports, a spare
+ * one on a veth pair. (The old module held the reference across the
+ * copy: the removal waited in D state for as long as the caller liked,
+ * and with it every other client of the device.) What was reported is
+ * checked once the fault is served.
+ */
+TEST_F_TIMEOUT(dev, queries_stuck_on_user_memory_hold_up_no_removal, 120)
+{
+	struct krdma_dev_list dl = { .size = sizeof(dl) };
+	struct krdma_port_query pq = { .size = sizeof(pq) };
+	struct krdma_port_query q;
+	struct bg_call c = { .fn = bg_ioctl };
+	char name[32];
+	uint32_t idx, *all = NULL, n = 0, pos;
+	const uint8_t zero[16] = {};
+	struct krdma_gid_entry *gid;
+	uint8_t *mem;
+	long end;
+
+	snprintf(name, sizeof(name), "kh%s0", variant->name);
+	mem = map_anon(2 * PG);
+	ASSERT_NE(NULL, mem);
+
+	/* DEV_LIST: the spare device's entry is the first of the stuck page */
+	spare_dev_del(name);
+	ASSERT_EQ(0, spare_dev_add(_metadata, variant->name, name));
+	ASSERT_EQ(0, krdma_dev_find(self->sfd, name, &idx, NULL));
+	ASSERT_EQ(0, krdma_dev_list(self->sfd, &all, &n));
+	for (pos = 0; pos < n && all[pos] != idx; pos++)
+		;
+	free(all);
+	ASSERT_LT(pos, n);
+	memset(mem, 0, PG);
+	dl.num_devices = n;
+	dl.dev_indexes = (uintptr_t)(mem + PG - pos * sizeof(uint32_t));
+	c.fd = self->sfd;
+	c.nr = KRDMA_IOC_DEV_LIST;
+	c.arg = &dl;
+	removal_beside_stuck_query(_metadata, name, &c, mem + PG);
+	EXPECT_EQ(idx, *(uint32_t *)(mem + PG)) TH_LOG("DEV_LIST's entry");
+	EXPECT_EQ(n, dl.num_devices);
+	spare_dev_del(name);
+	ASSERT_EQ(0, munmap(mem, 2 * PG));
+
+	/* PORT_QUERY: its GID array is the stuck page (a GID shows first) */
+	mem = map_anon(2 * PG);
+	ASSERT_NE(NULL, mem);
+	ASSERT_EQ(0, spare_dev_add(_metadata, variant->name, name));
+	ASSERT_EQ(0, krdma_dev_find(self->sfd, name, &idx, NULL));
+	for (end = now_ms() + 10000; now_ms() < end; nap_ms(20)) {
+		memset(&q, 0, sizeof(q));
+		q.size = sizeof(q);
+		q.dev_index = idx;
+		q.port_num = 1;
+		ASSERT_EQ(0, ioc(self->sfd, KRDMA_IOC_PORT_QUERY, &q));
+		if (q.num_gids)
+			break;
+	}
+	ASSERT_LT(0, q.num_gids) TH_LOG("%s has no GID after 10 s", name);
+	pq.dev_index = idx;
+	pq.port_num = 1;
+	pq.num_gids = 1;
+	pq.gids = (uintptr_t)(mem + PG);
+	c.nr = KRDMA_IOC_PORT_QUERY;
+	c.arg = &pq;
+	removal_beside_stuck_query(_metadata, name, &c, mem + PG);
+	gid = (struct krdma_gid_entry *)(mem + PG);
+	EXPECT_LT(0, pq.num_gids);
+	EXPECT_NE(0, memcmp(gid->gid, zero, sizeof(zero)))
+		TH_LOG("PORT_QUERY's GID entry is empty");
+	spare_dev_del(name);
+	munmap(mem, 2 * PG);
+}
+
+static void no_op_handler(int sig)
+{
+}
+
+/*
+ * A POLL stuck on user memory (its array on userfaultfd memory, not
+ * served) holds the file's copy-out: another POLL of the file (here a
+ * thread; as well a process the file was passed to) waits for it, and a
+ * signal ends that wait with EINTR. (The old module waited in D state,
+ * deaf to signals, for as long as the first caller liked.) Then the
+ * fault is served: the first POLL takes the completion, once, bytes
+ * checked.
+ */
+TEST_F_TIMEOUT(dev, poll_stuck_on_user_memory_leaves_others_interruptible, 90)
+{
+	struct krdma_poll p1 = { .size = sizeof(p1) }, p2 = { .size = sizeof(p2) };
+	struct bg_call c = { .fn = bg_ioctl }, d = { .fn = bg_ioctl };
+	struct sigaction sa = { .sa_handler = no_op_handler }, old;
+	struct krdma_completion wc[2], *got;
+	struct kt_mem src = {};
+	struct krdma_op op;
+	int uffd, stuck;
+	uint8_t *mem;
+	long end;
+
+	ASSERT_EQ(0, kt_mem_get(self->cfd, &src, PG, 0));
+	kt_pattern(src.p, PG, 9);
+	kt_op(&op, KRDMA_OP_WRITE, self->cconn, src.h, 0, PG, &self->tok, 0,
+	      0x7107);
+	ASSERT_EQ(0, krdma_submit_ops(self->cfd, &op, 1, 0, NULL));
+	ASSERT_EQ(1, readable_within(self->cfd, KT_WAIT_MS));
+
+	mem = map_anon(PG);
+	ASSERT_NE(NULL, mem);
+	uffd = uffd_missing(mem, PG);
+	ASSERT_LE(0, uffd) TH_LOG("userfaultfd: %s", strerror(-uffd));
+	p1.max = 2;
+	p1.completions = (uintptr_t)mem;
+	c.fd = self->cfd;
+	c.nr = KRDMA_IOC_POLL;
+	c.arg = &p1;
+	ASSERT_EQ(0, bg_start(&c));
+	stuck = stuck_on_uffd(uffd, &c, 10000);
+	if (stuck != 1) {
+		uffd_release(uffd, mem, PG);
+		pthread_join(c.thread, NULL);
+		ASSERT_EQ(1, stuck) TH_LOG("POLL did not fault on its array");
+	}
+
+	/* SIGUSR1 without SA_RESTART: the ioctl returns EINTR */
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, &old));
+	p2.max = 2;
+	p2.completions = (uintptr_t)wc;
+	p2.timeout_ms = 0;
+	d.fd = self->cfd;
+	d.nr = KRDMA_IOC_POLL;
+	d.arg = &p2;
+	ASSERT_EQ(0, bg_start(&d));
+	/* Until it returns: a signal before it blocks only runs the handler */
+	for (end = now_ms() + 10000; !bg_returned(&d, 100) && now_ms() < end;)
+		pthread_kill(d.thread, SIGUSR1);
+	EXPECT_EQ(1, bg_returned(&d, 0))
+		TH_LOG("the second POLL did not return on a signal within 10 s");
+
+	uffd_release(uffd, mem, PG);
+	ASSERT_EQ(1, bg_returned(&c, 10000))
+		TH_LOG("the first POLL is still stuck after its fault was served");
+	pthread_join(c.thread, NULL);
+	ASSERT_EQ(1, bg_returned(&d, 10000));
+	pthread_join(d.thread, NULL);
+	sigaction(SIGUSR1, &old, NULL);
+	EXPECT_EQ(-EINTR, d.ret) TH_LOG("the second POLL: %s",
+					d.ret ? strerror(-d.ret) : "returned 0");
+
+	EXPECT_EQ(0, c.ret) TH_LOG("the first POLL: %s", strerror(-c.ret));
+	EXPECT_EQ(1, p1.count);
+	got = (struct krdma_completion *)mem;
+	EXPECT_EQ(0x7107, got->cookie);
+	EXPECT_EQ(KRDMA_WC_SUCCESS, got->status);
+	EXPECT_EQ(self->cconn, got->conn);
+	EXPECT_EQ(0, d.ret ? 0 : p2.count) TH_LOG("taken twice");
+	EXPECT_EQ(0, krdma_poll_wc(self->cfd, wc, 2, 0));
+	kt_wait_bytes(self->win.p, src.p, PG, KT_PLACE_MS);
+	EXPECT_EQ(-1, kt_check_pattern(self->win.p, PG, 9));
+	munmap(mem, PG);
 	kt_mem_put(self->cfd, &src);
 }
 

@@ -33,6 +33,7 @@
 
 #define RING 64
 #define PIECE 1024
+#define PG 4096UL
 
 static int ring_setup_raw(int fd, struct krdma_ring_setup *rs, uint32_t entries)
 {
@@ -522,6 +523,60 @@ TEST_F(ring, setup_refused_while_busy)
 	ASSERT_EQ(0, krdma_submit_ops(self->cfd, &op, 1, 0, NULL));
 	ASSERT_EQ(1, krdma_ring_wait(self->cfd, &self->r, &wc, 1, KT_WAIT_MS));
 	ASSERT_EQ(6, wc.cookie);
+	ASSERT_TRUE(pieces_arrived(self, 1, 2));
+}
+
+/*
+ * A RING_SETUP that cannot write its struct back (a read-only page: the
+ * kernel reads it, and cannot answer) fails with EFAULT and leaves the
+ * queue as it was: no ring to map, POLL takes the next completion (not
+ * EBUSY), and a RING_SETUP that can answer then switches the queue, to
+ * another size too. (The old module swapped first: POLL was EBUSY for
+ * ever after.)
+ */
+TEST_F(ring, setup_copy_out_failure_changes_nothing)
+{
+	struct krdma_ring_setup rs, *ro;
+	struct krdma_completion wc;
+	struct krdma_op op;
+	void *m;
+
+	memset(&rs, 0, sizeof(rs));
+	rs.size = sizeof(rs);
+	rs.entries = RING;
+	ro = mmap(NULL, PG, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	memcpy(ro, &rs, sizeof(rs));
+	ASSERT_EQ(0, mprotect(ro, PG, PROT_READ));
+	EXPECT_EQ(-EFAULT, krdma_ioctl(self->cfd, KRDMA_IOC_RING_SETUP, ro));
+	munmap(ro, PG);
+
+	m = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, self->cfd,
+		 KRDMA_RING_OFF_CQ);
+	EXPECT_EQ(MAP_FAILED, m) TH_LOG("a ring was set up");
+	if (m != MAP_FAILED)
+		munmap(m, PG);
+	else
+		EXPECT_EQ(EINVAL, errno);
+
+	kt_pattern(self->src.p, PIECE, 1);
+	write_op(self, &op, 0, 7);
+	ASSERT_EQ(0, krdma_submit_ops(self->cfd, &op, 1, 0, NULL));
+	ASSERT_EQ(1, krdma_poll_wc(self->cfd, &wc, 1, KT_WAIT_MS))
+		TH_LOG("POLL after the failed RING_SETUP");
+	EXPECT_EQ(7, wc.cookie);
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+	ASSERT_TRUE(pieces_arrived(self, 0, 1));
+
+	ASSERT_EQ(0, krdma_ring_setup(self->cfd, 2 * RING, &self->r));
+	EXPECT_EQ(2 * RING, self->r.entries);
+	kt_pattern(self->src.p + PIECE, PIECE, 2);
+	write_op(self, &op, 1, 8);
+	ASSERT_EQ(0, krdma_submit_ops(self->cfd, &op, 1, 0, NULL));
+	ASSERT_EQ(1, krdma_ring_wait(self->cfd, &self->r, &wc, 1, KT_WAIT_MS));
+	EXPECT_EQ(8, wc.cookie);
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
 	ASSERT_TRUE(pieces_arrived(self, 1, 2));
 }
 

@@ -50,7 +50,8 @@
  *   GRANT) and cannot write its struct back undoes what it did: no
  *   handle exists, nothing stays pinned or charged, a listener's port is
  *   free again, an accepted connection goes back to the accept queue and
- *   a connection made by CONNECT is closed. SUBMIT and POLL: see there.
+ *   a connection made by CONNECT is closed; RING_SETUP leaves the
+ *   queue as it was. SUBMIT and POLL: see there.
  * - ENODEV: the RDMA device named by ``dev_index`` does not exist (or has
  *   been removed, e.g. by ``rdma link delete``).
  * - EOPNOTSUPP: the value is valid but not supported by this device.
@@ -1018,9 +1019,11 @@ struct krdma_completion {
  * first. Returns with @count 0 on timeout. The file is readable for
  * poll()/epoll when the queue is not empty. Completions are taken only
  * once both @completions and this struct were written: on EFAULT (either
- * not writable) nothing is taken, and the next POLL returns them. EBUSY:
- * the queue is a mapped ring (KRDMA_IOC_RING_SETUP), which userspace
- * consumes itself.
+ * not writable) nothing is taken, and the next POLL returns them. One
+ * POLL of a file copies out at a time; the others wait for it, and EINTR
+ * ends that wait as it ends the wait for a completion. EBUSY: the queue
+ * is a mapped ring (KRDMA_IOC_RING_SETUP), which userspace consumes
+ * itself.
  */
 struct krdma_poll {
 	__u32 size;
@@ -1077,7 +1080,10 @@ struct krdma_poll {
  *
  * Errors: EINVAL (flags, @entries, reserved field); EBUSY (operations
  * in flight or completions waiting at the first call; another @entries
- * than the ring's later); ENOMEM. mmap() fails with EINVAL before
+ * than the ring's later); ENOMEM; EFAULT (this struct cannot be written
+ * back: the queue stays as it was); EINTR (a signal while another call
+ * of the file held the queue). On an error the output fields are
+ * undefined. mmap() fails with EINVAL before
  * RING_SETUP, for a private mapping, another offset or more than
  * @mmap_size bytes, and with EPERM for an executable mapping.
  */
