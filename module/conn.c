@@ -337,6 +337,8 @@ static int krdma_conn_create_qp(struct krdma_conn *conn)
 	conn->cq = ib_alloc_cq(ibdev, conn, cqe, 0, IB_POLL_SOFTIRQ);
 	if (IS_ERR(conn->cq)) {
 		ret = PTR_ERR(conn->cq);
+		/* The teardown frees what is set */
+		conn->cq = NULL;
 		goto err_dealloc_pd;
 	}
 
