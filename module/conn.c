@@ -507,12 +507,16 @@ static void krdma_conn_quiesce(struct krdma_conn *conn)
 	mutex_lock(&conn->post_mutex);
 	mutex_unlock(&conn->post_mutex);
 	/*
-	 * And for krdma_accept_finish(), if it is between its two sections
-	 * under conn->lock: it uses the cm_id, which the teardown destroys.
-	 * Bounded: it waits for nothing but the id's handler mutex and one
-	 * rdma_accept().
+	 * And for krdma_accept_finish() or an iWARP krdma_connect(), if it
+	 * is between its sections under conn->lock: it uses the cm_id,
+	 * which the teardown destroys. Bounded: it waits for nothing but
+	 * the id's handler mutex and one rdma_accept(), or one
+	 * rdma_connect(): siw's TCP connect, which ends when the peer
+	 * answers, at the last SYN retry (tcp_syn_retries: about 2 min),
+	 * or on a signal to that caller. Only a device removal can be here
+	 * meanwhile: the caller tears its connection down after the call.
 	 */
-	wait_event(conn->wait, !READ_ONCE(conn->accepting));
+	wait_event(conn->wait, !READ_ONCE(conn->cm_in_call));
 }
 
 /*
@@ -907,43 +911,126 @@ static int krdma_conn_hold_port(struct krdma_conn *conn,
 	return 0;
 }
 
-static int krdma_conn_connect_locked(struct krdma_conn *conn)
+/*
+ * What goes before rdma_connect(): the source port held (iWARP), the QP,
+ * the caller's prepare, the connect's parameters into @param (with @hdr
+ * as its private data). On failure nothing is held; on success the
+ * caller releases *@port_hold, if set, once rdma_connect() returned.
+ */
+static int krdma_conn_connect_prepare(struct krdma_conn *conn,
+				      struct rdma_conn_param *param,
+				      struct krdma_cm_hdr *hdr,
+				      struct socket **port_hold)
 {
 	struct ib_device_attr *attrs = &conn->cm_id->device->attrs;
-	struct rdma_conn_param param = {};
-	struct socket *port_hold;
-	struct krdma_cm_hdr hdr;
 	int ret;
 
-	ret = krdma_conn_hold_port(conn, &port_hold);
+	lockdep_assert_held(&conn->lock);
+
+	ret = krdma_conn_hold_port(conn, port_hold);
 	if (ret)
 		return ret;
 	ret = krdma_conn_create_qp(conn);
 	if (ret)
-		goto out_release_port;
+		goto err_release_port;
 	/* On failure the teardown flushes what it posted, with the QP */
 	ret = krdma_conn_prepare(conn);
 	/* Called once: what it uses may be gone once krdma_connect() returns */
 	conn->params.prepare = NULL;
 	if (ret)
-		goto out_release_port;
-	krdma_fill_hdr(conn, &hdr);
-	param.private_data = &hdr;
-	param.private_data_len = sizeof(hdr);
-	param.responder_resources = min_t(u32, attrs->max_qp_rd_atom, 255);
-	param.initiator_depth = min_t(u32, attrs->max_qp_init_rd_atom, 255);
+		goto err_release_port;
+	krdma_fill_hdr(conn, hdr);
+	memset(param, 0, sizeof(*param));
+	param->private_data = hdr;
+	param->private_data_len = sizeof(*hdr);
+	param->responder_resources = min_t(u32, attrs->max_qp_rd_atom, 255);
+	param->initiator_depth = min_t(u32, attrs->max_qp_init_rd_atom, 255);
 	/* Until the accept says otherwise (iWARP does not say) */
-	conn->initiator_depth = param.initiator_depth;
-	conn->responder_resources = param.responder_resources;
-	param.flow_control = 1;
+	conn->initiator_depth = param->initiator_depth;
+	conn->responder_resources = param->responder_resources;
+	param->flow_control = 1;
 	/* Not 7: rxe takes 7 as "without limit" (only RNR retries are) */
-	param.retry_count = 6;
-	param.rnr_retry_count = 7;
+	param->retry_count = 6;
+	param->rnr_retry_count = 7;
+	return 0;
+
+err_release_port:
+	if (*port_hold)
+		sock_release(*port_hold);
+	*port_hold = NULL;
+	return ret;
+}
+
+/* RoCE and IB: the connect, from the CM handler (it sends a REQ) */
+static int krdma_conn_connect_locked(struct krdma_conn *conn)
+{
+	struct rdma_conn_param param;
+	struct socket *port_hold;
+	struct krdma_cm_hdr hdr;
+	int ret;
+
+	ret = krdma_conn_connect_prepare(conn, &param, &hdr, &port_hold);
+	if (ret)
+		return ret;
 	ret = rdma_connect_locked(conn->cm_id, &param);
-out_release_port:
 	if (port_hold)
 		sock_release(port_hold);
 	return ret;
+}
+
+/*
+ * iWARP: the connect of krdma_connect(), in the caller's context once the
+ * route is resolved. siw's connect is a blocking TCP connect(), until the
+ * peer answers or the last SYN retry (about 2 min): from the CM handler it
+ * held up rdma_cm's one ordered work queue, and with it every rdma_cm
+ * user of the machine (any caller could point a CONNECT at a port that
+ * drops SYNs). Here it holds up only its caller, whose signal ends it, as
+ * for a librdmacm program's rdma_connect(); siw's socket is then made in
+ * the caller's network namespace, as for that program. The id's handler
+ * mutex is held across it, as rdma_connect() does: no event of the id
+ * comes before it returns. conn->lock is not: @cm_in_call keeps a
+ * teardown (a device removal) off the id until it returns.
+ */
+static void krdma_conn_connect_in_call(struct krdma_conn *conn)
+{
+	struct socket *port_hold = NULL;
+	struct rdma_conn_param param;
+	struct krdma_cm_hdr hdr;
+	struct rdma_cm_id *id;
+	int ret = 0;
+
+	mutex_lock(&conn->lock);
+	if (conn->state != KRDMA_CS_CONNECTING) {
+		mutex_unlock(&conn->lock);
+		return;
+	}
+	id = conn->cm_id;
+	WRITE_ONCE(conn->cm_in_call, true);
+	mutex_unlock(&conn->lock);
+
+	rdma_lock_handler(id);
+	mutex_lock(&conn->lock);
+	if (conn->state == KRDMA_CS_CONNECTING)
+		ret = krdma_conn_connect_prepare(conn, &param, &hdr,
+						 &port_hold);
+	else
+		ret = -ECONNABORTED;
+	mutex_unlock(&conn->lock);
+	if (!ret)
+		ret = rdma_connect_locked(id, &param);
+	if (port_hold)
+		sock_release(port_hold);
+	rdma_unlock_handler(id);
+
+	/* A signal ended siw's connect: not a restart, the call fails */
+	if (ret == -ERESTARTSYS)
+		ret = -EINTR;
+	mutex_lock(&conn->lock);
+	if (ret && ret != -ECONNABORTED)
+		krdma_conn_fail(conn, ret);
+	WRITE_ONCE(conn->cm_in_call, false);
+	wake_up_all(&conn->wait);
+	mutex_unlock(&conn->lock);
 }
 
 /* Events of a connection (both sides) */
@@ -967,6 +1054,12 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 			krdma_conn_fail(conn, ret);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		/* iWARP: the caller connects (krdma_conn_connect_in_call()) */
+		if (rdma_protocol_iwarp(id->device, id->port_num)) {
+			WRITE_ONCE(conn->route_resolved, true);
+			wake_up_all(&conn->wait);
+			break;
+		}
 		ret = krdma_conn_connect_locked(conn);
 		if (ret)
 			krdma_conn_fail(conn, ret);
@@ -1069,6 +1162,7 @@ static int krdma_connect_attempt(struct krdma_conn *conn, struct net *net,
 				 struct sockaddr *dst, struct sockaddr *src,
 				 long timeout)
 {
+	unsigned long deadline;
 	struct rdma_cm_id *id;
 	long left;
 	int ret;
@@ -1086,9 +1180,20 @@ static int krdma_connect_attempt(struct krdma_conn *conn, struct net *net,
 	if (ret)
 		return ret;
 
+	deadline = jiffies + timeout;
 	left = wait_event_interruptible_timeout(conn->wait,
-						krdma_conn_settled(conn),
+						krdma_conn_settled(conn) ||
+						READ_ONCE(conn->route_resolved),
 						timeout);
+	if (left > 0 && !krdma_conn_settled(conn)) {
+		/* iWARP: the route is resolved, and this call connects */
+		krdma_conn_connect_in_call(conn);
+		left = time_before(jiffies, deadline) ?
+		       wait_event_interruptible_timeout(conn->wait,
+							krdma_conn_settled(conn),
+							deadline - jiffies) :
+		       0;
+	}
 	mutex_lock(&conn->lock);
 	if (conn->state == KRDMA_CS_CONNECTING)
 		ret = left < 0 ? -EINTR : -ETIMEDOUT;
@@ -1120,7 +1225,10 @@ static void krdma_connect_discard(struct krdma_conn *conn, int error)
  * @params: queue depths, or NULL for the defaults
  *
  * Context: process context; sleeps until connected, failed, timed out or
- * interrupted by a signal.
+ * interrupted by a signal. On iWARP the driver's TCP connect runs in this
+ * context, in current's network namespace, and @timeout does not cut it
+ * short (siw: until the peer answers or the last SYN retry); a signal
+ * does (-EINTR).
  * Return: the connected connection (the caller owns a reference; end it
  * with krdma_conn_close()), or ERR_PTR(): -ECONNREFUSED (nobody listens,
  * the listener is closing, or a peer that is not krdma refused),
@@ -1672,7 +1780,7 @@ int krdma_accept_take(struct krdma_listener *l, bool nonblock, long timeout,
  * Accept a request of a listener that defers the accept, in the caller's
  * context: @prepare posts its RECVs first. rdma_accept() outside the CM
  * handler needs the id's handler mutex, which the handler holds when it
- * takes conn->lock: so that mutex first, and conn->accepting keeps the
+ * takes conn->lock: so that mutex first, and conn->cm_in_call keeps the
  * id from the teardown while conn->lock is not held.
  */
 static int krdma_conn_accept_request(struct krdma_conn *conn,
@@ -1692,7 +1800,7 @@ static int krdma_conn_accept_request(struct krdma_conn *conn,
 		return -ECONNABORTED;
 	}
 	id = conn->cm_id;
-	WRITE_ONCE(conn->accepting, true);
+	WRITE_ONCE(conn->cm_in_call, true);
 	mutex_unlock(&conn->lock);
 
 	rdma_lock_handler(id);
@@ -1722,7 +1830,7 @@ out_unlock:
 	mutex_unlock(&conn->lock);
 	rdma_unlock_handler(id);
 	mutex_lock(&conn->lock);
-	WRITE_ONCE(conn->accepting, false);
+	WRITE_ONCE(conn->cm_in_call, false);
 	wake_up_all(&conn->wait);
 	mutex_unlock(&conn->lock);
 	if (ret)

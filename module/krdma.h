@@ -404,10 +404,12 @@ enum krdma_conn_claim {
  * @accept_in_call: a request of a listener that defers the accept:
  *                  accepted by krdma_accept_finish(), not by the CM
  *                  handler (set before the request is queued)
- * @accepting: krdma_accept_finish() uses @cm_id without @lock (it takes
- *             the id's handler mutex first): the teardown waits for it to
- *             end before it destroys the id (under @lock, waited for on
- *             @wait)
+ * @cm_in_call: krdma_accept_finish(), or an iWARP krdma_connect(), uses
+ *              @cm_id without @lock (it takes the id's handler mutex
+ *              first): the teardown waits for it to end before it
+ *              destroys the id (under @lock, waited for on @wait)
+ * @route_resolved: an iWARP krdma_connect(): rdma_cm resolved the route,
+ *                  the call connects (under @lock, read on @wait)
  * @preparing: @params.prepare runs: RECVs may be posted while the
  *             connection is still CONNECTING (written under @lock, read
  *             under @post_mutex)
@@ -493,7 +495,8 @@ struct krdma_conn {
 	struct list_head free_chunks;
 	struct list_head deferred;
 	bool accept_in_call;
-	bool accepting;
+	bool cm_in_call;
+	bool route_resolved;
 	bool preparing;
 	bool post_refused;
 	bool push_fence;

@@ -59,6 +59,10 @@
  *                                       limit, recorded: a SEND without a
  *                                       RECV waits (RoCE) or fails the
  *                                       connection (iWARP)
+ *   dropped_syns_hold_up_no_other_connect
+ *                                       a CONNECT in siw's blocking TCP
+ *                                       connect delays no other CONNECT,
+ *                                       and dies of SIGKILL
  * netns (last: on a module with the defect it corrupts the kernel):
  *   port_query_in_a_netns               PORT_QUERY from another network
  *   port_query_in_a_user_netns          namespace names no netdev
@@ -371,6 +375,22 @@ static int write_file(const char *path, const char *s)
 	n = write(fd, s, strlen(s));
 	close(fd);
 	return n == (ssize_t)strlen(s) ? 0 : n < 0 ? -errno : -EIO;
+}
+
+/* Up to @n - 1 bytes of @path, NUL-terminated: their count, or -errno */
+static ssize_t read_text(const char *path, char *buf, size_t n)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t got;
+
+	if (fd < 0)
+		return -errno;
+	got = read(fd, buf, n - 1);
+	close(fd);
+	if (got < 0)
+		return -errno;
+	buf[got] = '\0';
+	return got;
 }
 
 /* A line of the kernel log: a mark, and what came after it */
@@ -2916,10 +2936,18 @@ TEST_F_TIMEOUT(dev, listener_closed_under_connect_flood, 120)
 #define TW_PORTS	5
 #define TW_LISTENS	12
 
-/* Whether /proc/net/tcp has a TIME_WAIT socket at local port @port */
-static bool time_wait_seen(unsigned int port)
+/* Socket states as /proc/net/tcp numbers them (the kernel's TCP_*) */
+#define ST_SYN_SENT	2
+#define ST_TIME_WAIT	6
+
+/*
+ * Whether /proc/net/tcp has a socket in @state whose local (@remote
+ * false) or remote port is @port
+ */
+static bool tcp_socket_seen(unsigned int port, bool remote,
+			    unsigned int state)
 {
-	unsigned int lport, st;
+	unsigned int lport, rport, st;
 	char line[256];
 	bool seen = false;
 	FILE *f;
@@ -2929,8 +2957,9 @@ static bool time_wait_seen(unsigned int port)
 		return false;
 	/* "sl: local_address rem_address st ...", in hex */
 	while (!seen && fgets(line, sizeof(line), f))
-		seen = sscanf(line, " %*u: %*x:%x %*x:%*x %x", &lport,
-			      &st) == 2 && lport == port && st == 6;
+		seen = sscanf(line, " %*u: %*x:%x %*x:%x %x", &lport, &rport,
+			      &st) == 3 && (remote ? rport : lport) == port &&
+		       st == state;
 	fclose(f);
 	return seen;
 }
@@ -2959,7 +2988,8 @@ static int time_wait_at(const char *ip, unsigned int port)
 	me.sin_port = htons(port);
 	if (bind(cli, (struct sockaddr *)&me, sizeof(me))) {
 		/* One of a run less than a minute ago is as good */
-		if (errno == EADDRINUSE && time_wait_seen(port))
+		if (errno == EADDRINUSE &&
+		    tcp_socket_seen(port, false, ST_TIME_WAIT))
 			ret = 0;
 		goto out;
 	}
@@ -2974,7 +3004,7 @@ static int time_wait_at(const char *ip, unsigned int port)
 	close(acc);
 	acc = -1;
 	for (end = now_ms() + 5000; now_ms() < end; usleep(10000)) {
-		if (time_wait_seen(port)) {
+		if (tcp_socket_seen(port, false, ST_TIME_WAIT)) {
 			ret = 0;
 			break;
 		}
@@ -3067,6 +3097,130 @@ TEST_F_TIMEOUT(dev, listen_any_port_beside_time_wait, 240)
 		       WEXITSTATUS(status) == 3 ?
 		       "a port outside ip_local_port_range" :
 		       "a LISTEN on port 0 failed (see above)");
+}
+
+#define SYN_RETRIES "/proc/sys/net/ipv4/tcp_syn_retries"
+
+/*
+ * A TCP listener at @ip whose accept queue is full: its port, which
+ * drops every further SYN, in *@port; its socket and the one queued
+ * connection's in @fds. 0 or -errno.
+ */
+static int syn_dropper(const char *ip, unsigned int *port, int fds[2])
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+
+	fds[0] = fds[1] = -1;
+	if (inet_pton(AF_INET, ip, &sin.sin_addr) != 1)
+		return -EINVAL;
+	fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fds[0] < 0 || bind(fds[0], (struct sockaddr *)&sin, sizeof(sin)) ||
+	    listen(fds[0], 0) ||
+	    getsockname(fds[0], (struct sockaddr *)&sin, &len))
+		return -errno;
+	*port = ntohs(sin.sin_port);
+	/* Backlog 0: one connection fills the queue (never accepted) */
+	fds[1] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fds[1] < 0 || connect(fds[1], (struct sockaddr *)&sin, sizeof(sin)))
+		return -errno;
+	return 0;
+}
+
+/*
+ * A CONNECT whose SYNs are dropped holds up nobody else's (iWARP). siw's
+ * connect is a blocking TCP connect() until the last SYN retry. Process
+ * A CONNECTs to a TCP listener whose accept queue is full; while A's
+ * socket is in SYN_SENT, this process CONNECTs to the fixture's listener
+ * on the same device: connected within 5 s, bytes checked; then A dies of
+ * SIGKILL within 3 s. (The old module connected from the CM handler, on
+ * rdma_cm's one ordered work queue: every connect of the machine waited
+ * for A's SYN retries, about 15 s with tcp_syn_retries 3, and A could not
+ * be killed meanwhile.) RoCE connects without TCP: siw only.
+ */
+TEST_F_TIMEOUT(dev, dropped_syns_hold_up_no_other_connect, 120)
+{
+	char saved[16] = "";
+	struct krdma_token tok;
+	struct kt_mem src = {};
+	struct krdma_addr dst;
+	uint32_t sconn, cconn;
+	struct krdma_completion wc;
+	unsigned int port[1];	/* in memory: the harness longjmp()s */
+	int fds[2], go[2], status, ret;
+	struct krdma_op op;
+	long t0, end;
+	ssize_t n;
+	pid_t pid;
+	char c;
+
+	if (strcmp(variant->name, "siw"))
+		SKIP(return, "RoCE connects without TCP");
+	n = read_text(SYN_RETRIES, saved, sizeof(saved));
+	ASSERT_LT(0, n);
+	ASSERT_EQ(0, write_file(SYN_RETRIES, "3"));
+	ret = syn_dropper(variant->ip, port, fds);
+	if (ret)
+		write_file(SYN_RETRIES, saved);
+	ASSERT_EQ(0, ret) TH_LOG("a TCP listener with a full queue: %s",
+				 strerror(-ret));
+	ASSERT_EQ(0, pipe(go));
+
+	pid = fork();
+	if (!pid) {
+		int fd = krdma_open();
+		uint32_t h;
+
+		close(go[1]);
+		if (fd < 0 || krdma_parse_addr(variant->ip, *port, &dst))
+			_exit(2);
+		/* Exits 1 whatever the CONNECT says: it is killed first */
+		krdma_connect_to(fd, &dst, 60000, &h);
+		_exit(read(go[0], &c, 1) == 1 ? 0 : 1);
+	}
+	close(go[0]);
+	ASSERT_LT(0, pid);
+	/* No event says A is in siw's connect: its SYN_SENT socket does */
+	for (end = now_ms() + 10000;
+	     !tcp_socket_seen(*port, true, ST_SYN_SENT) && now_ms() < end;)
+		nap_ms(10);
+	EXPECT_TRUE(tcp_socket_seen(*port, true, ST_SYN_SENT))
+		TH_LOG("A's connect to port %u is not in SYN_SENT", *port);
+
+	t0 = now_ms();
+	ret = krdma_connect_to(self->cfd, &self->addr, 5000, &cconn);
+	EXPECT_EQ(0, ret) TH_LOG("CONNECT beside A's: %s after %ld ms",
+				 strerror(-ret), now_ms() - t0);
+	TH_LOG("CONNECT beside A's: %ld ms", now_ms() - t0);
+	if (!ret) {
+		ASSERT_EQ(0, krdma_accept_conn(self->sfd, self->listener, 0,
+					       10000, &sconn));
+		ASSERT_EQ(0, krdma_grant_window(self->sfd, sconn, self->win.h,
+						0, PG, KRDMA_ACCESS_REMOTE_WRITE,
+						NULL, &tok));
+		ASSERT_EQ(0, kt_mem_get(self->cfd, &src, PG, 0));
+		kt_pattern(src.p, PG, 11);
+		kt_op(&op, KRDMA_OP_WRITE, cconn, src.h, 0, PG, &tok, 0, 0x5e);
+		EXPECT_EQ(0, kt_run_op(self->cfd, &op, &wc));
+		EXPECT_EQ(KRDMA_WC_SUCCESS, wc.status);
+		kt_wait_bytes(self->win.p, src.p, PG, KT_PLACE_MS);
+		EXPECT_EQ(-1, kt_check_pattern(self->win.p, PG, 11));
+		kt_mem_put(self->cfd, &src);
+		EXPECT_EQ(0, krdma_destroy_handle(self->cfd, cconn));
+		EXPECT_EQ(0, krdma_destroy_handle(self->sfd, sconn));
+	}
+
+	t0 = now_ms();
+	kill(pid, SIGKILL);
+	status = reap_within(pid, 3000);
+	EXPECT_EQ(128 + SIGKILL, status)
+		TH_LOG("A %s %ld ms after SIGKILL", status == -ETIMEDOUT ?
+		       "is still there" : "exited otherwise", now_ms() - t0);
+	TH_LOG("A gone %ld ms after SIGKILL", now_ms() - t0);
+	close(go[1]);
+	close(fds[1]);
+	close(fds[0]);
+	EXPECT_EQ(0, write_file(SYN_RETRIES, saved));
 }
 
 /*

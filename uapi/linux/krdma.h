@@ -553,7 +553,9 @@ struct krdma_accept {
  *         EPROTO if the peer accepts without a krdma handshake
  * @dst: Input: address and port of the listener
  * @src: Input: local address to connect from; family 0: any
- * @timeout_ms: Input: limit for the whole connect (0: 10 seconds)
+ * @timeout_ms: Input: limit for the whole connect (0: 10 seconds); on
+ *              iWARP not while the driver's TCP connect runs (siw: until
+ *              the peer answers or the last SYN retry; a signal ends it)
  * @sq_depth: Input: send queue depth (0: default)
  * @rq_depth: Input: receive queue depth (0: default)
  * @handle: Output: the connection
