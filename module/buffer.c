@@ -430,10 +430,15 @@ void krdma_buf_dereg(struct krdma_buf *buf)
 	while ((grant = list_first_entry_or_null(&buf->grants,
 						 struct krdma_window,
 						 buf_entry))) {
+		/*
+		 * Taken off here, under the lock: a local window's reference,
+		 * which the list holds, is ours to drop (not the teardown's of
+		 * its connection, see krdma_window_unlist())
+		 */
+		list_del_init(&grant->buf_entry);
 		kref_get(&grant->ref);
 		mutex_unlock(&buf->lock);
 		krdma_grant_revoke(grant);
-		/* A local window belongs to the buffer: drop its reference */
 		if (grant->local)
 			krdma_grant_put(grant);
 		krdma_grant_put(grant);

@@ -273,35 +273,45 @@ int krdma_device_fill_port(struct krdma_device *kdev, u32 port,
  * @kdev: the device, referenced by the caller
  * @port: a valid port number
  * @index: index in the GID table
- * @net: namespace of the caller: the entry's netdev is named only if it
- *       lives there
+ * @net: namespace of the caller: an entry whose netdev lives in another
+ *       one is not reported
  * @out: the entry
  *
  * Return: 0 for a valid entry, a negative errno for an empty or invalid
- * one.
+ * one, or one of another namespace (-ENOENT).
  */
 int krdma_device_read_gid(struct krdma_device *kdev, u32 port, u32 index,
 			  struct net *net, struct krdma_gid_entry *out)
 {
 	const struct ib_gid_attr *attr;
 	struct net_device *ndev;
+	bool hidden = false;
 
 	attr = rdma_get_gid_attr(kdev->ibdev, port, index);
 	if (IS_ERR(attr))
 		return PTR_ERR(attr);
 
 	memset(out, 0, sizeof(*out));
-	memcpy(out->gid, attr->gid.raw, sizeof(out->gid));
-	out->index = index;
-	out->type = attr->gid_type;
 	rcu_read_lock();
 	ndev = rdma_read_gid_attr_ndev_rcu(attr);
-	/* An ifindex means something only in the netdev's own namespace */
-	if (!IS_ERR_OR_NULL(ndev) && net_eq(dev_net(ndev), net))
-		out->netdev_ifindex = ndev->ifindex;
+	/*
+	 * The entry of a netdev of another namespace is not reported: its
+	 * GID is that netdev's address (RoCE v2), and rdma_cm in @net
+	 * could not use it anyway
+	 */
+	if (!IS_ERR_OR_NULL(ndev)) {
+		hidden = !net_eq(dev_net(ndev), net);
+		if (!hidden)
+			out->netdev_ifindex = ndev->ifindex;
+	}
 	rcu_read_unlock();
+	if (!hidden) {
+		memcpy(out->gid, attr->gid.raw, sizeof(out->gid));
+		out->index = index;
+		out->type = attr->gid_type;
+	}
 	rdma_put_gid_attr(attr);
-	return 0;
+	return hidden ? -ENOENT : 0;
 }
 
 /* The largest window krdma tries to map in one registration: 1 GiB */

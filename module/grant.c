@@ -328,9 +328,38 @@ static void krdma_conn_release_windows(struct krdma_conn *conn,
 		list_del_init(&win->conn_entry);
 		mutex_unlock(&conn->lock);
 		krdma_window_unmap(conn, win);
+		/*
+		 * A local window belongs to its buffer's list, and holds this
+		 * connection: off the list with it, or each connection that
+		 * used the buffer would stay until the buffer goes
+		 */
+		if (win->local && krdma_window_unlist(win))
+			krdma_grant_put(win);
 		if (put)
 			krdma_grant_put(win);
 	}
+}
+
+/**
+ * krdma_window_unlist - take a window off its buffer's list
+ * @win: the window
+ *
+ * For a local window that list holds a reference, which whoever takes
+ * the window off drops: the buffer's deregistration or the teardown of
+ * the window's connection, whichever comes first.
+ *
+ * Context: process context; takes the buffer's lock.
+ * Return: whether @win was on the list.
+ */
+bool krdma_window_unlist(struct krdma_window *win)
+{
+	bool listed;
+
+	mutex_lock(&win->buf->lock);
+	listed = !list_empty(&win->buf_entry);
+	list_del_init(&win->buf_entry);
+	mutex_unlock(&win->buf->lock);
+	return listed;
 }
 
 /**
@@ -508,9 +537,7 @@ void krdma_grant_revoke(struct krdma_window *grant)
 		krdma_window_unmap(conn, grant);
 	up_read(&conn->reg_sem);
 
-	mutex_lock(&grant->buf->lock);
-	list_del_init(&grant->buf_entry);
-	mutex_unlock(&grant->buf->lock);
+	krdma_window_unlist(grant);
 }
 
 /**
@@ -519,7 +546,8 @@ void krdma_grant_revoke(struct krdma_window *grant)
  *
  * Called on teardown, after the QP is drained and before the protection
  * domain goes. The grants stay on their buffers' lists until revoked or
- * put by their owners.
+ * put by their owners; local windows, which belong to the lists, leave
+ * them here.
  */
 void krdma_conn_revoke_grants(struct krdma_conn *conn)
 {

@@ -648,6 +648,7 @@ struct krdma_rkeys {
 
 /* grant.c */
 void krdma_grant_revoke(struct krdma_window *grant);
+bool krdma_window_unlist(struct krdma_window *win);
 void krdma_grant_put(struct krdma_window *grant);
 void krdma_conn_revoke_grants(struct krdma_conn *conn);
 void krdma_conn_bury_windows(struct krdma_conn *conn);

@@ -30,6 +30,11 @@
  *                                       lock, which its CM handler needs
  *   poll_efault_takes_nothing           a POLL that fails with EFAULT
  *                                       leaves the completion queued
+ *   listen_copy_out_failure             ... binds nothing
+ *   connect_copy_out_failure            ... leaves no connection
+ *   accept_copy_out_failure             ... does not consume the connection
+ *   grant_copy_out_failure              ... leaves no grant
+ *   submit_copy_out_failure             ... submits nothing
  *   queries_stuck_on_user_memory_hold_up_no_removal
  *                                       DEV_LIST and PORT_QUERY stuck on
  *                                       userfaultfd memory hold no device
@@ -38,11 +43,9 @@
  *                                       a POLL stuck there keeps another
  *                                       POLL of the file waiting, and a
  *                                       signal ends that wait
- *   listen_copy_out_failure             ... binds nothing
- *   connect_copy_out_failure            ... leaves no connection
- *   accept_copy_out_failure             ... does not consume the connection
- *   grant_copy_out_failure              ... leaves no grant
- *   submit_copy_out_failure             ... submits nothing
+ *   torn_down_connections_stay_off_their_buffers
+ *                                       local windows do not keep their
+ *                                       connections past the teardown
  *   refused_post_fails_the_connection_cleanly
  *                                       a GRANT or WRITE whose post the
  *                                       driver refuses (debugfs
@@ -1729,6 +1732,86 @@ TEST_F_TIMEOUT(dev, poll_stuck_on_user_memory_leaves_others_interruptible, 90)
 	kt_mem_put(self->cfd, &src);
 }
 
+/* The connections krdma's debugfs lists (-1: it cannot be read) */
+static int connections_listed(void)
+{
+	FILE *f = fopen("/sys/kernel/debug/krdma/connections", "r");
+	char line[256];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += !strncmp(line, "id=", 3);
+	fclose(f);
+	return n;
+}
+
+#define LWIN_LEN	(1024 * KiB)	/* more pages than a WR's SGEs */
+#define LWIN_ROUNDS	20
+
+/*
+ * A connection's teardown takes its local windows off their buffers: two
+ * buffers that outlive many connections, each of which SENT from one into
+ * a RECV of the other through local windows (more pages than the SGEs of
+ * a work request), keep none of those connections. (The old module left
+ * each window on its buffer, holding its torn-down connection: memory
+ * that no limit counted, past max_conns_per_user, until the buffer was
+ * destroyed.) 20 rounds of CONNECT, ACCEPT, a 1 MiB SEND (bytes checked)
+ * and DESTROY of both ends; then debugfs lists as many connections as
+ * before, and the buffers are still good for one more round.
+ */
+TEST_F_TIMEOUT(dev, torn_down_connections_stay_off_their_buffers, 120)
+{
+	struct krdma_completion swc, rwc;
+	struct kt_mem src = {}, dst = {};
+	struct krdma_op op;
+	uint32_t sconn, cconn;
+	int base, now, i;
+	long end;
+
+	ASSERT_EQ(0, kt_mem_get(self->cfd, &src, LWIN_LEN, 0));
+	ASSERT_EQ(0, kt_mem_get(self->sfd, &dst, LWIN_LEN,
+				KRDMA_ACCESS_LOCAL_WRITE));
+	base = connections_listed();
+	ASSERT_LE(0, base) TH_LOG("no debugfs: krdma/connections");
+	for (i = 0; i <= LWIN_ROUNDS && _metadata->passed; i++) {
+		kt_pattern(src.p, LWIN_LEN, i + 1);
+		ASSERT_EQ(0, kt_connect_pair(self->sfd, self->listener,
+					     &self->addr, self->cfd, &sconn,
+					     &cconn));
+		kt_op(&op, KRDMA_OP_RECV, sconn, dst.h, 0, LWIN_LEN, NULL, 0,
+		      0x700 + i);
+		ASSERT_EQ(0, krdma_submit_ops(self->sfd, &op, 1, 0, NULL));
+		kt_op(&op, KRDMA_OP_SEND, cconn, src.h, 0, LWIN_LEN, NULL, 0,
+		      0x800 + i);
+		ASSERT_EQ(0, krdma_submit_ops(self->cfd, &op, 1, 0, NULL));
+		ASSERT_EQ(1, kt_wait_wc(self->cfd, &swc, 1));
+		ASSERT_EQ(1, kt_wait_wc(self->sfd, &rwc, 1));
+		EXPECT_EQ(KRDMA_WC_SUCCESS, swc.status);
+		EXPECT_EQ(KRDMA_WC_SUCCESS, rwc.status);
+		EXPECT_EQ(0x700 + i, rwc.cookie);
+		EXPECT_EQ(LWIN_LEN, rwc.byte_len);
+		EXPECT_EQ(-1, kt_check_pattern(dst.p, LWIN_LEN, i + 1))
+			TH_LOG("round %d: the RECV's bytes", i);
+		EXPECT_EQ(0, krdma_destroy_handle(self->cfd, cconn));
+		EXPECT_EQ(0, krdma_destroy_handle(self->sfd, sconn));
+		/* The last round only shows the buffers still work */
+		if (i == LWIN_ROUNDS - 1) {
+			/* A connection's last put may follow its DESTROY */
+			for (end = now_ms() + 10000;
+			     (now = connections_listed()) > base &&
+			     now_ms() < end;)
+				nap_ms(20);
+			EXPECT_EQ(base, now)
+				TH_LOG("%d connections left after %d rounds",
+				       now - base, LWIN_ROUNDS);
+		}
+	}
+	kt_mem_put(self->cfd, &src);
+	kt_mem_put(self->sfd, &dst);
+}
+
 /*
  * Item 8, LISTEN: with a fixed port and a read-only struct, EFAULT, and
  * nothing listens: the same address and port can be listened on at once,
@@ -3319,7 +3402,9 @@ static void enter_chroot(int rootfd)
  * In a child, in a network namespace that has none of the RDMA devices'
  * netdevs: every device is listed (rdma netns mode "shared") and
  * PORT_QUERY of port 1 names no netdev: an empty name (all 16 bytes 0)
- * and ifindex 0, and no GID entry an ifindex, 50 times over. Then 30 writes of ping_group_range in the
+ * and ifindex 0, no GID entry an ifindex, and rxe0 (RoCE, whose GIDs are
+ * its netdev's addresses) no GID entry at all, 50 times over. Then 30
+ * writes of ping_group_range in the
  * namespace (what turned the old reference count corruption into a
  * panic), unless KRDMA_HOSTILE_NO_SYSCTL is set.
  */
@@ -3329,8 +3414,8 @@ static void netns_queries(void)
 	struct krdma_port_query pq;
 	struct krdma_dev_query dq;
 	bool rxe = false, siw = false;
-	uint32_t *idx = NULL, n = 0, i, k;
-	int fd, rep, ret, bad = 0, badgid = 0;
+	uint32_t *idx = NULL, n = 0, i, k, rxe_idx = UINT32_MAX;
+	int fd, rep, ret, bad = 0, badgid = 0, rxegids = 0;
 
 	fd = krdma_open();
 	CK_FATAL(fd >= 0, "open: %s", strerror(-fd));
@@ -3339,7 +3424,10 @@ static void netns_queries(void)
 	for (i = 0; i < n; i++) {
 		ret = krdma_dev_query(fd, idx[i], &dq);
 		CK(!ret, "DEV_QUERY %u: %s", idx[i], strerror(-ret));
-		rxe |= !strcmp((char *)dq.name, "rxe0");
+		if (!strcmp((char *)dq.name, "rxe0")) {
+			rxe = true;
+			rxe_idx = idx[i];
+		}
 		siw |= !strcmp((char *)dq.name, "siw0");
 	}
 	CK(rxe && siw, "rxe0 and siw0 are not both visible (%u devices)", n);
@@ -3367,6 +3455,13 @@ static void netns_queries(void)
 					   escaped(pq.netdev_name,
 						   sizeof(pq.netdev_name),
 						   name));
+				child_failed = 1;
+			}
+			/* RoCE: each GID is an address of rxe0's netdev */
+			if (!ret && idx[i] == rxe_idx && pq.num_gids &&
+			    rxegids++ < 4) {
+				CK(0, "PORT_QUERY of rxe0 port 1: %u GID entries of a netdev of another namespace",
+				   pq.num_gids);
 				child_failed = 1;
 			}
 			for (k = 0; !ret && k < pq.num_gids &&

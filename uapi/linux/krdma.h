@@ -291,11 +291,14 @@ struct krdma_gid_entry {
  * @link_layer: Output: KRDMA_LINK_LAYER_*
  * @gid_tbl_len: Output: size of the port's GID table
  * @netdev_ifindex: Output: ifindex of the port's network device, 0 if none
+ *                  or in another network namespace than the file's
  * @num_gids: Input: entries @gids can hold. Output: number of valid GID
  *            entries of the port; when larger than the input, only the
- *            first (input) entries were written.
+ *            first (input) entries were written. An entry of a network
+ *            device in another namespace than the file's is not counted
+ *            nor written (on RoCE its GID is that device's address).
  * @netdev_name: Output: name of the port's network device, NUL-terminated,
- *               empty if none
+ *               empty if none or in another network namespace
  * @gids: Pointer to an array of struct krdma_gid_entry, or 0 when
  *        @num_gids is 0
  * @active_speed: Output: link speed, as ib_port_attr.active_speed
