@@ -690,6 +690,7 @@ enum krdma_user_res {
 	KRDMA_USER_CONNS,
 	KRDMA_USER_BUFS,
 	KRDMA_USER_BACKLOG,	/* connections listeners may queue */
+	KRDMA_USER_GRANTS,
 	KRDMA_USER_NR_RES,
 };
 

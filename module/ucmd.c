@@ -258,6 +258,7 @@ static void krdma_uobj_close(struct krdma_file *kfile, struct krdma_uobj *uobj)
 	case KRDMA_UOBJ_GRANT:
 		krdma_grant_revoke(uobj->obj);
 		krdma_grant_put(uobj->obj);
+		krdma_user_uncharge(kfile->user, KRDMA_USER_GRANTS);
 		break;
 	}
 	kfree(uobj);
@@ -718,22 +719,27 @@ int krdma_cmd_grant(struct krdma_ucmd *ucmd)
 		ret = -ENOENT;
 		goto out_put_conn;
 	}
+	/* Each grant holds MRs of the device: counted before it is made */
+	ret = krdma_user_charge(ucmd->kfile->user, KRDMA_USER_GRANTS);
+	if (ret)
+		goto out_put_buf;
 
 	win = krdma_grant_create(conn, buf, cmd->offset, cmd->length,
 				 cmd->access);
 	if (IS_ERR(win)) {
 		ret = PTR_ERR(win);
-		goto out_put_buf;
+		goto err_uncharge;
 	}
 	/* The token was fixed when the grant was made: no look at win->mr */
 	cmd->token = win->token;
 	ret = krdma_uobj_respond(ucmd, sizeof(*cmd), KRDMA_UOBJ_GRANT, win,
 				 &cmd->handle);
-	if (ret) {
-		krdma_grant_revoke(win);
-		krdma_grant_put(win);
-	}
-
+	if (!ret)
+		goto out_put_buf;
+	krdma_grant_revoke(win);
+	krdma_grant_put(win);
+err_uncharge:
+	krdma_user_uncharge(ucmd->kfile->user, KRDMA_USER_GRANTS);
 out_put_buf:
 	krdma_buf_put(buf);
 out_put_conn:

@@ -3,8 +3,9 @@
  * krdma: per-user limits. Every open file of /dev/krdma is charged to a
  * user: the effective uid of the process that opened it (the file's
  * f_cred, as inotify charges its instances), not whoever uses the file
- * later. The connections and buffers a user holds through its handles are
- * counted against max_conns_per_user and max_bufs_per_user; the bytes of
+ * later. The connections, buffers and grants a user holds through its
+ * handles are counted against max_conns_per_user, max_bufs_per_user and
+ * max_grants_per_user (each grant holds MRs of the device); the bytes of
  * the buffers are bounded by RLIMIT_MEMLOCK already. CAP_SYS_RESOURCE
  * passes the limits, as it passes rlimits. Kernel consumers are not
  * counted.
@@ -26,6 +27,7 @@
 static unsigned int max_conns_per_user = 1024;
 static unsigned int max_bufs_per_user = 65536;
 static unsigned int max_backlog_per_user = 4096;
+static unsigned int max_grants_per_user = 65536;
 
 static int krdma_param_set_user_limit(const char *val,
 				      const struct kernel_param *kp)
@@ -56,11 +58,18 @@ __MODULE_PARM_TYPE(max_backlog_per_user, "uint");
 MODULE_PARM_DESC(max_backlog_per_user,
 		 "Connections the listeners of one user may hold before they are accepted (the sum of their backlogs), 1..1048576 (default 4096); CAP_SYS_RESOURCE passes it");
 
+module_param_cb(max_grants_per_user, &krdma_user_limit_ops,
+		&max_grants_per_user, 0644);
+__MODULE_PARM_TYPE(max_grants_per_user, "uint");
+MODULE_PARM_DESC(max_grants_per_user,
+		 "Grants one user may hold through /dev/krdma, 1..1048576 (default 65536); CAP_SYS_RESOURCE passes it");
+
 /**
  * struct krdma_user - what one user holds through /dev/krdma
  * @ref: every open file of the user
  * @uid: the user, in the initial user namespace
- * @held: connections and buffers held (enum krdma_user_res)
+ * @held: connections, buffers, backlog slots and grants held (enum
+ *        krdma_user_res)
  */
 struct krdma_user {
 	struct kref ref;
@@ -87,6 +96,8 @@ static const struct {
 	[KRDMA_USER_BACKLOG] = { "max_backlog_per_user",
 				 "listener backlog slots",
 				 &max_backlog_per_user },
+	[KRDMA_USER_GRANTS] = { "max_grants_per_user", "grants",
+				&max_grants_per_user },
 };
 
 /**
@@ -131,7 +142,8 @@ static void krdma_user_release(struct kref *ref)
 	xa_erase(&krdma_users, user->uid);
 	WARN_ON(atomic_read(&user->held[KRDMA_USER_CONNS]) ||
 		atomic_read(&user->held[KRDMA_USER_BUFS]) ||
-		atomic_read(&user->held[KRDMA_USER_BACKLOG]));
+		atomic_read(&user->held[KRDMA_USER_BACKLOG]) ||
+		atomic_read(&user->held[KRDMA_USER_GRANTS]));
 	kfree(user);
 }
 
@@ -210,12 +222,14 @@ void krdma_users_show(struct seq_file *m)
 
 	mutex_lock(&krdma_users_mutex);
 	xa_for_each(&krdma_users, id, user)
-		seq_printf(m, "uid=%u files=%u conns=%d bufs=%d max_conns=%u max_bufs=%u\n",
+		seq_printf(m, "uid=%u files=%u conns=%d bufs=%d max_conns=%u max_bufs=%u grants=%d max_grants=%u\n",
 			   user->uid, kref_read(&user->ref),
 			   atomic_read(&user->held[KRDMA_USER_CONNS]),
 			   atomic_read(&user->held[KRDMA_USER_BUFS]),
 			   READ_ONCE(max_conns_per_user),
-			   READ_ONCE(max_bufs_per_user));
+			   READ_ONCE(max_bufs_per_user),
+			   atomic_read(&user->held[KRDMA_USER_GRANTS]),
+			   READ_ONCE(max_grants_per_user));
 	mutex_unlock(&krdma_users_mutex);
 }
 
@@ -233,7 +247,8 @@ void krdma_users_show_stats(struct seq_file *m)
 	xa_for_each(&krdma_users, id, user)
 		n++;
 	mutex_unlock(&krdma_users_mutex);
-	seq_printf(m, " users=%u conn_limit_refused=%lld buf_limit_refused=%lld",
+	seq_printf(m, " users=%u conn_limit_refused=%lld buf_limit_refused=%lld grant_limit_refused=%lld",
 		   n, atomic64_read(&krdma_user_refused[KRDMA_USER_CONNS]),
-		   atomic64_read(&krdma_user_refused[KRDMA_USER_BUFS]));
+		   atomic64_read(&krdma_user_refused[KRDMA_USER_BUFS]),
+		   atomic64_read(&krdma_user_refused[KRDMA_USER_GRANTS]));
 }

@@ -26,6 +26,12 @@
  *	Registers N buffers of one page. Prints each result, then "ready";
  *	exits at the end of stdin.
  *
+ *   krdma_status_peer grants ADDR N
+ *	One connection over ADDR and a buffer of one page, granted N
+ *	times to it; then destroys the first grant and grants again.
+ *	Prints each result ("grant 3 ok", "grant 4 EMFILE"), then "ready";
+ *	exits at the end of stdin.
+ *
  * Exit status: 0, or 1 when something other than what is printed as a
  * result failed (a transfer, a byte that is wrong), 2 bad usage.
  *
@@ -433,6 +439,40 @@ static int bufs(unsigned int n)
 	return 0;
 }
 
+static int grants(const char *ip, unsigned int n)
+{
+	struct krdma_addr any, addr;
+	uint32_t listener, sconn, cconn, g, first = 0;
+	struct krdma_token tok;
+	struct mem m;
+	unsigned int i;
+	int fd, ret;
+
+	fd = krdma_open();
+	check(fd, "open");
+	check(krdma_parse_addr(ip, 0, &any), "address");
+	check(krdma_listen_on(fd, &any, 4, &listener, &addr), "listen");
+	check(krdma_connect_to(fd, &addr, 10000, &cconn), "connect");
+	check(krdma_accept_conn(fd, listener, 0, 10000, &sconn), "accept");
+	check(mem_get(fd, &m, 4096, KRDMA_ACCESS_REMOTE_READ), "buffer");
+	for (i = 1; i <= n; i++) {
+		ret = krdma_grant_window(fd, sconn, m.h, 0, 4096,
+					 KRDMA_ACCESS_REMOTE_READ, &g, &tok);
+		printf("grant %u %s\n", i, result(ret));
+		if (!ret && !first)
+			first = g;
+	}
+	if (first)
+		check(krdma_destroy_handle(fd, first), "destroy");
+	ret = krdma_grant_window(fd, sconn, m.h, 0, 4096,
+				 KRDMA_ACCESS_REMOTE_READ, &g, &tok);
+	printf("grant_after_destroy %s\n", result(ret));
+	printf("ready\n");
+	while (next_command((char[8]){}, 8))
+		;
+	return 0;
+}
+
 int main(int argc, char *argv[])
 {
 	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
@@ -448,7 +488,9 @@ int main(int argc, char *argv[])
 		return conns(argv[2], strtoul(argv[3], NULL, 0));
 	if (argc == 3 && !strcmp(argv[1], "bufs"))
 		return bufs(strtoul(argv[2], NULL, 0));
-	fprintf(stderr, "usage: %s traffic ADDR SIZE COUNT | conns ADDR N | bufs N\n",
+	if (argc == 4 && !strcmp(argv[1], "grants"))
+		return grants(argv[2], strtoul(argv[3], NULL, 0));
+	fprintf(stderr, "usage: %s traffic ADDR SIZE COUNT | conns ADDR N | bufs N | grants ADDR N\n",
 		argv[0]);
 	return 2;
 }

@@ -18,9 +18,9 @@
 #   connection going to ERROR, debugfs its failure counters; once the
 #   peer exits, the trace saw every connection end, and nothing of it is
 #   left in the registry or in the users file;
-# - per-user limits: as uid 65534, the connection and the buffer past
-#   max_conns_per_user / max_bufs_per_user fail with EMFILE (accept
-#   too), the kernel log names the parameter, users shows the count,
+# - per-user limits: as uid 65534, the connection, the buffer and the
+#   grant past max_conns_per_user / max_bufs_per_user /
+#   max_grants_per_user fail with EMFILE (accept too), the kernel log names the parameter, users shows the count,
 #   which is gone after exit; root passes the limit (CAP_SYS_RESOURCE),
 #   root without CAP_SYS_RESOURCE does not.
 # Everything changed (parameters, /dev/krdma's mode, the trace instance)
@@ -249,7 +249,7 @@ if [[ ! -x $K || ! -x $PEER ]]; then
 fi
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 mountpoint -q $TRACEFS || mount -t tracefs nodev $TRACEFS
-for p in ack_timeout max_conns_per_user max_bufs_per_user; do
+for p in ack_timeout max_conns_per_user max_bufs_per_user max_grants_per_user; do
 	save_param "$p"
 done
 
@@ -406,13 +406,14 @@ for dev in rxe siw; do
 done
 echo 0 >"$INST/events/krdma/enable" 2>/dev/null
 
-# 33-41: the per-user limits; the kernel log is read from a mark on
+# 33-43: the per-user limits; the kernel log is read from a mark on
 dev_mode=$(stat -c %a /dev/krdma)
 chmod 0666 /dev/krdma
 ulimit -l unlimited
 echo 3 >"$PARAMS/max_conns_per_user"
 echo 3 >"$PARAMS/max_bufs_per_user"
-py 'print(dbg("stats")[0]["conn_limit_refused"], dbg("stats")[0]["buf_limit_refused"]) or True'
+echo 3 >"$PARAMS/max_grants_per_user"
+py 'print(dbg("stats")[0]["conn_limit_refused"], dbg("stats")[0]["buf_limit_refused"], dbg("stats")[0]["grant_limit_refused"]) or True'
 read -r -a refused_before <"$TMP/py.out"
 mark="krdma_status_test: limits $$ $SECONDS"
 echo "$mark" >/dev/kmsg
@@ -429,7 +430,8 @@ check "uid $NOBODY: 3 connections, the 4th fails with EMFILE, so does accept unt
 run 30 status -j
 check "uid $NOBODY holds 3 connections of 3: users file and status -j" \
 	py '[u for u in dbg("users") if u["uid"] == "65534"] ==
-	    [{"uid": "65534", "files": "1", "conns": "3", "bufs": "0", "max_conns": "3", "max_bufs": "3"}] and
+	    [{"uid": "65534", "files": "1", "conns": "3", "bufs": "0", "max_conns": "3", "max_bufs": "3",
+	      "grants": "0", "max_grants": "3"}] and
 	    [(u["connections"], u["max_connections"], u["user"]) for u in js()["users"] if u["uid"] == 65534] ==
 	    [(3, 3, "nobody")]'
 check "the kernel log says which parameter to raise" \
@@ -444,6 +446,16 @@ check "uid $NOBODY: 3 buffers, the 4th fails with EMFILE" \
 	      py "[u[\"bufs\"] for u in dbg(\"users\") if u[\"uid\"] == \"65534\"] == [\"3\"]" &&
 	      klog | grep -q "raise it: krdmactl set max_bufs_per_user=N"'
 stop_peer
+
+start_peer "${AS_NOBODY[@]}" "$PEER" grants "$RXE_ADDR" 4
+check "uid $NOBODY: 3 grants, the 4th fails with EMFILE until one is destroyed" \
+	eval 'grep -qx "grant 3 ok" "$TMP/peer.out" && grep -qx "grant 4 EMFILE" "$TMP/peer.out" &&
+	      grep -qx "grant_after_destroy ok" "$TMP/peer.out" &&
+	      py "[u[\"grants\"] for u in dbg(\"users\") if u[\"uid\"] == \"65534\"] == [\"3\"]" &&
+	      klog | grep -q "raise it: krdmactl set max_grants_per_user=N"'
+stop_peer
+check "after the process exits, uid $NOBODY holds no grant" \
+	eval '((peer_rc == 0)) && py "not [u for u in dbg(\"users\") if u[\"uid\"] == \"65534\"]"'
 
 start_peer "$PEER" bufs 4
 check "root (CAP_SYS_RESOURCE) passes the limit: 4 buffers of 3" \
@@ -461,7 +473,8 @@ else
 fi
 check "stats counts the refusals" \
 	py '(lambda s, b: int(s["conn_limit_refused"]) == int(b[0]) + 2 and
-	                  int(s["buf_limit_refused"]) >= int(b[1]) + 2)(dbg("stats")[0], ARGS)' \
+	                  int(s["buf_limit_refused"]) >= int(b[1]) + 2 and
+	                  int(s["grant_limit_refused"]) == int(b[2]) + 1)(dbg("stats")[0], ARGS)' \
 	"${refused_before[@]}"
 for p in "${saved_params[@]}"; do
 	echo "${p#*=}" >"$PARAMS/${p%%=*}"

@@ -54,6 +54,8 @@ static const struct tunable {
 	  "buffers one user may hold through /dev/krdma" },
 	{ "max_conns_per_user", 1, 1048576, true,
 	  "connections one user may hold through /dev/krdma" },
+	{ "max_grants_per_user", 1, 1048576, true,
+	  "grants one user may hold through /dev/krdma" },
 	{ "ucq_entries", 64, 1048576, false,
 	  "completion queue entries of each open /dev/krdma (set at load)" },
 };
@@ -515,12 +517,13 @@ static void text_user(const struct kvline *l)
 {
 	char name[64];
 
-	printf("  uid %s (%s): %s file%s, connections %s of %s, buffers %s of %s\n",
+	printf("  uid %s (%s): %s file%s, connections %s of %s, buffers %s of %s, grants %s of %s\n",
 	       kv_str(l, "uid"),
 	       user_name(kv_u64(l, "uid"), name, sizeof(name)) ?: "?",
 	       kv_str(l, "files"), kv_u64(l, "files") == 1 ? "" : "s",
 	       kv_str(l, "conns"), kv_str(l, "max_conns"),
-	       kv_str(l, "bufs"), kv_str(l, "max_bufs"));
+	       kv_str(l, "bufs"), kv_str(l, "max_bufs"),
+	       kv_str(l, "grants"), kv_str(l, "max_grants"));
 }
 
 static void json_user(struct json *j, const struct kvline *l)
@@ -536,7 +539,7 @@ static void json_user(struct json *j, const struct kvline *l)
 	json_copy(j, l, (const char *const[]){ "files", NULL,
 		  "connections", "conns", "buffers", "bufs",
 		  "max_connections", "max_conns", "max_buffers", "max_bufs",
-		  NULL });
+		  "grants", NULL, "max_grants", NULL, NULL });
 	json_end_object(j);
 }
 
@@ -544,9 +547,10 @@ static void text_totals(const struct kvline *l)
 {
 	printf("  now: %s connections, %s buffers, %s users with an open file\n",
 	       kv_str(l, "conns"), kv_str(l, "bufs"), kv_str(l, "users"));
-	printf("  since load: %s connections and %s buffers made; refused by the limits: %s connections, %s buffers\n",
+	printf("  since load: %s connections and %s buffers made; refused by the limits: %s connections, %s buffers, %s grants\n",
 	       kv_str(l, "conns_created"), kv_str(l, "bufs_created"),
-	       kv_str(l, "conn_limit_refused"), kv_str(l, "buf_limit_refused"));
+	       kv_str(l, "conn_limit_refused"), kv_str(l, "buf_limit_refused"),
+	       kv_str(l, "grant_limit_refused"));
 	text_ops(l);
 }
 
@@ -558,7 +562,8 @@ static void json_totals(struct json *j, const struct kvline *l)
 		  "connections_created", "conns_created",
 		  "buffers_created", "bufs_created",
 		  "connection_limit_refused", "conn_limit_refused",
-		  "buffer_limit_refused", "buf_limit_refused", NULL });
+		  "buffer_limit_refused", "buf_limit_refused",
+		  "grant_limit_refused", NULL, NULL });
 	json_ops(j, l);
 	json_end_object(j);
 }

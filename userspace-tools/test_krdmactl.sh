@@ -1247,6 +1247,7 @@ mkdir -p "$TMP/dbg" "$TMP/mod/parameters"
 echo 18 >"$TMP/mod/parameters/ack_timeout"
 echo 1024 >"$TMP/mod/parameters/max_conns_per_user"
 echo 65536 >"$TMP/mod/parameters/max_bufs_per_user"
+echo 65536 >"$TMP/mod/parameters/max_grants_per_user"
 echo 4096 >"$TMP/mod/parameters/ucq_entries"
 chmod 0444 "$TMP/mod/parameters/ucq_entries"
 ops() { # CLASS_COUNTERS for all five classes, from "P D F B" each
@@ -1269,9 +1270,9 @@ cat >"$TMP/dbg/buffers" <<'EOB'
 id=1 kind=user size=65536 pages=16 access=0x7 grants=1 dead=0 owner=user uid=0 pid=123 comm=prog module=- caller=-
 id=2 kind=kernel size=4096 pages=1 access=0x1 grants=0 dead=1 owner=kernel uid=- pid=55 comm=insmod module=krdma_sample caller=krdma_sample_init
 EOB
-echo 'uid=0 files=2 conns=1 bufs=1 max_conns=1024 max_bufs=65536' >"$TMP/dbg/users"
+echo 'uid=0 files=2 conns=1 bufs=1 max_conns=1024 max_bufs=65536 grants=2 max_grants=65536' >"$TMP/dbg/users"
 {
-	printf 'conns=2 bufs=2 conns_created=5 bufs_created=7 users=1 conn_limit_refused=2 buf_limit_refused=1'
+	printf 'conns=2 bufs=2 conns_created=5 bufs_created=7 users=1 conn_limit_refused=2 buf_limit_refused=1 grant_limit_refused=3'
 	ops 3 3 0 196608 3 3 0 196608 3 2 1 128 5 4 1 256 3 3 0 24
 	echo
 } >"$TMP/dbg/stats"
@@ -1292,7 +1293,7 @@ expect_in out '^  conn 9: ERROR (ECONNRESET: Connection reset by peer)' \
 expect_in out 'none (waiting to be accepted)' "status passive, no owner"
 expect_in out 'kernel, module krdma_sample (krdma_sample_init), pid 55 (insmod)' \
 	"status kernel owner"
-expect_in out '^  uid 0 (root): 2 files, connections 1 of 1024, buffers 1 of 65536' \
+expect_in out '^  uid 0 (root): 2 files, connections 1 of 1024, buffers 1 of 65536, grants 2 of 65536' \
 	"status users"
 
 run "" status -j
@@ -1327,8 +1328,9 @@ json_check '[b["access_names"] for b in d["buffers"]] == [["LOCAL_WRITE",
 	"status -j buffers: access_names, an array"
 json_check 'd["users"] == [{"uid": 0, "user": "root", "files": 2,
 	"connections": 1, "buffers": 1, "max_connections": 1024,
-	"max_buffers": 65536}] and
+	"max_buffers": 65536, "grants": 2, "max_grants": 65536}] and
 	d["totals"]["connection_limit_refused"] == 2 and
+	d["totals"]["grant_limit_refused"] == 3 and
 	d["totals"]["ops"]["recv"]["bytes"] == 256 and
 	[x["ifname"] for x in d["devices"]][0] == "rxe0" and
 	d["debugfs"]["available"]' "status -j users, totals, devices"

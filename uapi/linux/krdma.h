@@ -389,9 +389,10 @@ struct krdma_port_query {
  * - EOPNOTSUPP: also READ or atomics on a connection whose peer takes
  *   no RDMA READ (initiator_depth 0 in CONN_QUERY).
  * - EINTR: a blocking call was interrupted by a signal.
- * - EMFILE: CONNECT, ACCEPT or BUF_REG when the file's user holds as many
- *   connections (or buffers) through /dev/krdma as the module parameter
- *   max_conns_per_user (max_bufs_per_user) allows; LISTEN when the
+ * - EMFILE: CONNECT, ACCEPT, BUF_REG or GRANT when the file's user holds
+ *   as many connections (buffers, grants) through /dev/krdma as the
+ *   module parameter max_conns_per_user (max_bufs_per_user,
+ *   max_grants_per_user) allows; LISTEN when the
  *   backlogs of the user's listeners would pass max_backlog_per_user. The user is the
  *   effective uid of the process that opened the file; every file of
  *   that user counts. CAP_SYS_RESOURCE passes the limits. An ACCEPT
@@ -790,7 +791,8 @@ struct krdma_token {
  * CONN_QUERY's max_grant_pages.
  *
  * Errors: EOVERFLOW when @offset + @length wraps; ENOENT for an unknown
- * handle, or a buffer destroyed meanwhile; EINVAL when the window is
+ * handle, or a buffer destroyed meanwhile; EMFILE when the file's user
+ * holds max_grants_per_user grants; EINVAL when the window is
  * past the end of the buffer or @access is 0 or not REMOTE_* bits; then
  * EACCES when @access asks for more than the buffer allows (so
  * REMOTE_WRITE on a read-only buffer is EACCES, whatever the device:
