@@ -382,8 +382,9 @@ struct krdma_port_query {
  *   krdma; a token's key table read from the peer is not the token's.
  * - EADDRNOTAVAIL: LISTEN or CONNECT from an address no RDMA device of
  *   this namespace has (or a port taken on another address).
- * - ENFILE: LISTEN on an iWARP device whose driver could not create its
- *   listening socket (siw: the system's file limit, or no memory for it).
+ * - ENFILE: LISTEN or CONNECT on an iWARP device when a TCP socket (the
+ *   driver's, or the one that holds a connect's source port) could not
+ *   be created (the system's file limit, or no memory for it).
  * - ECONNRESET: the peer disconnected (CONN_QUERY's error); CONNECT also
  *   when the connection failed right after it was established.
  * - EOPNOTSUPP: also READ or atomics on a connection whose peer takes
