@@ -1020,19 +1020,29 @@ static void krdma_uop_put_bufs(struct krdma_req *req)
  * Early RECVs: the RECVs of CONNECT and ACCEPT (see struct krdma_ugate)
  */
 
-static void krdma_ugate_open(struct krdma_ugate *gate)
+/*
+ * Open @gate: its held completions go to the queue, in order, and later
+ * ones straight after them. The held RECVs move to @held, for the caller
+ * to free with krdma_ugate_free_held() once out of its locks.
+ */
+static void krdma_ugate_open(struct krdma_ugate *gate, struct list_head *held)
 {
-	struct krdma_early_recv *er, *tmp;
-	LIST_HEAD(held);
+	struct krdma_early_recv *er;
 
 	spin_lock_irq(&gate->lock);
 	gate->state = KRDMA_UGATE_OPEN;
 	/* Under the lock: a completion that comes now waits for these */
 	list_for_each_entry(er, &gate->held, entry)
 		krdma_uop_fill_entry(&er->uop, &er->wc);
-	list_splice_init(&gate->held, &held);
+	list_splice_init(&gate->held, held);
 	spin_unlock_irq(&gate->lock);
-	list_for_each_entry_safe(er, tmp, &held, entry)
+}
+
+static void krdma_ugate_free_held(struct list_head *held)
+{
+	struct krdma_early_recv *er, *tmp;
+
+	list_for_each_entry_safe(er, tmp, held, entry)
 		krdma_uop_free(&er->uop);
 }
 
@@ -1062,8 +1072,9 @@ static void krdma_early_recv_discard(struct krdma_early_recv *er)
 /**
  * krdma_early_recvs_end - the call that made the RECVs is over
  * @ers: the RECVs, or NULL
- * @published: the call succeeded and published the connection's handle:
- *             their completions go to the queue; else they are dropped
+ * @published: the call succeeded and krdma_uobj_publish_conn() opened
+ *             their gate: their completions go to the queue; else the
+ *             gate is still shut, and they are dropped
  *
  * The RECVs never posted are freed; those posted are the core's, and end
  * through krdma_early_recv_done().
@@ -1075,9 +1086,7 @@ static void krdma_early_recvs_end(struct krdma_early_recvs *ers,
 
 	if (!ers)
 		return;
-	if (published)
-		krdma_ugate_open(ers->gate);
-	else
+	if (!published)
 		krdma_ugate_drop(ers->gate);
 	for (i = ers->posted; i < ers->count; i++)
 		krdma_early_recv_discard(ers->recvs[i]);
@@ -1214,6 +1223,33 @@ static int krdma_early_recvs_post(struct krdma_conn *conn, void *ctx)
 	return 0;
 }
 
+/*
+ * Publish a new connection's handle and open the gate of its early RECVs
+ * (@ers, or NULL) in one section of the objects' lock: whoever takes one
+ * of their completions and at once posts on its handle finds the handle
+ * (lookups take that lock), and nothing a SUBMIT posts on the handle can
+ * reach the queue before the held completions.
+ */
+static void krdma_uobj_publish_conn(struct krdma_file *kfile,
+				    struct krdma_uobj *uobj, u32 handle,
+				    struct krdma_conn *conn,
+				    struct krdma_early_recvs *ers)
+{
+	LIST_HEAD(held);
+	void *old;
+
+	uobj->obj = conn;
+	xa_lock(&kfile->objects);
+	/* The slot exists: storing into it allocates nothing */
+	old = __xa_store(&kfile->objects, handle, uobj, GFP_NOWAIT);
+	WARN_ON_ONCE(old && !xa_is_zero(old));
+	if (ers)
+		krdma_ugate_open(ers->gate, &held);
+	xa_unlock(&kfile->objects);
+	krdma_ugate_free_held(&held);
+	krdma_early_recvs_end(ers, true);
+}
+
 int krdma_cmd_accept(struct krdma_ucmd *ucmd)
 {
 	struct krdma_accept *cmd = ucmd->cmd;
@@ -1289,9 +1325,7 @@ int krdma_cmd_accept(struct krdma_ucmd *ucmd)
 		}
 	}
 	krdma_conn_set_owner(conn, 0, kfile->user);
-	/* Held completions first: none of a later SUBMIT may pass them */
-	krdma_early_recvs_end(ers, true);
-	krdma_uobj_publish(kfile, uobj, handle, conn);
+	krdma_uobj_publish_conn(kfile, uobj, handle, conn, ers);
 	krdma_listener_put(l);
 	return 0;
 
@@ -1374,9 +1408,7 @@ int krdma_cmd_connect(struct krdma_ucmd *ucmd)
 	ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
 	if (ret)
 		goto err_close;
-	/* Held completions first: none of a later SUBMIT may pass them */
-	krdma_early_recvs_end(ers, true);
-	krdma_uobj_publish(kfile, uobj, handle, conn);
+	krdma_uobj_publish_conn(kfile, uobj, handle, conn, ers);
 	return 0;
 
 err_close:

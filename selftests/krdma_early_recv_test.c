@@ -15,7 +15,11 @@
  *        a server SENDs 4 messages as soon as ACCEPT returns (on iWARP,
  *        as soon as the client's CONNECT returned: MPA wants the
  *        connecting side first); the client's CONNECT posted 4 RECVs:
- *        each arrives, in order, every byte checked; 10 rounds
+ *        each arrives, in order, every byte checked; 10 rounds. A thread
+ *        already waiting in POLL when the CONNECT starts takes the
+ *        completions and at once queries the connection each names: the
+ *        handle is there (stored before the held completions are queued,
+ *        under the lock lookups take)
  *   connect_recvs_survive_a_taken_source_port
  *        the same, with rdma_cm made to pick a source port that a TCP
  *        socket holds: on iWARP the CONNECT takes another port before it
@@ -571,10 +575,54 @@ static void deferred_exchange(struct __test_metadata *_metadata,
 }
 
 /*
+ * A thread that waits for @want completions on @fd and, as it takes each,
+ * at once queries the connection it names, as a program would that
+ * re-posts a RECV from its completion loop
+ */
+struct handle_watch {
+	int fd;
+	int want;
+	int got;
+	int lost;			/* completions whose handle was not found */
+	int err;			/* of the first failed query */
+	struct krdma_completion wc[NMSG];
+	atomic_int waiting;		/* set before its first POLL */
+	pthread_t thread;
+};
+
+static void *handle_watch_main(void *arg)
+{
+	struct handle_watch *w = arg;
+	long until = now_ms() + 20000;
+	struct krdma_conn_query q;
+	int n, i, ret;
+
+	flag_set(&w->waiting);
+	while (w->got < w->want && now_ms() < until) {
+		n = krdma_poll_wc(w->fd, w->wc + w->got, w->want - w->got,
+				  1000);
+		if (n < 0) {
+			w->err = n;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			ret = krdma_conn_info(w->fd, w->wc[w->got + i].conn,
+					      &q);
+			if (ret && !w->lost++)
+				w->err = ret;
+		}
+		w->got += n;
+	}
+	return NULL;
+}
+
+/*
  * The server (a thread) SENDs as soon as ACCEPT returns, without waiting
  * for anything from the client: on siw its SENDs can reach the client
  * before the client's CONNECT has returned. The RECVs of the CONNECT take
- * them, and complete only once CONNECT returned the handle they name.
+ * them, and complete only once CONNECT returned the handle they name: a
+ * thread already waiting in POLL when the CONNECT starts takes them, and
+ * at once finds that handle.
  */
 TEST_F_TIMEOUT(early, connect_recvs_catch_the_first_send, 180)
 {
@@ -584,7 +632,7 @@ TEST_F_TIMEOUT(early, connect_recvs_catch_the_first_send, 180)
 	struct krdma_conn_query q;
 	struct krdma_addr addr;
 	uint32_t l, cconn;
-	int round, got, ret;
+	int round, ret;
 
 	NEED_EARLY_RECVS();
 	ASSERT_EQ(0, krdma_listen_flags(self->sfd, &self->ip, 16, 0, &l,
@@ -597,30 +645,37 @@ TEST_F_TIMEOUT(early, connect_recvs_catch_the_first_send, 180)
 		unsigned int seed = 1 + 8 * round;
 		uint64_t rcookie = 0x1000 + 16 * round;
 		uint64_t scookie = 0x8000 + 16 * round;
+		struct handle_watch w = { .fd = self->cfd, .want = NMSG };
 		struct side srv = {};
 		atomic_int connected = 0;
 
 		recv_ops(recvs, NMSG, &rbuf, rcookie);
 		send_ops(sends, NMSG, &sbuf, 0, seed, scookie);
+		ASSERT_EQ(0, pthread_create(&w.thread, NULL,
+					    handle_watch_main, &w));
+		ASSERT_TRUE(flag_wait(&w.waiting, 10000));
 		ASSERT_EQ(0, start_sending_server(&srv, self->sfd, l, sends,
 						  self->iwarp ? &connected :
 						  NULL));
 		ret = krdma_connect_recvs(self->cfd, &addr, self->srcp, 0,
 					  10000, recvs, NMSG, &cconn);
 		flag_set(&connected);
+		pthread_join(srv.thread, NULL);
+		pthread_join(w.thread, NULL);
+
 		ASSERT_EQ(0, ret) TH_LOG("round %d: CONNECT: %s", round,
 					 strerror(-ret));
-		got = kt_wait_wc(self->cfd, wc, NMSG);
-		pthread_join(srv.thread, NULL);
-
 		ASSERT_EQ(0, srv.ret) TH_LOG("round %d: ACCEPT: %s", round,
 					     strerror(-srv.ret));
 		EXPECT_EQ(0, srv.send_ret)
 			TH_LOG("round %d: SUBMIT: %s", round,
 			       strerror(-srv.send_ret));
+		EXPECT_EQ(0, w.lost)
+			TH_LOG("round %d: %d of %d completions named a handle not yet there: %s",
+			       round, w.lost, w.got, strerror(-w.err));
 		check_sends(_metadata, srv.wc, srv.nwc, NMSG, srv.conn,
 			    scookie);
-		check_recvs(_metadata, wc, got, NMSG, cconn, &rbuf, seed,
+		check_recvs(_metadata, w.wc, w.got, NMSG, cconn, &rbuf, seed,
 			    rcookie);
 		/* Exactly those: nothing more on either side */
 		EXPECT_EQ(0, krdma_poll_wc(self->cfd, wc, 1, 0));
