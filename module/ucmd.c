@@ -470,9 +470,8 @@ static int krdma_addr_in(const struct krdma_addr *a,
 
 	switch (a->family) {
 	case 0:
-		return any_ok && !a->port && !memchr_inv(a->addr, 0,
-							 sizeof(a->addr)) ?
-		       0 : -EINVAL;
+		return any_ok && !a->port && !a->scope_id &&
+		       !memchr_inv(a->addr, 0, sizeof(a->addr)) ? 0 : -EINVAL;
 	case AF_INET: {
 		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
 

@@ -687,7 +687,8 @@ static void *m_accept_timeout0(struct ctx *c, const struct row *r, void *arg)
 /* LISTEN or CONNECT address: val: which field */
 enum addr_kind { AD_FAMILY, AD_PORT, AD_TAIL, AD_SCOPE, AD_RESERVED,
 		 AD_NOT_LOCAL, AD_IN_USE, AD_SRC_PORT, AD_SRC_ADDR,
-		 AD_SRC_FAMILY, AD_SRC_RESERVED, AD_SRC_NOT_LOCAL };
+		 AD_SRC_FAMILY, AD_SRC_RESERVED, AD_SRC_SCOPE,
+		 AD_SRC_NOT_LOCAL };
 
 static void *m_addr(struct ctx *c, const struct row *r, void *arg)
 {
@@ -727,6 +728,9 @@ static void *m_addr(struct ctx *c, const struct row *r, void *arg)
 		break;
 	case AD_SRC_RESERVED:
 		cn->src.__reserved = 1;
+		break;
+	case AD_SRC_SCOPE:
+		cn->src.scope_id = 1;
 		break;
 	case AD_SRC_NOT_LOCAL:
 		krdma_parse_addr("192.0.2.1", 0, &cn->src);
@@ -914,6 +918,8 @@ static const struct row rows[] = {
 	  EINVAL),
 	R("source family 99", I_CONNECT, m_addr, 0, AD_SRC_FAMILY, EINVAL),
 	R("source reserved not 0", I_CONNECT, m_addr, 0, AD_SRC_RESERVED,
+	  EINVAL),
+	R("source family 0 with a scope", I_CONNECT, m_addr, 0, AD_SRC_SCOPE,
 	  EINVAL),
 	R("source address no device has", I_CONNECT, m_addr, 0,
 	  AD_SRC_NOT_LOCAL, EADDRNOTAVAIL),

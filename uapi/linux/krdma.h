@@ -402,11 +402,13 @@ struct krdma_port_query {
 
 /**
  * struct krdma_addr - an IP address and port
- * @family: AF_INET or AF_INET6; 0 for "none/any" where allowed
+ * @family: AF_INET or AF_INET6; 0 for "none/any" where allowed (then
+ *          every other field is 0)
  * @port: port number, host byte order
  * @addr: the address, network byte order: 4 bytes for AF_INET, 16 for
  *        AF_INET6; the rest zero
- * @scope_id: IPv6 scope (interface index) for link-local addresses, or 0
+ * @scope_id: IPv6 scope (interface index) for link-local addresses, or 0;
+ *            0 for AF_INET
  * @__reserved: Must be 0
  */
 struct krdma_addr {
@@ -869,6 +871,12 @@ struct krdma_sge {
  * @__reserved: Must be 0
  * @compare_add: FETCH_ADD: the addend; CMP_SWAP: the value to compare
  * @swap: CMP_SWAP: the value to store
+ *
+ * A field that the opcode does not use (@imm_data of a WRITE, @remote of
+ * a SEND, @sges with one range...) is ignored, and a later version will
+ * not give it a meaning for that opcode: new behaviour comes only with a
+ * new opcode or a new bit of @flags, which are checked (EINVAL). So a
+ * program may fill in one template and change only the opcode.
  *
  * Atomics work on 8 naturally aligned bytes: the local sge (8 bytes,
  * LOCAL_WRITE) receives the old value. Transfers of any length are split
