@@ -979,6 +979,44 @@ static int krdma_conn_connect_locked(struct krdma_conn *conn)
 }
 
 /*
+ * A call outside the CM handler that uses the cm_id of a connection still
+ * CONNECTING: an iWARP connect, a deferred accept. rdma_cm wants the id's
+ * handler mutex held; the handler holds it when it takes conn->lock, so
+ * that mutex comes first, and conn->cm_in_call keeps the teardown off the
+ * id (krdma_conn_quiesce()) while conn->lock is not held.
+ *
+ * krdma_conn_cm_call_begin() returns the id, with its handler mutex and
+ * conn->lock held, if the connection is CONNECTING; else NULL, holding
+ * nothing. The state may have changed while conn->lock was not held: the
+ * caller looks again. It drops both locks, then krdma_conn_cm_call_end().
+ */
+static struct rdma_cm_id *krdma_conn_cm_call_begin(struct krdma_conn *conn)
+{
+	struct rdma_cm_id *id;
+
+	mutex_lock(&conn->lock);
+	if (conn->state != KRDMA_CS_CONNECTING) {
+		mutex_unlock(&conn->lock);
+		return NULL;
+	}
+	id = conn->cm_id;
+	WRITE_ONCE(conn->cm_in_call, true);
+	mutex_unlock(&conn->lock);
+
+	rdma_lock_handler(id);
+	mutex_lock(&conn->lock);
+	return id;
+}
+
+static void krdma_conn_cm_call_end(struct krdma_conn *conn)
+{
+	mutex_lock(&conn->lock);
+	WRITE_ONCE(conn->cm_in_call, false);
+	wake_up_all(&conn->wait);
+	mutex_unlock(&conn->lock);
+}
+
+/*
  * iWARP: the connect of krdma_connect(), in the caller's context once the
  * route is resolved. siw's connect is a blocking TCP connect(), until the
  * peer answers or the last SYN retry (about 2 min): from the CM handler it
@@ -997,40 +1035,32 @@ static void krdma_conn_connect_in_call(struct krdma_conn *conn)
 	struct rdma_conn_param param;
 	struct krdma_cm_hdr hdr;
 	struct rdma_cm_id *id;
+	bool connecting;
 	int ret = 0;
 
-	mutex_lock(&conn->lock);
-	if (conn->state != KRDMA_CS_CONNECTING) {
-		mutex_unlock(&conn->lock);
+	id = krdma_conn_cm_call_begin(conn);
+	if (!id)
 		return;
-	}
-	id = conn->cm_id;
-	WRITE_ONCE(conn->cm_in_call, true);
-	mutex_unlock(&conn->lock);
-
-	rdma_lock_handler(id);
-	mutex_lock(&conn->lock);
-	if (conn->state == KRDMA_CS_CONNECTING)
+	connecting = conn->state == KRDMA_CS_CONNECTING;
+	if (connecting)
 		ret = krdma_conn_connect_prepare(conn, &param, &hdr,
 						 &port_hold);
-	else
-		ret = -ECONNABORTED;
 	mutex_unlock(&conn->lock);
-	if (!ret)
+	if (connecting && !ret)
 		ret = rdma_connect_locked(id, &param);
 	if (port_hold)
 		sock_release(port_hold);
 	rdma_unlock_handler(id);
 
-	/* A signal ended siw's connect: not a restart, the call fails */
-	if (ret == -ERESTARTSYS)
-		ret = -EINTR;
-	mutex_lock(&conn->lock);
-	if (ret && ret != -ECONNABORTED)
+	if (ret) {
+		/* A signal ended siw's connect: not a restart, it fails */
+		if (ret == -ERESTARTSYS)
+			ret = -EINTR;
+		mutex_lock(&conn->lock);
 		krdma_conn_fail(conn, ret);
-	WRITE_ONCE(conn->cm_in_call, false);
-	wake_up_all(&conn->wait);
-	mutex_unlock(&conn->lock);
+		mutex_unlock(&conn->lock);
+	}
+	krdma_conn_cm_call_end(conn);
 }
 
 /* Events of a connection (both sides) */
@@ -1778,10 +1808,7 @@ int krdma_accept_take(struct krdma_listener *l, bool nonblock, long timeout,
 
 /*
  * Accept a request of a listener that defers the accept, in the caller's
- * context: @prepare posts its RECVs first. rdma_accept() outside the CM
- * handler needs the id's handler mutex, which the handler holds when it
- * takes conn->lock: so that mutex first, and conn->cm_in_call keeps the
- * id from the teardown while conn->lock is not held.
+ * context (krdma_conn_cm_call_begin()): @prepare posts its RECVs first.
  */
 static int krdma_conn_accept_request(struct krdma_conn *conn,
 				     int (*prepare)(struct krdma_conn *conn,
@@ -1794,17 +1821,9 @@ static int krdma_conn_accept_request(struct krdma_conn *conn,
 	long left;
 	int ret;
 
-	mutex_lock(&conn->lock);
-	if (conn->state != KRDMA_CS_CONNECTING) {
-		mutex_unlock(&conn->lock);
+	id = krdma_conn_cm_call_begin(conn);
+	if (!id)
 		return -ECONNABORTED;
-	}
-	id = conn->cm_id;
-	WRITE_ONCE(conn->cm_in_call, true);
-	mutex_unlock(&conn->lock);
-
-	rdma_lock_handler(id);
-	mutex_lock(&conn->lock);
 	ret = -ECONNABORTED;
 	if (conn->state != KRDMA_CS_CONNECTING)
 		goto out_unlock;
@@ -1829,10 +1848,7 @@ static int krdma_conn_accept_request(struct krdma_conn *conn,
 out_unlock:
 	mutex_unlock(&conn->lock);
 	rdma_unlock_handler(id);
-	mutex_lock(&conn->lock);
-	WRITE_ONCE(conn->cm_in_call, false);
-	wake_up_all(&conn->wait);
-	mutex_unlock(&conn->lock);
+	krdma_conn_cm_call_end(conn);
 	if (ret)
 		return ret;
 
