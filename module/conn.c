@@ -73,6 +73,23 @@ u32 krdma_conn_depth(u32 want)
 	return clamp_t(u32, want, KRDMA_MIN_DEPTH, KRDMA_MAX_DEPTH);
 }
 
+/**
+ * krdma_conn_qdepth - the queue entries a connection made with @params holds
+ * @params: its parameters, as asked for
+ *
+ * What the per-user limit max_queue_depth_per_user counts: the depths of
+ * its send and receive queues, each entry of which costs the device a
+ * send or receive queue entry and a completion queue entry (more for
+ * READ and WRITE on iWARP), in memory that no cgroup is charged for.
+ *
+ * Return: sq_depth + rq_depth as krdma_conn_depth() makes them.
+ */
+u32 krdma_conn_qdepth(const struct krdma_conn_params *params)
+{
+	return krdma_conn_depth(params->sq_depth) +
+	       krdma_conn_depth(params->rq_depth);
+}
+
 static void krdma_conn_close_work(struct work_struct *work);
 static void krdma_conn_request_expired(struct work_struct *work);
 static bool krdma_conn_close_unclaimed(struct krdma_conn *conn);

@@ -511,6 +511,7 @@ struct krdma_conn {
 /* conn.c */
 u32 krdma_listen_backlog(u32 backlog);
 u32 krdma_conn_depth(u32 want);
+u32 krdma_conn_qdepth(const struct krdma_conn_params *params);
 struct krdma_listener *krdma_listen_defer(struct net *net,
 					  struct sockaddr *addr, u32 backlog,
 					  const struct krdma_conn_params *params,
@@ -691,6 +692,7 @@ enum krdma_user_res {
 	KRDMA_USER_BUFS,
 	KRDMA_USER_BACKLOG,	/* connections listeners may queue */
 	KRDMA_USER_GRANTS,
+	KRDMA_USER_QDEPTH,	/* queue entries: sq_depth + rq_depth */
 	KRDMA_USER_NR_RES,
 };
 

@@ -232,25 +232,39 @@ static int krdma_uobj_respond(struct krdma_ucmd *ucmd, size_t size,
 	return 0;
 }
 
+/* The queue entries a listener's backlog may hold, charged at LISTEN */
+static u32 krdma_listener_qdepth(const struct krdma_listener *l)
+{
+	return l->backlog * krdma_conn_qdepth(&l->params);
+}
+
 /*
  * End an object whose handle is gone; drops the handle's reference, and
- * the charge of a connection or buffer to the file's user
+ * the charges of the object to the file's user (as made: the backlog and
+ * the depths of a listener or a connection never change)
  */
 static void krdma_uobj_close(struct krdma_file *kfile, struct krdma_uobj *uobj)
 {
 	switch (uobj->type) {
 	case KRDMA_UOBJ_LISTENER: {
 		struct krdma_listener *l = uobj->obj;
+		u32 qdepth = krdma_listener_qdepth(l);
 		u32 backlog = l->backlog;
 
 		krdma_listener_close(l);
+		krdma_user_uncharge_n(kfile->user, KRDMA_USER_QDEPTH, qdepth);
 		krdma_user_uncharge_n(kfile->user, KRDMA_USER_BACKLOG, backlog);
 		break;
 	}
-	case KRDMA_UOBJ_CONN:
-		krdma_conn_close(uobj->obj);
+	case KRDMA_UOBJ_CONN: {
+		struct krdma_conn *conn = uobj->obj;
+		u32 qdepth = krdma_conn_qdepth(&conn->params);
+
+		krdma_conn_close(conn);
+		krdma_user_uncharge_n(kfile->user, KRDMA_USER_QDEPTH, qdepth);
 		krdma_user_uncharge(kfile->user, KRDMA_USER_CONNS);
 		break;
+	}
 	case KRDMA_UOBJ_BUF:
 		krdma_buf_dereg(uobj->obj);
 		krdma_user_uncharge(kfile->user, KRDMA_USER_BUFS);
@@ -534,7 +548,7 @@ int krdma_cmd_listen(struct krdma_ucmd *ucmd)
 	};
 	struct krdma_listener *l;
 	struct sockaddr_storage ss;
-	u32 backlog;
+	u32 backlog, qdepth;
 	int ret;
 
 	if (cmd->flags & ~(KRDMA_LISTEN_KRDMA_PEER | KRDMA_LISTEN_DEFER_ACCEPT))
@@ -553,13 +567,19 @@ int krdma_cmd_listen(struct krdma_ucmd *ucmd)
 				  backlog);
 	if (ret)
 		return ret;
+	/* At most 4096 x 8192: no overflow */
+	qdepth = backlog * krdma_conn_qdepth(&params);
+	ret = krdma_user_charge_n(ucmd->kfile->user, KRDMA_USER_QDEPTH, qdepth);
+	if (ret)
+		goto err_uncharge_backlog;
 	l = krdma_listen_defer(ucmd->kfile->net, (struct sockaddr *)&ss,
 			       backlog, &params,
 			       cmd->flags & KRDMA_LISTEN_DEFER_ACCEPT);
 	if (IS_ERR(l)) {
 		ret = PTR_ERR(l);
-		goto err_uncharge;
+		goto err_uncharge_qdepth;
 	}
+	WARN_ON_ONCE(krdma_listener_qdepth(l) != qdepth);
 	ret = krdma_listener_addr(l, &ss);
 	if (ret)
 		goto err_close;
@@ -572,7 +592,9 @@ int krdma_cmd_listen(struct krdma_ucmd *ucmd)
 
 err_close:
 	krdma_listener_close(l);
-err_uncharge:
+err_uncharge_qdepth:
+	krdma_user_uncharge_n(ucmd->kfile->user, KRDMA_USER_QDEPTH, qdepth);
+err_uncharge_backlog:
 	krdma_user_uncharge_n(ucmd->kfile->user, KRDMA_USER_BACKLOG, backlog);
 	return ret;
 }
@@ -1257,7 +1279,7 @@ int krdma_cmd_accept(struct krdma_ucmd *ucmd)
 	struct krdma_listener *l;
 	struct krdma_uobj *uobj;
 	struct krdma_conn *conn;
-	u32 handle;
+	u32 handle, qdepth;
 	int ret;
 
 	if (cmd->flags & ~KRDMA_ACCEPT_NONBLOCK ||
@@ -1275,14 +1297,19 @@ int krdma_cmd_accept(struct krdma_ucmd *ucmd)
 	ret = -ENOBUFS;
 	if (cmd->recv_count > l->params.rq_depth)
 		goto out_put_listener;
-	/* Over the limit, the connection stays queued */
+	/* Over a limit, the connection stays queued */
 	ret = krdma_user_charge(kfile->user, KRDMA_USER_CONNS);
 	if (ret)
 		goto out_put_listener;
+	/* Accepted, it leaves the backlog the listener's charge covers */
+	qdepth = krdma_conn_qdepth(&l->params);
+	ret = krdma_user_charge_n(kfile->user, KRDMA_USER_QDEPTH, qdepth);
+	if (ret)
+		goto err_uncharge_conn;
 	uobj = krdma_uobj_reserve(kfile, KRDMA_UOBJ_CONN, &handle);
 	if (IS_ERR(uobj)) {
 		ret = PTR_ERR(uobj);
-		goto err_uncharge;
+		goto err_uncharge_qdepth;
 	}
 	if (cmd->recv_count) {
 		ers = krdma_early_recvs_create(kfile, cmd->recvs,
@@ -1332,7 +1359,9 @@ err_end_recvs:
 	krdma_early_recvs_end(ers, false);
 err_abort_handle:
 	krdma_uobj_abort(kfile, uobj, handle);
-err_uncharge:
+err_uncharge_qdepth:
+	krdma_user_uncharge_n(kfile->user, KRDMA_USER_QDEPTH, qdepth);
+err_uncharge_conn:
 	krdma_user_uncharge(kfile->user, KRDMA_USER_CONNS);
 out_put_listener:
 	krdma_listener_put(l);
@@ -1353,7 +1382,7 @@ int krdma_cmd_connect(struct krdma_ucmd *ucmd)
 	struct sockaddr_storage dst, src;
 	struct krdma_uobj *uobj;
 	struct krdma_conn *conn;
-	u32 handle;
+	u32 handle, qdepth;
 	int ret;
 
 	if (cmd->flags & ~KRDMA_CONNECT_KRDMA_PEER || cmd->__reserved ||
@@ -1372,10 +1401,14 @@ int krdma_cmd_connect(struct krdma_ucmd *ucmd)
 	ret = krdma_user_charge(kfile->user, KRDMA_USER_CONNS);
 	if (ret)
 		return ret;
+	qdepth = krdma_conn_qdepth(&params);
+	ret = krdma_user_charge_n(kfile->user, KRDMA_USER_QDEPTH, qdepth);
+	if (ret)
+		goto err_uncharge_conn;
 	uobj = krdma_uobj_reserve(kfile, KRDMA_UOBJ_CONN, &handle);
 	if (IS_ERR(uobj)) {
 		ret = PTR_ERR(uobj);
-		goto err_uncharge;
+		goto err_uncharge_qdepth;
 	}
 	if (cmd->recv_count) {
 		ers = krdma_early_recvs_create(kfile, cmd->recvs,
@@ -1416,7 +1449,9 @@ err_end_recvs:
 	krdma_early_recvs_end(ers, false);
 err_abort_handle:
 	krdma_uobj_abort(kfile, uobj, handle);
-err_uncharge:
+err_uncharge_qdepth:
+	krdma_user_uncharge_n(kfile->user, KRDMA_USER_QDEPTH, qdepth);
+err_uncharge_conn:
 	krdma_user_uncharge(kfile->user, KRDMA_USER_CONNS);
 	return ret;
 }

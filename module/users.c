@@ -5,13 +5,17 @@
  * f_cred, as inotify charges its instances), not whoever uses the file
  * later. The connections, buffers and grants a user holds through its
  * handles are counted against max_conns_per_user, max_bufs_per_user and
- * max_grants_per_user (each grant holds MRs of the device); the bytes of
- * the buffers are bounded by RLIMIT_MEMLOCK already. CAP_SYS_RESOURCE
+ * max_grants_per_user (each grant holds MRs of the device); the queue
+ * entries of its connections and of those its listeners may queue
+ * (krdma_conn_qdepth(): device memory no cgroup is charged for) against
+ * max_queue_depth_per_user; the bytes of the buffers are bounded by
+ * RLIMIT_MEMLOCK already. CAP_SYS_RESOURCE
  * passes the limits, as it passes rlimits. Kernel consumers are not
  * counted.
  *
  * Copyright (c) 2026 The krdma authors
  */
+#include <linux/bits.h>
 #include <linux/capability.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
@@ -23,11 +27,15 @@
 #include "krdma.h"
 
 #define KRDMA_USER_LIMIT_MAX	1048576
+/* Queue entries: up to 8192 for each connection */
+#define KRDMA_USER_QDEPTH_MAX	BIT(26)
 
 static unsigned int max_conns_per_user = 1024;
 static unsigned int max_bufs_per_user = 65536;
 static unsigned int max_backlog_per_user = 4096;
 static unsigned int max_grants_per_user = 65536;
+/* 1024 connections of the default depths, twice over */
+static unsigned int max_queue_depth_per_user = 524288;
 
 static int krdma_param_set_user_limit(const char *val,
 				      const struct kernel_param *kp)
@@ -37,6 +45,17 @@ static int krdma_param_set_user_limit(const char *val,
 
 static const struct kernel_param_ops krdma_user_limit_ops = {
 	.set = krdma_param_set_user_limit,
+	.get = param_get_uint,
+};
+
+static int krdma_param_set_qdepth_limit(const char *val,
+					const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, KRDMA_USER_QDEPTH_MAX);
+}
+
+static const struct kernel_param_ops krdma_qdepth_limit_ops = {
+	.set = krdma_param_set_qdepth_limit,
 	.get = param_get_uint,
 };
 
@@ -64,17 +83,24 @@ __MODULE_PARM_TYPE(max_grants_per_user, "uint");
 MODULE_PARM_DESC(max_grants_per_user,
 		 "Grants one user may hold through /dev/krdma, 1..1048576 (default 65536); CAP_SYS_RESOURCE passes it");
 
+module_param_cb(max_queue_depth_per_user, &krdma_qdepth_limit_ops,
+		&max_queue_depth_per_user, 0644);
+__MODULE_PARM_TYPE(max_queue_depth_per_user, "uint");
+MODULE_PARM_DESC(max_queue_depth_per_user,
+		 "Queue entries (sq_depth + rq_depth) of the connections one user holds through /dev/krdma and of those its listeners may queue (backlog times their depths), 1..67108864 (default 524288); CAP_SYS_RESOURCE passes it");
+
 /**
  * struct krdma_user - what one user holds through /dev/krdma
  * @ref: every open file of the user
  * @uid: the user, in the initial user namespace
- * @held: connections, buffers, backlog slots and grants held (enum
- *        krdma_user_res)
+ * @held: connections, buffers, backlog slots, grants and queue entries
+ *        held (enum krdma_user_res); long, since CAP_SYS_RESOURCE passes
+ *        the limits
  */
 struct krdma_user {
 	struct kref ref;
 	u32 uid;
-	atomic_t held[KRDMA_USER_NR_RES];
+	atomic_long_t held[KRDMA_USER_NR_RES];
 };
 
 /* Users with an open file, keyed by uid; membership under the mutex */
@@ -98,6 +124,8 @@ static const struct {
 				 &max_backlog_per_user },
 	[KRDMA_USER_GRANTS] = { "max_grants_per_user", "grants",
 				&max_grants_per_user },
+	[KRDMA_USER_QDEPTH] = { "max_queue_depth_per_user", "queue entries",
+				&max_queue_depth_per_user },
 };
 
 /**
@@ -136,14 +164,13 @@ out_unlock:
 static void krdma_user_release(struct kref *ref)
 {
 	struct krdma_user *user = container_of(ref, struct krdma_user, ref);
+	int res;
 
 	lockdep_assert_held(&krdma_users_mutex);
 
 	xa_erase(&krdma_users, user->uid);
-	WARN_ON(atomic_read(&user->held[KRDMA_USER_CONNS]) ||
-		atomic_read(&user->held[KRDMA_USER_BUFS]) ||
-		atomic_read(&user->held[KRDMA_USER_BACKLOG]) ||
-		atomic_read(&user->held[KRDMA_USER_GRANTS]));
+	for (res = 0; res < KRDMA_USER_NR_RES; res++)
+		WARN_ON(atomic_long_read(&user->held[res]));
 	kfree(user);
 }
 
@@ -185,14 +212,14 @@ u32 krdma_user_uid(const struct krdma_user *user)
 int krdma_user_charge_n(struct krdma_user *user, enum krdma_user_res res,
 			u32 n)
 {
-	unsigned int limit = READ_ONCE(*krdma_user_res_info[res].limit);
-	unsigned int held = atomic_add_return(n, &user->held[res]);
+	long limit = READ_ONCE(*krdma_user_res_info[res].limit);
+	long held = atomic_long_add_return(n, &user->held[res]);
 
 	if (held <= limit || capable(CAP_SYS_RESOURCE))
 		return 0;
-	atomic_sub(n, &user->held[res]);
+	atomic_long_sub(n, &user->held[res]);
 	atomic64_inc(&krdma_user_refused[res]);
-	pr_info_ratelimited("uid %u holds %u %s through /dev/krdma and asks for %u more, past %s; raise it: krdmactl set %s=N\n",
+	pr_info_ratelimited("uid %u holds %ld %s through /dev/krdma and asks for %u more, past %s; raise it: krdmactl set %s=N\n",
 			    user->uid, held - n, krdma_user_res_info[res].what,
 			    n, krdma_user_res_info[res].param,
 			    krdma_user_res_info[res].param);
@@ -208,7 +235,7 @@ int krdma_user_charge_n(struct krdma_user *user, enum krdma_user_res res,
 void krdma_user_uncharge_n(struct krdma_user *user, enum krdma_user_res res,
 			   u32 n)
 {
-	WARN_ON_ONCE(atomic_sub_return(n, &user->held[res]) < 0);
+	WARN_ON_ONCE(atomic_long_sub_return(n, &user->held[res]) < 0);
 }
 
 /**
@@ -222,14 +249,16 @@ void krdma_users_show(struct seq_file *m)
 
 	mutex_lock(&krdma_users_mutex);
 	xa_for_each(&krdma_users, id, user)
-		seq_printf(m, "uid=%u files=%u conns=%d bufs=%d max_conns=%u max_bufs=%u grants=%d max_grants=%u\n",
+		seq_printf(m, "uid=%u files=%u conns=%ld bufs=%ld max_conns=%u max_bufs=%u grants=%ld max_grants=%u qdepth=%ld max_qdepth=%u\n",
 			   user->uid, kref_read(&user->ref),
-			   atomic_read(&user->held[KRDMA_USER_CONNS]),
-			   atomic_read(&user->held[KRDMA_USER_BUFS]),
+			   atomic_long_read(&user->held[KRDMA_USER_CONNS]),
+			   atomic_long_read(&user->held[KRDMA_USER_BUFS]),
 			   READ_ONCE(max_conns_per_user),
 			   READ_ONCE(max_bufs_per_user),
-			   atomic_read(&user->held[KRDMA_USER_GRANTS]),
-			   READ_ONCE(max_grants_per_user));
+			   atomic_long_read(&user->held[KRDMA_USER_GRANTS]),
+			   READ_ONCE(max_grants_per_user),
+			   atomic_long_read(&user->held[KRDMA_USER_QDEPTH]),
+			   READ_ONCE(max_queue_depth_per_user));
 	mutex_unlock(&krdma_users_mutex);
 }
 
@@ -247,8 +276,9 @@ void krdma_users_show_stats(struct seq_file *m)
 	xa_for_each(&krdma_users, id, user)
 		n++;
 	mutex_unlock(&krdma_users_mutex);
-	seq_printf(m, " users=%u conn_limit_refused=%lld buf_limit_refused=%lld grant_limit_refused=%lld",
+	seq_printf(m, " users=%u conn_limit_refused=%lld buf_limit_refused=%lld grant_limit_refused=%lld qdepth_limit_refused=%lld",
 		   n, atomic64_read(&krdma_user_refused[KRDMA_USER_CONNS]),
 		   atomic64_read(&krdma_user_refused[KRDMA_USER_BUFS]),
-		   atomic64_read(&krdma_user_refused[KRDMA_USER_GRANTS]));
+		   atomic64_read(&krdma_user_refused[KRDMA_USER_GRANTS]),
+		   atomic64_read(&krdma_user_refused[KRDMA_USER_QDEPTH]));
 }

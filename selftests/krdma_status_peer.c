@@ -32,6 +32,18 @@
  *	Prints each result ("grant 3 ok", "grant 4 EMFILE"), then "ready";
  *	exits at the end of stdin.
  *
+ *   krdma_status_peer qdepth ADDR
+ *	Against max_queue_depth_per_user set to 1100 by the test, with
+ *	queue entries of sq_depth + rq_depth per connection (the default
+ *	depths 128 + 128) and backlog x that per listener: a listener of
+ *	backlog 2 (512), one of backlog 4 (1024 more: EMFILE), a CONNECT
+ *	of depths 16 + 16, one of 4096 + 4096 (EMFILE), the ACCEPT of the
+ *	first (256), a CONNECT of the default depths (256), its ACCEPT
+ *	(EMFILE, it stays queued), then once the first accepted
+ *	connection is destroyed, that ACCEPT again: 1056 held. Prints each
+ *	result ("connect_huge EMFILE"), then "ready"; exits at the end of
+ *	stdin.
+ *
  * Exit status: 0, or 1 when something other than what is printed as a
  * result failed (a transfer, a byte that is wrong), 2 bad usage.
  *
@@ -44,6 +56,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -473,6 +486,60 @@ static int grants(const char *ip, unsigned int n)
 	return 0;
 }
 
+/* CONNECT to @addr with queue depths @sq and @rq: 0 or -errno */
+static int connect_depth(int fd, const struct krdma_addr *addr, uint32_t sq,
+			 uint32_t rq, uint32_t *handle)
+{
+	struct krdma_connect c = {
+		.size = sizeof(c),
+		.dst = *addr,
+		.sq_depth = sq,
+		.rq_depth = rq,
+		.timeout_ms = 10000,
+	};
+
+	if (ioctl(fd, KRDMA_IOC_CONNECT, &c))
+		return -errno;
+	*handle = c.handle;
+	return 0;
+}
+
+static int qdepth(const char *ip)
+{
+	uint32_t listener, big, c1, c2, huge, s1, s2;
+	struct krdma_addr any, addr, addr2;
+	int fd, ret;
+
+	fd = krdma_open();
+	check(fd, "open");
+	check(krdma_parse_addr(ip, 0, &any), "address");
+	ret = krdma_listen_on(fd, &any, 2, &listener, &addr);
+	printf("listen %s\n", result(ret));
+	check(ret, "listen");
+	ret = krdma_listen_on(fd, &any, 4, &big, &addr2);
+	printf("listen_big %s\n", result(ret));
+	ret = connect_depth(fd, &addr, 16, 16, &c1);
+	printf("connect_small %s\n", result(ret));
+	check(ret, "connect");
+	ret = connect_depth(fd, &addr, 4096, 4096, &huge);
+	printf("connect_huge %s\n", result(ret));
+	ret = krdma_accept_conn(fd, listener, 0, 10000, &s1);
+	printf("accept_small %s\n", result(ret));
+	check(ret, "accept");
+	ret = connect_depth(fd, &addr, 0, 0, &c2);
+	printf("connect_default %s\n", result(ret));
+	check(ret, "connect");
+	ret = krdma_accept_conn(fd, listener, 0, 10000, &s2);
+	printf("accept_default %s\n", result(ret));
+	check(krdma_destroy_handle(fd, s1), "destroy");
+	ret = krdma_accept_conn(fd, listener, 0, 10000, &s2);
+	printf("accept_after_destroy %s\n", result(ret));
+	printf("ready\n");
+	while (next_command((char[8]){}, 8))
+		;
+	return 0;
+}
+
 int main(int argc, char *argv[])
 {
 	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY };
@@ -490,7 +557,9 @@ int main(int argc, char *argv[])
 		return bufs(strtoul(argv[2], NULL, 0));
 	if (argc == 4 && !strcmp(argv[1], "grants"))
 		return grants(argv[2], strtoul(argv[3], NULL, 0));
-	fprintf(stderr, "usage: %s traffic ADDR SIZE COUNT | conns ADDR N | bufs N | grants ADDR N\n",
+	if (argc == 3 && !strcmp(argv[1], "qdepth"))
+		return qdepth(argv[2]);
+	fprintf(stderr, "usage: %s traffic ADDR SIZE COUNT | conns ADDR N | bufs N | grants ADDR N | qdepth ADDR\n",
 		argv[0]);
 	return 2;
 }

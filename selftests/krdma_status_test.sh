@@ -20,9 +20,11 @@
 #   left in the registry or in the users file;
 # - per-user limits: as uid 65534, the connection, the buffer and the
 #   grant past max_conns_per_user / max_bufs_per_user /
-#   max_grants_per_user fail with EMFILE (accept too), the kernel log names the parameter, users shows the count,
-#   which is gone after exit; root passes the limit (CAP_SYS_RESOURCE),
-#   root without CAP_SYS_RESOURCE does not.
+#   max_grants_per_user fail with EMFILE (accept too), and so do the
+#   listener and the connections whose queue entries would pass
+#   max_queue_depth_per_user; the kernel log names the parameter, users
+#   shows the count, which is gone after exit; root passes the limit
+#   (CAP_SYS_RESOURCE), root without CAP_SYS_RESOURCE does not.
 # Everything changed (parameters, /dev/krdma's mode, the trace instance)
 # is restored.
 
@@ -42,7 +44,7 @@ INST=$TRACEFS/instances/krdma_status_test
 NOBODY=65534
 SIZE=65536
 COUNT=3
-NTESTS=41
+NTESTS=45
 
 TMP=$(mktemp -d /tmp/krdma_status_test.XXXXXX) || exit 1
 saved_params=()
@@ -102,6 +104,7 @@ def js():
 # status -j's names of the debugfs keys it renames (Documentation/cli.rst)
 JSON_KEY = {"conns": "connections", "bufs": "buffers",
             "max_conns": "max_connections", "max_bufs": "max_buffers",
+            "qdepth": "queue_entries", "max_qdepth": "max_queue_entries",
             "dev": "ifname", "dev_index": "ifindex", "qp": "lqpn",
             "peer_qp": "rqpn"}
 
@@ -249,7 +252,8 @@ if [[ ! -x $K || ! -x $PEER ]]; then
 fi
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 mountpoint -q $TRACEFS || mount -t tracefs nodev $TRACEFS
-for p in ack_timeout max_conns_per_user max_bufs_per_user max_grants_per_user; do
+for p in ack_timeout max_conns_per_user max_bufs_per_user max_grants_per_user \
+	max_queue_depth_per_user; do
 	save_param "$p"
 done
 
@@ -406,14 +410,16 @@ for dev in rxe siw; do
 done
 echo 0 >"$INST/events/krdma/enable" 2>/dev/null
 
-# 33-43: the per-user limits; the kernel log is read from a mark on
+# the per-user limits; the kernel log is read from a mark on
 dev_mode=$(stat -c %a /dev/krdma)
 chmod 0666 /dev/krdma
 ulimit -l unlimited
 echo 3 >"$PARAMS/max_conns_per_user"
 echo 3 >"$PARAMS/max_bufs_per_user"
 echo 3 >"$PARAMS/max_grants_per_user"
-py 'print(dbg("stats")[0]["conn_limit_refused"], dbg("stats")[0]["buf_limit_refused"], dbg("stats")[0]["grant_limit_refused"]) or True'
+echo 524288 >"$PARAMS/max_queue_depth_per_user"
+py 'print(*(dbg("stats")[0][k] for k in ("conn_limit_refused", "buf_limit_refused",
+	"grant_limit_refused", "qdepth_limit_refused"))) or True'
 read -r -a refused_before <"$TMP/py.out"
 mark="krdma_status_test: limits $$ $SECONDS"
 echo "$mark" >/dev/kmsg
@@ -431,7 +437,7 @@ run 30 status -j
 check "uid $NOBODY holds 3 connections of 3: users file and status -j" \
 	py '[u for u in dbg("users") if u["uid"] == "65534"] ==
 	    [{"uid": "65534", "files": "1", "conns": "3", "bufs": "0", "max_conns": "3", "max_bufs": "3",
-	      "grants": "0", "max_grants": "3"}] and
+	      "grants": "0", "max_grants": "3", "qdepth": str(8 * 256 + 3 * 256), "max_qdepth": "524288"}] and
 	    [(u["connections"], u["max_connections"], u["user"]) for u in js()["users"] if u["uid"] == 65534] ==
 	    [(3, 3, "nobody")]'
 check "the kernel log says which parameter to raise" \
@@ -457,6 +463,25 @@ stop_peer
 check "after the process exits, uid $NOBODY holds no grant" \
 	eval '((peer_rc == 0)) && py "not [u for u in dbg(\"users\") if u[\"uid\"] == \"65534\"]"'
 
+# Queue entries: sq_depth + rq_depth per connection, backlog times that per
+# listener (krdma_status_peer.c says which call asks for how many)
+echo 10 >"$PARAMS/max_conns_per_user"
+echo 1100 >"$PARAMS/max_queue_depth_per_user"
+start_peer "${AS_NOBODY[@]}" "$PEER" qdepth "$RXE_ADDR"
+check "uid $NOBODY: listeners and connections past 1100 queue entries fail with EMFILE, accept until one is destroyed" \
+	eval 'grep -qx "listen ok" "$TMP/peer.out" && grep -qx "listen_big EMFILE" "$TMP/peer.out" &&
+	      grep -qx "connect_small ok" "$TMP/peer.out" && grep -qx "connect_huge EMFILE" "$TMP/peer.out" &&
+	      grep -qx "accept_small ok" "$TMP/peer.out" && grep -qx "connect_default ok" "$TMP/peer.out" &&
+	      grep -qx "accept_default EMFILE" "$TMP/peer.out" &&
+	      grep -qx "accept_after_destroy ok" "$TMP/peer.out" &&
+	      py "[(u[\"conns\"], u[\"qdepth\"], u[\"max_qdepth\"]) for u in dbg(\"users\") if u[\"uid\"] == \"65534\"] ==
+	          [(\"3\", \"1056\", \"1100\")]" &&
+	      klog | grep -q "uid $NOBODY holds 512 queue entries .* asks for 1024 more, past max_queue_depth_per_user; raise it: krdmactl set max_queue_depth_per_user=N"'
+stop_peer
+check "after the process exits, uid $NOBODY holds no queue entry" \
+	eval '((peer_rc == 0)) && py "not [u for u in dbg(\"users\") if u[\"uid\"] == \"65534\"]"'
+echo 3 >"$PARAMS/max_conns_per_user"
+
 start_peer "$PEER" bufs 4
 check "root (CAP_SYS_RESOURCE) passes the limit: 4 buffers of 3" \
 	eval '! grep -q EMFILE "$TMP/peer.out" && grep -qx "buf 4 ok" "$TMP/peer.out" &&
@@ -474,7 +499,8 @@ fi
 check "stats counts the refusals" \
 	py '(lambda s, b: int(s["conn_limit_refused"]) == int(b[0]) + 2 and
 	                  int(s["buf_limit_refused"]) >= int(b[1]) + 2 and
-	                  int(s["grant_limit_refused"]) == int(b[2]) + 1)(dbg("stats")[0], ARGS)' \
+	                  int(s["grant_limit_refused"]) == int(b[2]) + 1 and
+	                  int(s["qdepth_limit_refused"]) == int(b[3]) + 3)(dbg("stats")[0], ARGS)' \
 	"${refused_before[@]}"
 for p in "${saved_params[@]}"; do
 	echo "${p#*=}" >"$PARAMS/${p%%=*}"

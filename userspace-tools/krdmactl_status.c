@@ -56,6 +56,8 @@ static const struct tunable {
 	  "connections one user may hold through /dev/krdma" },
 	{ "max_grants_per_user", 1, 1048576, true,
 	  "grants one user may hold through /dev/krdma" },
+	{ "max_queue_depth_per_user", 1, 67108864, true,
+	  "queue entries one user's connections and listeners may hold" },
 	{ "ucq_entries", 64, 1048576, false,
 	  "completion queue entries of each open /dev/krdma (set at load)" },
 };
@@ -517,13 +519,14 @@ static void text_user(const struct kvline *l)
 {
 	char name[64];
 
-	printf("  uid %s (%s): %s file%s, connections %s of %s, buffers %s of %s, grants %s of %s\n",
+	printf("  uid %s (%s): %s file%s, connections %s of %s, buffers %s of %s, grants %s of %s, queue entries %s of %s\n",
 	       kv_str(l, "uid"),
 	       user_name(kv_u64(l, "uid"), name, sizeof(name)) ?: "?",
 	       kv_str(l, "files"), kv_u64(l, "files") == 1 ? "" : "s",
 	       kv_str(l, "conns"), kv_str(l, "max_conns"),
 	       kv_str(l, "bufs"), kv_str(l, "max_bufs"),
-	       kv_str(l, "grants"), kv_str(l, "max_grants"));
+	       kv_str(l, "grants"), kv_str(l, "max_grants"),
+	       kv_str(l, "qdepth"), kv_str(l, "max_qdepth"));
 }
 
 static void json_user(struct json *j, const struct kvline *l)
@@ -539,7 +542,9 @@ static void json_user(struct json *j, const struct kvline *l)
 	json_copy(j, l, (const char *const[]){ "files", NULL,
 		  "connections", "conns", "buffers", "bufs",
 		  "max_connections", "max_conns", "max_buffers", "max_bufs",
-		  "grants", NULL, "max_grants", NULL, NULL });
+		  "grants", NULL, "max_grants", NULL,
+		  "queue_entries", "qdepth", "max_queue_entries", "max_qdepth",
+		  NULL });
 	json_end_object(j);
 }
 
@@ -547,10 +552,11 @@ static void text_totals(const struct kvline *l)
 {
 	printf("  now: %s connections, %s buffers, %s users with an open file\n",
 	       kv_str(l, "conns"), kv_str(l, "bufs"), kv_str(l, "users"));
-	printf("  since load: %s connections and %s buffers made; refused by the limits: %s connections, %s buffers, %s grants\n",
+	printf("  since load: %s connections and %s buffers made; refused by the limits: %s connections, %s buffers, %s grants, %s for queue entries\n",
 	       kv_str(l, "conns_created"), kv_str(l, "bufs_created"),
 	       kv_str(l, "conn_limit_refused"), kv_str(l, "buf_limit_refused"),
-	       kv_str(l, "grant_limit_refused"));
+	       kv_str(l, "grant_limit_refused"),
+	       kv_str(l, "qdepth_limit_refused"));
 	text_ops(l);
 }
 
@@ -563,7 +569,8 @@ static void json_totals(struct json *j, const struct kvline *l)
 		  "buffers_created", "bufs_created",
 		  "connection_limit_refused", "conn_limit_refused",
 		  "buffer_limit_refused", "buf_limit_refused",
-		  "grant_limit_refused", NULL, NULL });
+		  "grant_limit_refused", NULL,
+		  "queue_entry_limit_refused", "qdepth_limit_refused", NULL });
 	json_ops(j, l);
 	json_end_object(j);
 }
@@ -640,12 +647,17 @@ static int read_params(struct param **out, size_t *n)
 static void text_params(const struct param *p, size_t n)
 {
 	const struct tunable *t;
+	int width = 20;
 	size_t i;
 
+	/* The names in one column, as wide as the longest */
+	for (i = 0; i < n; i++)
+		if (strlen(p[i].name) > (size_t)width)
+			width = (int)strlen(p[i].name);
 	printf("Parameters (%s/parameters):\n", module_dir());
 	for (i = 0; i < n; i++) {
 		t = find_tunable(p[i].name);
-		printf("  %-20s %-10s", p[i].name, p[i].value);
+		printf("  %-*s %-10s", width, p[i].name, p[i].value);
 		if (t && p[i].writable)
 			printf(" writable, %" PRIu64 "..%" PRIu64 ": %s\n",
 			       t->min, t->max, t->help);

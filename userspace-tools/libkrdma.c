@@ -486,7 +486,7 @@ const char *krdma_strerror_hint(int err)
 	case ENOMEM:
 		return "out of memory";
 	case EMFILE:
-		return "this user holds as many krdma connections, buffers or grants as the module allows (max_conns_per_user, max_bufs_per_user, max_grants_per_user): see them with: krdmactl status; close some, or raise the limit: sudo krdmactl set max_conns_per_user=N (or max_bufs_per_user=N, max_grants_per_user=N); opening " KRDMA_DEV_PATH ": the process has too many open files (ulimit -n)";
+		return "this user holds as many krdma connections, buffers, grants or queue entries as the module allows (max_conns_per_user, max_bufs_per_user, max_grants_per_user, max_queue_depth_per_user: sq_depth + rq_depth of each connection, backlog times that of each listener): see them with: krdmactl status; close some, or raise the limit: sudo krdmactl set max_conns_per_user=N (or max_bufs_per_user=N, max_grants_per_user=N, max_queue_depth_per_user=N); opening " KRDMA_DEV_PATH ": the process has too many open files (ulimit -n)";
 	}
 	return NULL;
 }

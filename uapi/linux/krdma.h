@@ -393,10 +393,14 @@ struct krdma_port_query {
  * - EMFILE: CONNECT, ACCEPT, BUF_REG or GRANT when the file's user holds
  *   as many connections (buffers, grants) through /dev/krdma as the
  *   module parameter max_conns_per_user (max_bufs_per_user,
- *   max_grants_per_user) allows; LISTEN when the
- *   backlogs of the user's listeners would pass max_backlog_per_user. The user is the
- *   effective uid of the process that opened the file; every file of
- *   that user counts. CAP_SYS_RESOURCE passes the limits. An ACCEPT
+ *   max_grants_per_user) allows; LISTEN when the backlogs of the user's
+ *   listeners would pass max_backlog_per_user; CONNECT, ACCEPT and
+ *   LISTEN also when the user's queue entries would pass
+ *   max_queue_depth_per_user: a connection counts sq_depth + rq_depth
+ *   as krdma uses them (0 is 128; each clamped to 16..4096), a listener
+ *   its backlog times that of the connections it accepts. The user is
+ *   the effective uid of the process that opened the file; every file
+ *   of that user counts. CAP_SYS_RESOURCE passes the limits. An ACCEPT
  *   refused so leaves the connection waiting to be accepted.
  */
 
@@ -462,7 +466,9 @@ struct krdma_destroy {
  *        and port.
  * @backlog: Input: connections that may wait to be accepted (0: 16, at
  *           most 4096). The backlogs of a user's listeners count against
- *           the module parameter max_backlog_per_user (EMFILE past it)
+ *           the module parameter max_backlog_per_user, and the backlog
+ *           times the queue depths against max_queue_depth_per_user
+ *           (EMFILE past either)
  * @handle: Output: the listener
  * @sq_depth: Input: send queue depth of accepted connections (0: default)
  * @rq_depth: Input: receive queue depth of accepted connections (0:
