@@ -1949,36 +1949,6 @@ int krdma_accept(struct krdma_listener *l, bool nonblock, long timeout,
 }
 EXPORT_SYMBOL_NS_GPL(krdma_accept, KRDMA);
 
-/**
- * krdma_listener_unaccept - give a connection back to its accept queue
- * @l: the listener it came from
- * @conn: the connection krdma_accept() returned; its reference goes back
- *        to the queue
- *
- * For a caller that could not hand the connection on (its ACCEPT could
- * not be written back): the next krdma_accept() gets it, and the peer
- * never learns. A listener closed meanwhile closes it instead.
- *
- * Context: process context; sleeps.
- */
-void krdma_listener_unaccept(struct krdma_listener *l, struct krdma_conn *conn)
-{
-	bool queued;
-
-	WRITE_ONCE(conn->claim, KRDMA_CLAIM_TAKEN);
-	spin_lock(&l->lock);
-	queued = !l->closed;
-	if (queued) {
-		WRITE_ONCE(conn->claim, KRDMA_CLAIM_LISTENER);
-		list_add(&conn->listen_entry, &l->queue);
-		l->queued++;
-		wake_up_all(&l->wait);
-	}
-	spin_unlock(&l->lock);
-	if (!queued)
-		krdma_conn_close(conn);
-}
-
 static bool krdma_listener_drained(struct krdma_listener *l)
 {
 	return !READ_ONCE(l->queued);

@@ -521,7 +521,6 @@ int krdma_accept_take(struct krdma_listener *l, bool nonblock, long timeout,
 int krdma_accept_finish(struct krdma_listener *l, struct krdma_conn *conn,
 			int (*prepare)(struct krdma_conn *conn, void *ctx),
 			void *ctx);
-void krdma_listener_unaccept(struct krdma_listener *l, struct krdma_conn *conn);
 void krdma_listener_put(struct krdma_listener *l);
 bool krdma_listener_enqueue(struct krdma_listener *l, struct krdma_conn *conn);
 void krdma_conn_teardown(struct krdma_conn *conn, int error);

@@ -1320,18 +1320,18 @@ int krdma_cmd_accept(struct krdma_ucmd *ucmd)
 			goto err_abort_handle;
 		}
 	}
+	/*
+	 * Told first, before a connection or request is taken: nothing
+	 * waits on user memory while one is claimed (the listener's close
+	 * waits for claimed ones), none is taken for a caller that cannot
+	 * learn of it, and none leaves the backlog and comes back: its slot
+	 * may be refilled meanwhile, past the backlog the user is charged
+	 * for. The handle is valid only when the call returns 0.
+	 */
 	cmd->handle = handle;
-	if (l->defer) {
-		/*
-		 * Told first, before a request is taken: nothing waits on
-		 * user memory while a request is claimed (the listener's
-		 * close waits for claimed ones), and a request is never
-		 * accepted for a caller that cannot learn of it
-		 */
-		ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
-		if (ret)
-			goto err_end_recvs;
-	}
+	ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
+	if (ret)
+		goto err_end_recvs;
 	ret = krdma_accept_take(l, cmd->flags & KRDMA_ACCEPT_NONBLOCK ||
 				!cmd->timeout_ms,
 				krdma_timeout(cmd->timeout_ms), &conn);
@@ -1342,14 +1342,6 @@ int krdma_cmd_accept(struct krdma_ucmd *ucmd)
 				  ers);
 	if (ret)
 		goto err_end_recvs;
-	if (!l->defer) {
-		ret = krdma_ucmd_respond(ucmd, sizeof(*cmd));
-		if (ret) {
-			/* Not told about it: the next ACCEPT gets it */
-			krdma_listener_unaccept(l, conn);
-			goto err_end_recvs;
-		}
-	}
 	krdma_conn_set_owner(conn, 0, kfile->user);
 	krdma_uobj_publish_conn(kfile, uobj, handle, conn, ers);
 	krdma_listener_put(l);

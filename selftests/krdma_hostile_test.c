@@ -33,6 +33,12 @@
  *   listen_copy_out_failure             ... binds nothing
  *   connect_copy_out_failure            ... leaves no connection
  *   accept_copy_out_failure             ... does not consume the connection
+ *   accept_stuck_on_copy_out_keeps_the_backlog
+ *                                       an ACCEPT whose write-back waits on
+ *                                       userfaultfd memory, then fails,
+ *                                       frees no backlog slot meanwhile:
+ *                                       the listener never holds more than
+ *                                       its backlog
  *   grant_copy_out_failure              ... leaves no grant
  *   submit_copy_out_failure             ... submits nothing
  *   queries_stuck_on_user_memory_hold_up_no_removal
@@ -1071,10 +1077,16 @@ static int bg_ioctl(struct bg_call *c)
 	return ioc(c->fd, c->nr, c->arg);
 }
 
-/* A userfaultfd for missing pages of [@mem, @mem + @len), or -errno */
-static int uffd_missing(uint8_t *mem, size_t len)
+/*
+ * A userfaultfd for [@mem, @mem + @len), or -errno: with @mode
+ * UFFDIO_REGISTER_MODE_MISSING for its missing pages, with
+ * UFFDIO_REGISTER_MODE_WP for writes to its (present) pages, which it
+ * write-protects
+ */
+static int uffd_range(uint8_t *mem, size_t len, uint64_t mode)
 {
 	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_writeprotect wp = {};
 	struct uffdio_register reg = {};
 	int uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 
@@ -1082,8 +1094,12 @@ static int uffd_missing(uint8_t *mem, size_t len)
 		return -errno;
 	reg.range.start = (uintptr_t)mem;
 	reg.range.len = len;
-	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
-	if (ioctl(uffd, UFFDIO_API, &api) || ioctl(uffd, UFFDIO_REGISTER, &reg)) {
+	reg.mode = mode;
+	wp.range = reg.range;
+	wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
+	if (ioctl(uffd, UFFDIO_API, &api) || ioctl(uffd, UFFDIO_REGISTER, &reg) ||
+	    (mode == UFFDIO_REGISTER_MODE_WP &&
+	     ioctl(uffd, UFFDIO_WRITEPROTECT, &wp))) {
 		close(uffd);
 		return -errno;
 	}
@@ -1181,7 +1197,7 @@ TEST_F_TIMEOUT(dev, userfaultfd_blocks_only_the_caller, 90)
 	ASSERT_LE(0, pid);
 	c.mem = map_anon(c.len);
 	ASSERT_NE(NULL, c.mem);
-	uffd = uffd_missing(c.mem, c.len);
+	uffd = uffd_range(c.mem, c.len, UFFDIO_REGISTER_MODE_MISSING);
 	ASSERT_LE(0, uffd) TH_LOG("userfaultfd: %s", strerror(-uffd));
 	c.fd = krdma_open();
 	ASSERT_LE(0, c.fd);
@@ -1286,7 +1302,7 @@ TEST_F_TIMEOUT(dev, userfaultfd_buf_reg_dies_of_sigkill, 90)
 
 		close(sv[0]);
 		CK_FATAL(mem, "mmap");
-		u = uffd_missing(mem, 64 * KiB);
+		u = uffd_range(mem, 64 * KiB, UFFDIO_REGISTER_MODE_MISSING);
 		CK_FATAL(u >= 0, "userfaultfd: %s", strerror(-u));
 		fd = krdma_open();
 		CK_FATAL(fd >= 0, "open: %s", strerror(-fd));
@@ -1369,7 +1385,7 @@ TEST_F_TIMEOUT(dev, userfaultfd_grant_blocks_nobody, 90)
 	c.mem = mmap(p, c.len, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 	ASSERT_EQ(p, c.mem);
-	uffd = uffd_missing(c.mem, c.len);
+	uffd = uffd_range(c.mem, c.len, UFFDIO_REGISTER_MODE_MISSING);
 	ASSERT_LE(0, uffd) TH_LOG("userfaultfd: %s", strerror(-uffd));
 	c.fd = self->cfd;
 	c.conn = self->cconn;
@@ -1538,7 +1554,7 @@ static void removal_beside_stuck_query(struct __test_metadata *_metadata,
 	pid_t pid;
 	long t0;
 
-	uffd = uffd_missing(stuck, PG);
+	uffd = uffd_range(stuck, PG, UFFDIO_REGISTER_MODE_MISSING);
 	ASSERT_LE(0, uffd) TH_LOG("userfaultfd: %s", strerror(-uffd));
 	ASSERT_EQ(0, bg_start(c));
 	stuck_now = stuck_on_uffd(uffd, c, 10000);
@@ -1678,7 +1694,7 @@ TEST_F_TIMEOUT(dev, poll_stuck_on_user_memory_leaves_others_interruptible, 90)
 
 	mem = map_anon(PG);
 	ASSERT_NE(NULL, mem);
-	uffd = uffd_missing(mem, PG);
+	uffd = uffd_range(mem, PG, UFFDIO_REGISTER_MODE_MISSING);
 	ASSERT_LE(0, uffd) TH_LOG("userfaultfd: %s", strerror(-uffd));
 	p1.max = 2;
 	p1.completions = (uintptr_t)mem;
@@ -1900,16 +1916,42 @@ TEST_F_TIMEOUT(dev, connect_copy_out_failure, 60)
 }
 
 /*
+ * The accepted @sconn is the peer of the client's @cconn: a 64 KiB WRITE
+ * from @cconn into a window granted on @sconn arrives, every byte checked
+ */
+static void write_arrives(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(dev) *self, uint32_t sconn,
+			  uint32_t cconn, unsigned int seed)
+{
+	struct kt_mem src = {};
+	struct krdma_token tok;
+	struct krdma_op op;
+	uint32_t status;
+	int ret;
+
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, sconn, self->win.h, 0,
+					64 * KiB, KRDMA_ACCESS_REMOTE_WRITE,
+					NULL, &tok));
+	ASSERT_EQ(0, kt_mem_get(self->cfd, &src, 64 * KiB, 0));
+	kt_pattern(src.p, 64 * KiB, seed);
+	kt_op(&op, KRDMA_OP_WRITE, cconn, src.h, 0, 64 * KiB, &tok, 0, seed);
+	ret = run_op(self->cfd, &op, &status);
+	EXPECT_EQ(0, ret) TH_LOG("WRITE: %s, status %s", strerror(-ret),
+				 krdma_wc_status_str(status));
+	/* iWARP: placed a moment after the completion */
+	kt_wait_bytes(self->win.p, src.p, 64 * KiB, KT_PLACE_MS);
+	EXPECT_EQ(-1, kt_check_pattern(self->win.p, 64 * KiB, seed));
+	kt_mem_put(self->cfd, &src);
+}
+
+/*
  * Item 8, ACCEPT: with a read-only struct, EFAULT, and the connection
  * stays queued: the next ACCEPT returns it, and it carries a WRITE.
  */
 TEST_F_TIMEOUT(dev, accept_copy_out_failure, 60)
 {
-	struct krdma_token tok2;
 	struct krdma_accept a;
-	struct kt_mem src = {};
-	struct krdma_op op;
-	uint32_t c2, s2, status;
+	uint32_t c2, s2;
 	void *rp;
 	int ret;
 
@@ -1928,19 +1970,77 @@ TEST_F_TIMEOUT(dev, accept_copy_out_failure, 60)
 				 strerror(-ret));
 
 	/* It is the client's connection: a WRITE through it arrives */
-	ASSERT_EQ(0, krdma_grant_window(self->sfd, s2, self->win.h, 0, 64 * KiB,
-					KRDMA_ACCESS_REMOTE_WRITE, NULL, &tok2));
-	ASSERT_EQ(0, kt_mem_get(self->cfd, &src, 64 * KiB, 0));
-	kt_pattern(src.p, 64 * KiB, 8);
-	kt_op(&op, KRDMA_OP_WRITE, c2, src.h, 0, 64 * KiB, &tok2, 0, 8);
-	ret = run_op(self->cfd, &op, &status);
-	EXPECT_EQ(0, ret) TH_LOG("WRITE: %s, status %s", strerror(-ret),
-				 krdma_wc_status_str(status));
-	/* iWARP: placed a moment after the completion */
-	kt_wait_bytes(self->win.p, src.p, 64 * KiB, KT_PLACE_MS);
-	EXPECT_EQ(-1, kt_check_pattern(self->win.p, 64 * KiB, 8));
+	write_arrives(_metadata, self, s2, c2, 8);
 	munmap(rp, PG);
-	kt_mem_put(self->cfd, &src);
+}
+
+/*
+ * ACCEPT on a listener of backlog 1 holding one connection, its struct
+ * on a page that userfaultfd write-protects: the call waits in its
+ * write-back. A second client connects meanwhile; then the page goes and
+ * the write-back fails (EFAULT). The listener holds no more than its
+ * backlog: ACCEPT took nothing before it could tell its caller, so the
+ * second client found no free slot (refused), and the next ACCEPT gets
+ * the first client, whose WRITE arrives. (The ACCEPT used to take the
+ * connection first and give it back on EFAULT: the slot it freed was
+ * refilled meanwhile, one connection past the backlog, and so past
+ * every per-user limit, for each such call.)
+ */
+TEST_F_TIMEOUT(dev, accept_stuck_on_copy_out_keeps_the_backlog, 90)
+{
+	struct krdma_addr any, laddr;
+	struct krdma_listen_query q;
+	struct bg_call bg = {};
+	struct krdma_accept *a;
+	uint32_t l, c1, c2 = 0, s1;
+	uint8_t *page;
+	int uffd, ret;
+
+	ASSERT_EQ(0, krdma_parse_addr(variant->ip, 0, &any));
+	ASSERT_EQ(0, krdma_listen_on(self->sfd, &any, 1, &l, &laddr));
+	ASSERT_EQ(0, krdma_connect_to(self->cfd, &laddr, 10000, &c1));
+	page = map_anon(PG);
+	ASSERT_NE(NULL, page);
+	a = (struct krdma_accept *)page;
+	a->size = sizeof(*a);
+	a->listener = l;
+	a->timeout_ms = 5000;
+	uffd = uffd_range(page, PG, UFFDIO_REGISTER_MODE_WP);
+	if (uffd < 0)
+		SKIP(return, "no userfaultfd write-protect: %s", strerror(-uffd));
+
+	bg.fn = bg_ioctl;
+	bg.fd = self->sfd;
+	bg.nr = KRDMA_IOC_ACCEPT;
+	bg.arg = a;
+	ASSERT_EQ(0, bg_start(&bg));
+	ASSERT_EQ(1, stuck_on_uffd(uffd, &bg, 10000))
+		TH_LOG("ACCEPT did not wait on its write-back (ret %d)", bg.ret);
+
+	/* No free slot: refused at once (or, before, a slot to fill) */
+	ret = krdma_connect_to(self->cfd, &laddr, 5000, &c2);
+	TH_LOG("second CONNECT while the ACCEPT waits: %s",
+	       ret ? strerror(-ret) : "connected");
+
+	/* The write-back fails: the page is gone once the fault retries */
+	ASSERT_EQ(0, munmap(page, PG));
+	close(uffd);
+	ASSERT_EQ(1, bg_returned(&bg, 10000));
+	pthread_join(bg.thread, NULL);
+	EXPECT_EQ(-EFAULT, bg.ret) TH_LOG("ACCEPT: %s",
+				       bg.ret ? strerror(-bg.ret) : "success");
+
+	ASSERT_EQ(0, krdma_listener_info(self->sfd, l, &q));
+	EXPECT_EQ(1, q.backlog);
+	EXPECT_GE(1, q.queued) TH_LOG("%u connections queued on a backlog of 1",
+				     q.queued);
+	EXPECT_NE(0, ret) TH_LOG("a second connection got a slot of a backlog of 1");
+
+	/* The first client's connection is the one the next ACCEPT gets */
+	ASSERT_EQ(0, krdma_accept_conn(self->sfd, l, 0, 5000, &s1));
+	write_arrives(_metadata, self, s1, c1, 9);
+	close(bg.done[0]);
+	close(bg.done[1]);
 }
 
 /*
