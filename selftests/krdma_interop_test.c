@@ -474,7 +474,7 @@ static void krdma_side(struct __test_metadata *_metadata,
 {
 	const size_t wlen = off + 2 * size;
 	struct mem win = {}, io = {}, msg = {};
-	struct krdma_completion wc;
+	struct krdma_completion wc, sent;
 	struct krdma_token tok, peer = {};
 	struct wire_token wt;
 	struct wire_msg m;
@@ -582,12 +582,22 @@ static void krdma_side(struct __test_metadata *_metadata,
 	op_init(&ops[0], KRDMA_OP_SEND, conn, msg.h, MSG_SEND_SLOT * MSG_SLOT,
 		sizeof(m), COOKIE_SEND);
 	ASSERT_EQ(0, krdma_submit_ops(self->fd, ops, 1, 0, &n));
-	ASSERT_EQ(0, wait_cookie(self, COOKIE_SEND, &wc));
-	EXPECT_WC(wc, COOKIE_SEND);
+	ASSERT_EQ(0, wait_cookie(self, COOKIE_SEND, &sent));
 
 	/* The peer checked its window */
 	ASSERT_EQ(0, wait_cookie(self, COOKIE_RECV(2), &wc));
 	EXPECT_WC(wc, COOKIE_RECV(2));
+	/*
+	 * DONE_B completes once the peer's device acknowledged it. The
+	 * peer disconnects right after its VERDICT: when that ACK was lost
+	 * (a drop under load, seen on rxe), the retry finds the peer gone
+	 * and DONE_B is flushed, though the VERDICT, which answers it, shows
+	 * that the peer took it. Only then is a flush right.
+	 */
+	if (sent.status == KRDMA_WC_WR_FLUSH_ERR && wc.status == KRDMA_WC_SUCCESS)
+		TH_LOG("DONE_B flushed after the peer answered it: its ACK was lost");
+	else
+		EXPECT_WC(sent, COOKIE_SEND);
 	ASSERT_EQ(sizeof(m), wc.byte_len);
 	memcpy(&m, msg.p + 2 * MSG_SLOT, sizeof(m));
 	EXPECT_EQ(MSG_VERDICT, le32toh(m.type));
