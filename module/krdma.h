@@ -395,6 +395,8 @@ enum krdma_conn_claim {
  * @deferred: operations posted from softirq context, for @post_work
  * @sq_total: send WRs the QP takes (less one for the drain)
  * @sq_free: send WRs that may still be posted
+ * @sq_released: send WRs completed (or flushed) so far: moves while the
+ *               peer acknowledges anything of this connection
  * @rq_total: receive WRs the QP takes (less one for the drain)
  * @rq_free: receive WRs that may still be posted
  * @pending: operations accepted but not fully posted yet
@@ -484,6 +486,7 @@ struct krdma_conn {
 	spinlock_t sq_lock; /* @sq_free, @pending, the chunk lists, @deferred */
 	u32 sq_total;
 	u32 sq_free;
+	u64 sq_released;
 	u32 rq_total;
 	atomic_t rq_free;
 	struct list_head pending;
@@ -677,6 +680,7 @@ int krdma_post_local_wrs(struct krdma_conn *conn, struct ib_send_wr *wr,
 			 u32 nr, long timeout);
 void krdma_conn_drain(struct krdma_conn *conn);
 int krdma_post_heartbeat(struct krdma_conn *conn);
+u64 krdma_conn_sq_progress(struct krdma_conn *conn);
 int krdma_post_queue(struct krdma_conn *conn, struct krdma_req *req);
 int krdma_xfer_check_ranges(struct krdma_req *req);
 void krdma_xfer_push(struct krdma_conn *conn);

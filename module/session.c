@@ -166,6 +166,7 @@ static void krdma_session_connect(struct krdma_session *s)
 static void krdma_session_heartbeat(struct krdma_session *s)
 {
 	struct krdma_conn *conn;
+	u64 progress;
 	int ret;
 
 	mutex_lock(&s->lock);
@@ -176,7 +177,18 @@ static void krdma_session_heartbeat(struct krdma_session *s)
 	if (!conn)
 		return;
 
+	progress = krdma_conn_sq_progress(conn);
 	ret = krdma_post_heartbeat(conn);
+	/*
+	 * A busy connection is not a dead one. A full send queue (-EAGAIN)
+	 * answers for itself: each of its WRs completes, or fails the
+	 * connection when the peer is gone. A heartbeat queued behind more
+	 * than the link moves in the timeout (-ETIMEDOUT) was answered if
+	 * anything ahead of it completed meanwhile.
+	 */
+	if (ret == -EAGAIN ||
+	    (ret == -ETIMEDOUT && krdma_conn_sq_progress(conn) != progress))
+		ret = 0;
 	mutex_lock(&s->lock);
 	if (ret) {
 		s->stats.heartbeat_failures++;

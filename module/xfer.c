@@ -338,6 +338,7 @@ static void krdma_sq_release(struct krdma_conn *conn, u32 nr_wrs)
 		return;
 	spin_lock_bh(&conn->sq_lock);
 	conn->sq_free += nr_wrs;
+	conn->sq_released += nr_wrs;
 	kick = !list_empty(&conn->pending);
 	spin_unlock_bh(&conn->sq_lock);
 	if (kick)
@@ -1818,6 +1819,26 @@ int krdma_post_local_wrs(struct krdma_conn *conn, struct ib_send_wr *wr,
 		ret = -EIO;
 	krdma_local_wr_put(lw);
 	return ret;
+}
+
+/**
+ * krdma_conn_sq_progress - how far the send queue got
+ * @conn: the connection
+ *
+ * Two reads that differ tell that send WRs completed in between: the peer
+ * (or the device, on a flush) answered something of @conn.
+ *
+ * Context: any context.
+ * Return: the number of send WRs completed so far.
+ */
+u64 krdma_conn_sq_progress(struct krdma_conn *conn)
+{
+	u64 n;
+
+	spin_lock_bh(&conn->sq_lock);
+	n = conn->sq_released;
+	spin_unlock_bh(&conn->sq_lock);
+	return n;
 }
 
 /* How long a peer may take to answer a heartbeat */

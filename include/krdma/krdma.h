@@ -276,7 +276,8 @@ enum krdma_session_state {
  * @conn: parameters of each connection (event and context are krdma's;
  *        prepare must be NULL)
  * @heartbeat_ms: check the peer this often (a zero-length RDMA WRITE);
- *                0: no heartbeat
+ *                0: no heartbeat. Not answered in 10 s, while nothing
+ *                else of the connection completed: the connection fails
  * @reconnect: connect again when the connection fails
  * @backoff_min_ms: first wait between attempts (0: 100 ms); doubles up
  *                  to @backoff_max_ms (0: 30 s)

@@ -49,6 +49,11 @@ module_param(leave_in_flight, bool, 0444);
 MODULE_PARM_DESC(leave_in_flight,
 		 "Leave a connection with operations in flight for module exit");
 
+static char *slow_session;
+module_param(slow_session, charp, 0444);
+MODULE_PARM_DESC(slow_session,
+		 "SRC,DST: only a session's heartbeats behind 48 MiB of WRITEs from SRC to DST (a shaped link, see krdma_kapi.sh)");
+
 #define RESULTS_SIZE	(64 * 1024)
 #define TIMEOUT		(30 * HZ)
 
@@ -1225,6 +1230,253 @@ out_destroy:
 }
 
 /*
+ * A busy session connection is not a dead one: WRITEs through a session
+ * while its heartbeats go, either keeping the send queue full (the
+ * heartbeat finds no room) or on a slow link (the heartbeat waits behind
+ * more than the link moves in its 10 s). The connection must be kept,
+ * every WRITE succeed and every byte arrive.
+ */
+struct busy_run {
+	const char *name;
+	struct sockaddr_storage dst;	/* the listener's address */
+	struct sockaddr_storage src;	/* AF_UNSPEC: any */
+	unsigned int heartbeat_ms;
+	u32 sq_depth;			/* the connection's; 0: krdma's */
+	unsigned int batch;		/* WRITEs posted at once */
+	size_t len;			/* bytes each */
+	unsigned long run;		/* jiffies: batches until this long */
+};
+
+struct busy_ops {
+	atomic_t left;
+	atomic_t failed;
+	u32 status;			/* the last failure's */
+	struct completion done;
+};
+
+static void busy_done(struct krdma_req *req, const struct krdma_wc *wc)
+{
+	struct busy_ops *b = req->context;
+
+	if (wc->status != KRDMA_WC_SUCCESS) {
+		b->status = wc->status;
+		atomic_inc(&b->failed);
+	}
+	if (atomic_dec_and_test(&b->left))
+		complete(&b->done);
+}
+
+static int busy_batch(struct krdma_conn *conn, struct krdma_req *reqs,
+		      struct busy_ops *b, const struct busy_run *r,
+		      struct kmem *src, const struct krdma_token *tok,
+		      struct krdma_rkeys *rkeys)
+{
+	unsigned int i;
+	int ret = 0;
+
+	atomic_set(&b->left, r->batch + 1);
+	reinit_completion(&b->done);
+	for (i = 0; i < r->batch && !ret; i++) {
+		struct krdma_req *req = &reqs[i];
+
+		memset(req, 0, sizeof(*req));
+		req->opcode = KRDMA_OP_WRITE;
+		req->num_sge = 1;
+		req->sge[0].buf = src->buf;
+		req->sge[0].offset = i * r->len;
+		req->sge[0].length = r->len;
+		req->remote_addr = tok->addr + i * r->len;
+		req->rkey = tok->rkey;
+		req->rkeys = rkeys;
+		req->done = busy_done;
+		req->context = b;
+		ret = krdma_post(conn, req);
+	}
+	/* What was not posted never completes: count it off */
+	if (ret)
+		atomic_sub(r->batch - i + 1, &b->left);
+	if (atomic_dec_and_test(&b->left))
+		complete(&b->done);
+	if (!wait_for_completion_timeout(&b->done, 120 * HZ)) {
+		/* Never: the close completes them, before the memory goes */
+		krdma_disconnect(conn);
+		wait_for_completion(&b->done);
+		return -ETIMEDOUT;
+	}
+	return ret ?: (atomic_read(&b->failed) ? -EIO : 0);
+}
+
+static void test_session_busy(const struct busy_run *r)
+{
+	struct krdma_session_params params = {
+		.heartbeat_ms = r->heartbeat_ms,
+		.state_change = sess_change,
+	};
+	struct sockaddr_storage addr = r->dst;
+	struct kmem src = {}, dst = {};
+	struct krdma_session_stats st;
+	enum krdma_session_state state;
+	struct krdma_conn *server, *conn = NULL;
+	struct krdma_window *grant = NULL;
+	struct krdma_rkeys *rkeys = NULL;
+	struct krdma_req *reqs = NULL;
+	struct krdma_listener *l;
+	struct krdma_session *s;
+	static struct busy_ops b;
+	static struct sess_track t;
+	struct krdma_token tok;
+	size_t size = r->batch * r->len;
+	unsigned int batches = 0;
+	unsigned long end;
+	long bad = -1;
+	int ret;
+
+	init_completion(&t.connected);
+	atomic_set(&t.changes, 0);
+	params.context = &t;
+	params.conn.sq_depth = r->sq_depth;
+	init_completion(&b.done);
+	atomic_set(&b.failed, 0);
+	b.status = KRDMA_WC_SUCCESS;
+
+	l = listen_on(&addr);
+	if (IS_ERR(l)) {
+		result(false, "%s: listen: %ld", r->name, PTR_ERR(l));
+		return;
+	}
+	s = krdma_session_create(&init_net, (struct sockaddr *)&addr,
+				 r->src.ss_family ?
+				 (struct sockaddr *)&r->src : NULL, &params);
+	if (IS_ERR(s)) {
+		result(false, "%s: session: %ld", r->name, PTR_ERR(s));
+		krdma_listener_close(l);
+		return;
+	}
+	ret = wait_for_completion_timeout(&t.connected, TIMEOUT) ?
+	      krdma_accept(l, false, TIMEOUT, &server) : -ETIMEDOUT;
+	krdma_listener_close(l);
+	if (ret) {
+		result(false, "%s: connect: %d", r->name, ret);
+		goto out_destroy;
+	}
+	conn = krdma_session_conn(s);
+	reqs = kcalloc(r->batch, sizeof(*reqs), GFP_KERNEL);
+	ret = conn && reqs ? 0 : -ENOMEM;
+	if (!ret)
+		ret = kmem_get(&src, MEM_VMALLOC, size, 0);
+	if (!ret)
+		ret = kmem_get(&dst, MEM_VMALLOC, size,
+			       KRDMA_ACCESS_REMOTE_WRITE);
+	grant = ret ? ERR_PTR(ret) :
+		krdma_grant_create(server, dst.buf, 0, size,
+				   KRDMA_ACCESS_REMOTE_WRITE);
+	if (IS_ERR(grant)) {
+		ret = PTR_ERR(grant);
+		grant = NULL;
+		goto out_close;
+	}
+	krdma_grant_token(grant, &tok);
+	/* siw registers 1 MiB at a time: a larger window has a key table */
+	if (tok.seg_shift) {
+		rkeys = krdma_rkeys_get(conn, &tok);
+		if (IS_ERR(rkeys)) {
+			ret = PTR_ERR(rkeys);
+			rkeys = NULL;
+			goto out_close;
+		}
+	}
+	fill(src.p, size, 41);
+	memset(dst.p, 0, size);
+
+	end = jiffies + r->run;
+	do {
+		ret = busy_batch(conn, reqs, &b, r, &src, &tok, rkeys);
+		batches++;
+	} while (!ret && time_before(jiffies, end));
+	if (!ret && !wait_bytes(dst.p, src.p, size))
+		ret = -EILSEQ;
+	if (ret == -EILSEQ)
+		bad = check(dst.p, size, 41);
+out_close:
+	state = krdma_session_info(s, &st);
+	result(!ret && state == KRDMA_SESSION_CONNECTED && !st.failures &&
+	       !st.heartbeat_failures && st.heartbeats,
+	       "%s: %u x %u WRITEs of %zu bytes verified, connection kept (%d, status %u, state %u, failures %llu, heartbeats %llu answered, %llu not, first bad byte %ld)",
+	       r->name, batches, r->batch, r->len, ret, b.status, state,
+	       st.failures, st.heartbeats, st.heartbeat_failures, bad);
+	krdma_rkeys_put(rkeys);
+	if (grant)
+		krdma_grant_destroy(grant);
+	if (conn)
+		krdma_conn_put(conn);
+	/* The session's connection goes first: nothing may still WRITE */
+	krdma_session_destroy(s);
+	s = NULL;
+	krdma_conn_close(server);
+	kmem_put(&src, MEM_VMALLOC);
+	kmem_put(&dst, MEM_VMALLOC);
+	kfree(reqs);
+out_destroy:
+	if (s)
+		krdma_session_destroy(s);
+}
+
+/*
+ * Heartbeats every 10 ms while 256 WRITEs at a time keep the send queue
+ * (16 deep, the least krdma takes) full
+ */
+static void test_session_full_queue(const char *ip)
+{
+	struct busy_run r = {
+		.heartbeat_ms = 10,
+		.sq_depth = 16,
+		.batch = 256,
+		.len = SZ_64K,
+		.run = 2 * HZ,
+	};
+	struct sockaddr_in *sin = (struct sockaddr_in *)&r.dst;
+	char name[64];
+
+	snprintf(name, sizeof(name),
+		 "%s session heartbeats while the send queue is full", ip);
+	r.name = name;
+	sin->sin_family = AF_INET;
+	if (in4_pton(ip, -1, (u8 *)&sin->sin_addr, -1, NULL))
+		test_session_busy(&r);
+}
+
+/*
+ * slow_session=SRC,DST: heartbeats every 500 ms behind 48 WRITEs of 1 MiB
+ * from SRC to DST, on a link krdma_kapi.sh shapes to 20 Mbit/s (about 20
+ * s for the batch, twice the heartbeat's timeout)
+ */
+static void test_session_slow(char *spec)
+{
+	struct busy_run r = {
+		.heartbeat_ms = 500,
+		.batch = 48,
+		.len = SZ_1M,
+		.run = 0,
+	};
+	struct sockaddr_in *dst = (struct sockaddr_in *)&r.dst;
+	struct sockaddr_in *src = (struct sockaddr_in *)&r.src;
+	char *sip = strsep(&spec, ","), *dip = spec;
+	char name[96];
+
+	if (!dip || !in4_pton(sip, -1, (u8 *)&src->sin_addr, -1, NULL) ||
+	    !in4_pton(dip, -1, (u8 *)&dst->sin_addr, -1, NULL)) {
+		result(false, "slow_session: give SRC,DST (two IPv4 addresses)");
+		return;
+	}
+	src->sin_family = AF_INET;
+	dst->sin_family = AF_INET;
+	snprintf(name, sizeof(name),
+		 "%s -> %s session heartbeats behind a slow link", sip, dip);
+	r.name = name;
+	test_session_busy(&r);
+}
+
+/*
  * krdma_conn_params.prepare: RECVs posted before the connection is up.
  * Each side's prepare posts the RECV for the other's first SEND, and both
  * SEND the moment krdma_connect() and krdma_accept() return: without the
@@ -1673,6 +1925,7 @@ static void test_ip(const char *ip)
 	test_listener_close_pending(ip);
 	test_unsignaled_flush(ip);
 	test_session(ip);
+	test_session_full_queue(ip);
 }
 
 static void left_done_fn(struct krdma_req *req, const struct krdma_wc *wc)
@@ -2098,7 +2351,14 @@ static int __init krdma_sample_init(void)
 		return -ENOMEM;
 	}
 	cur = list;
-	while (!hold && (ip = strsep(&cur, ",")))
+	if (slow_session) {
+		char *spec = kstrdup(slow_session, GFP_KERNEL);
+
+		if (spec)
+			test_session_slow(spec);
+		kfree(spec);
+	}
+	while (!hold && !slow_session && (ip = strsep(&cur, ",")))
 		if (*ip)
 			test_ip(ip);
 	if (leave_in_flight)
