@@ -740,8 +740,11 @@ static void krdma_rkeys_fetch_done(struct krdma_req *req,
 
 /*
  * RDMA READ the peer's key table that @token names into @rk, whose nkeys
- * is set. Waits up to KRDMA_RKEYS_TIMEOUT, then fails the connection
- * (which flushes the READ); a fatal signal ends the wait at once.
+ * is set. Waits up to KRDMA_RKEYS_TIMEOUT; a fatal signal ends the wait at
+ * once. A READ not done by then fails the connection (which flushes it)
+ * if no send WR of the connection completed meanwhile: the peer is silent.
+ * One that waits behind a queue that moves, slower than the timeout on a
+ * slow link, fails only the call; it completes later, unseen.
  */
 static int krdma_rkeys_read(struct krdma_conn *conn,
 			    const struct krdma_token *token,
@@ -750,6 +753,7 @@ static int krdma_rkeys_read(struct krdma_conn *conn,
 	size_t bytes = (KRDMA_KEYS_HDR + rk->nkeys) * sizeof(__le32);
 	struct krdma_rkeys_fetch *f;
 	struct krdma_buf *buf;
+	u64 progress;
 	long left;
 	u32 i;
 	int ret;
@@ -777,6 +781,7 @@ static int krdma_rkeys_read(struct krdma_conn *conn,
 	f->req.rkey = token->rkey;
 	f->req.done = krdma_rkeys_fetch_done;
 	refcount_inc(&f->ref);
+	progress = krdma_conn_sq_progress(conn);
 	ret = krdma_post(conn, &f->req);
 	if (ret) {
 		refcount_dec(&f->ref);	/* not taken: no completion */
@@ -788,8 +793,9 @@ static int krdma_rkeys_read(struct krdma_conn *conn,
 	if (left < 0) {
 		ret = -EINTR;
 	} else if (!left) {
-		/* Fails the connection: the READ completes with a flush */
-		krdma_conn_qp_failed(conn, -ETIMEDOUT);
+		/* A silent peer fails the connection: the READ is flushed */
+		if (krdma_conn_sq_progress(conn) == progress)
+			krdma_conn_qp_failed(conn, -ETIMEDOUT);
 		ret = -ETIMEDOUT;
 	} else if (f->wc.status != IB_WC_SUCCESS) {
 		/* Not posted (out of memory), flushed, or refused by the peer */
@@ -822,8 +828,10 @@ out_put:
  * not. Put the result in krdma_req.rkeys of each operation through the
  * token.
  *
- * Context: process context; sleeps, up to 10 s (the connection fails
- * after that), or until a fatal signal.
+ * Context: process context; sleeps, up to 10 s, or until a fatal signal.
+ * After 10 s the connection fails if none of its send work requests
+ * completed meanwhile (a silent peer); else only the call does, and the
+ * READ completes later, behind the queue ahead of it.
  * Return: the table, referenced (krdma_rkeys_put()), or ERR_PTR():
  * -EINVAL (seg_shift not within 12..63, an empty or wrapping window, or
  * more keys than a table holds), -EOPNOTSUPP (the peer serves no RDMA

@@ -143,11 +143,19 @@ static int submit1(int fd, struct krdma_op *op)
 	return krdma_submit_ops(fd, op, 1, 0, NULL);
 }
 
+static int run(const char *cmd)
+{
+	int ret = system(cmd);
+
+	return WIFEXITED(ret) ? WEXITSTATUS(ret) : -1;
+}
+
 FIXTURE(xfer) {
 	int sfd, cfd;
 	uint32_t listener, sconn, cconn;
 	struct krdma_addr addr, src;
 	bool atomics;
+	bool shaped;	/* veth6 has a tbf qdisc: removed by the teardown */
 };
 
 /*
@@ -247,6 +255,8 @@ FIXTURE_SETUP(xfer)
 
 FIXTURE_TEARDOWN(xfer)
 {
+	if (self->shaped)
+		run("tc qdisc del dev veth6 root");
 	close(self->cfd);
 	close(self->sfd);
 }
@@ -1401,6 +1411,93 @@ static void expect_remote_denied(struct __test_metadata *_metadata,
 	EXPECT_EQ(-1, check_fill(target, len, GUARD));
 }
 
+/*
+ * The first WRITE through a key-table token reads the table with an RDMA
+ * READ, which waits behind what the send queue holds. On a link that moves
+ * less in the READ's 10 s than is queued ahead of it (80 WRITEs of 1 MiB,
+ * siw1 -> siw2 with veth6 shaped to 40 Mbit/s: about 17 s), the SUBMIT
+ * fails with ETIMEDOUT and the connection is kept: the queue moved, the
+ * peer is there. Every WRITE ahead completes, the bytes arrive, and the
+ * token works once the queue is gone.
+ */
+TEST_F_TIMEOUT(xfer, key_table_read_behind_a_long_queue_keeps_the_connection, 300)
+{
+	const int nwrites = 80;
+	struct krdma_completion wc[80];
+	struct mem src = {}, dst = {}, big = {};
+	struct krdma_token tok, btok;
+	struct krdma_conn_query q;
+	struct krdma_op ops[80], op;
+	struct timespec t0;
+	long waited;
+	int i, ret;
+
+	if (strcmp(variant->dev, "siw2"))
+		SKIP(return, "the shaped link is siw1 -> siw2 (veth6)");
+	if (run("modprobe -q sch_tbf") ||
+	    run("tc qdisc replace dev veth6 root tbf rate 40mbit burst 256kb latency 400ms"))
+		SKIP(return, "cannot shape veth6 (sch_tbf)");
+	self->shaped = true;
+
+	ASSERT_EQ(0, mem_get(self->cfd, &src, MiB, KRDMA_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(0, mem_get(self->sfd, &dst, MiB, KRDMA_ACCESS_REMOTE_WRITE));
+	ASSERT_EQ(0, mem_get(self->sfd, &big, 4 * MiB,
+			     KRDMA_ACCESS_REMOTE_WRITE));
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, dst.h, 0, MiB,
+					KRDMA_ACCESS_REMOTE_WRITE, NULL, &tok));
+	ASSERT_EQ(0, tok.seg_shift);
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, big.h, 0,
+					4 * MiB, KRDMA_ACCESS_REMOTE_WRITE,
+					NULL, &btok));
+	/* siw registers at most 256 pages at a time: 4 MiB needs a table */
+	ASSERT_NE(0, btok.seg_shift);
+	pattern(src.p, MiB, 61);
+
+	for (i = 0; i < nwrites; i++)
+		op_rw(&ops[i], KRDMA_OP_WRITE, self->cconn, src.h, 0, MiB, &tok,
+		      0, i);
+	ASSERT_EQ(0, krdma_submit_ops(self->cfd, ops, nwrites, 0, NULL));
+	op_rw(&op, KRDMA_OP_WRITE, self->cconn, src.h, 0, MiB, &btok, 0, 100);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ret = submit1(self->cfd, &op);
+	waited = ms_since(&t0);
+	TH_LOG("the SUBMIT through the key-table token: %d after %ld ms",
+	       ret, waited);
+	/* Done before 10 s: the link was faster than shaped, nothing shown */
+	EXPECT_EQ(-ETIMEDOUT, ret);
+	ASSERT_EQ(0, krdma_conn_info(self->cfd, self->cconn, &q));
+	EXPECT_EQ(KRDMA_CONN_CONNECTED, q.state);
+	if (q.state != KRDMA_CONN_CONNECTED)
+		TH_LOG("the connection failed: %s", strerror(q.error));
+
+	/* Every WRITE ahead of the READ completes, the bytes arrive */
+	EXPECT_EQ(nwrites, wait_wc(self->cfd, wc, nwrites));
+	for (i = 0; i < nwrites; i++)
+		EXPECT_EQ(KRDMA_WC_SUCCESS, wc[i].status);
+	EXPECT_EQ(0, run("tc qdisc del dev veth6 root"));
+	self->shaped = false;
+	/* siw completes a WRITE once sent: the last bytes follow */
+	for (i = 0; i < 1000 && check_pattern(dst.p, MiB, 61) != -1; i++)
+		usleep(10000);
+	EXPECT_EQ(-1, check_pattern(dst.p, MiB, 61));
+
+	/* The connection still works, the token too */
+	ASSERT_EQ(0, krdma_conn_info(self->cfd, self->cconn, &q));
+	EXPECT_EQ(KRDMA_CONN_CONNECTED, q.state);
+	op.remote_offset = 3 * MiB;
+	ASSERT_EQ(0, submit1(self->cfd, &op));
+	ASSERT_EQ(1, wait_wc(self->cfd, wc, 1));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc[0].status);
+	for (i = 0; i < 1000 && check_pattern(big.p + 3 * MiB, MiB, 61) != -1;
+	     i++)
+		usleep(10000);
+	EXPECT_EQ(-1, check_pattern(big.p + 3 * MiB, MiB, 61));
+	EXPECT_EQ(-1, check_fill(big.p, 3 * MiB, GUARD));
+	mem_put(self->cfd, &src);
+	mem_put(self->sfd, &dst);
+	mem_put(self->sfd, &big);
+}
+
 TEST_F(xfer, read_only_token_denies_write)
 {
 	struct mem src = {}, dst = {};
@@ -2371,13 +2468,6 @@ TEST(network_namespace_of_the_opener)
 	ASSERT_EQ(0, krdma_accept_conn(fd, l, 0, 10000, &s));
 	close(cfd);
 	close(fd);
-}
-
-static int run(const char *cmd)
-{
-	int ret = system(cmd);
-
-	return WIFEXITED(ret) ? WEXITSTATUS(ret) : -1;
 }
 
 /*

@@ -892,8 +892,11 @@ struct krdma_sge {
  *
  * A token with a key table (@remote.seg_shift not 0): the first operation
  * that uses it reads the table from the peer with an RDMA READ, in the
- * SUBMIT call, which sleeps for it (up to 10 s; the connection fails
- * after that); later ones find it cached on the connection. Errors of
+ * SUBMIT call, which sleeps for it, up to 10 s. After that the SUBMIT
+ * fails with ETIMEDOUT, and the connection too if none of its operations
+ * completed in those 10 s (a silent peer; else the READ waits behind a
+ * queue the link moves slowly, and a later SUBMIT tries again); later
+ * ones find it cached on the connection. Errors of
  * that step: EINVAL (@remote.seg_shift below 12 or above 63, or
  * @remote.tag set with @remote.seg_shift 0), EOPNOTSUPP (the peer serves
  * no RDMA READ), EPROTO (the table read is not the token's: tag or count
