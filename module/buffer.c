@@ -419,7 +419,8 @@ EXPORT_SYMBOL_NS_GPL(krdma_buf_reg_kernel, KRDMA);
  * makes the call slow, so that a buffer registered for one operation,
  * with KRDMA_ACCESS_LOCAL_WRITE at most, is cheap to deregister).
  *
- * Context: process context; sleeps.
+ * Context: process context; sleeps (on siw up to 10 s for each grant the
+ * peer may READ: see krdma_grant_revoke()).
  */
 void krdma_buf_dereg(struct krdma_buf *buf)
 {

@@ -389,6 +389,7 @@ static int krdma_conn_create_qp(struct krdma_conn *conn)
 	krdma_conn_set_grant_limits(conn, kdev->max_mr_pages);
 	conn->send_one_mr = kdev->send_one_mr;
 	conn->signal_payload = kdev->signal_payload;
+	conn->tx_after_dereg = kdev->tx_after_dereg;
 	return 0;
 
 err_free_cq:
@@ -624,7 +625,6 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	down_write(&conn->reg_sem);
 	if (conn->qp)
 		krdma_xfer_reap(conn);
-	krdma_conn_revoke_grants(conn);
 	if (conn->qp) {
 		rdma_destroy_qp(conn->cm_id);
 		conn->qp = NULL;
@@ -635,6 +635,7 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	}
 	krdma_xfer_flush_local_wrs(conn);
 	/* The device is done with the QP: what it may have held can go */
+	krdma_conn_revoke_grants(conn);
 	krdma_conn_bury_windows(conn);
 	if (conn->pd) {
 		ib_dealloc_pd(conn->pd);

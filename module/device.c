@@ -360,6 +360,7 @@ static int krdma_add_one(struct ib_device *ibdev)
 	kdev->max_mr_pages = krdma_probe_mr_pages(ibdev);
 	kdev->send_one_mr = ibdev->ops.driver_id == RDMA_DRIVER_SIW;
 	kdev->signal_payload = ibdev->ops.driver_id == RDMA_DRIVER_SIW;
+	kdev->tx_after_dereg = ibdev->ops.driver_id == RDMA_DRIVER_SIW;
 
 	ret = xa_insert(&krdma_devices, kdev->index, kdev, GFP_KERNEL);
 	if (ret)

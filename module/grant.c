@@ -60,6 +60,25 @@ static void krdma_seg_release(struct ib_device *ibdev, struct krdma_seg *seg,
 }
 
 /*
+ * Deregister a window's MRs, its key table's included: no access that
+ * starts after this finds them. Its pages, their DMA mapping and the key
+ * table stay, for krdma_window_unmap(). Same rules as that.
+ */
+static void krdma_window_dereg(struct krdma_window *win)
+{
+	u32 i;
+
+	if (win->table.mr)
+		ib_dereg_mr(win->table.mr);
+	win->table.mr = NULL;
+	for (i = 0; i < win->nsegs; i++) {
+		if (win->segs[i].mr)
+			ib_dereg_mr(win->segs[i].mr);
+		win->segs[i].mr = NULL;
+	}
+}
+
+/*
  * Release what a window holds on the device: its registrations, its key
  * table. Never with conn->lock held (these are device calls); the caller
  * holds conn->reg_sem, so that the PD and the device are there, and took
@@ -307,6 +326,33 @@ static void krdma_window_bury(struct krdma_conn *conn, struct krdma_window *win)
 }
 
 /*
+ * A revoked window whose pages the device may still read (its fence did
+ * not complete): parked with its registrations' remains on
+ * conn->reg_zombies, holding a reference and through it the buffer and
+ * its pinned pages, until the teardown has destroyed the QP.
+ */
+static void krdma_window_park(struct krdma_conn *conn, struct krdma_window *win)
+{
+	kref_get(&win->ref);
+	mutex_lock(&conn->lock);
+	list_add_tail(&win->conn_entry, &conn->reg_zombies);
+	mutex_unlock(&conn->lock);
+}
+
+/*
+ * Whether a revoked window's pages must wait for a fence: on a device
+ * that sends a READ response from pages after their MR is gone
+ * (tx_after_dereg), a window the peer may READ: its own bytes, or its
+ * key table.
+ */
+static bool krdma_window_needs_fence(const struct krdma_conn *conn,
+				     const struct krdma_window *win)
+{
+	return conn->tx_after_dereg &&
+	       (win->keys || win->access & KRDMA_ACCESS_REMOTE_READ);
+}
+
+/*
  * Take every window off @list (conn->grants or conn->reg_zombies) and
  * release what it holds on the device; @put: drop the list's reference
  * too (zombies). conn->lock is held only to take each one off.
@@ -519,20 +565,38 @@ EXPORT_SYMBOL_NS_GPL(krdma_grant_create, KRDMA);
  * krdma_grant_revoke - make a grant's token stop working
  * @grant: the grant; may be revoked already
  *
- * Context: process context; sleeps.
+ * On siw, a window the peer may READ is first deregistered, then fenced:
+ * a zero-length RDMA WRITE completes only once siw has sent every READ
+ * response it started before, from the window's pages too (siw checks a
+ * response's key once, when it starts). Its pages are released after
+ * that; should the fence not complete within 10 s (or a fatal signal end
+ * the wait), they are kept until the connection's QP is destroyed.
+ *
+ * Context: process context; sleeps (on siw, up to 10 s).
  */
 void krdma_grant_revoke(struct krdma_window *grant)
 {
 	struct krdma_conn *conn = grant->conn;
 	bool live;
 
-	/* Teardown frees the PD under reg_sem (write): not while we dereg */
+	/*
+	 * Teardown frees the PD under reg_sem (write): not while we dereg.
+	 * It drains the QP before it takes reg_sem, and the drain flushes a
+	 * fence: the wait below never holds it up for long.
+	 */
 	down_read(&conn->reg_sem);
 	mutex_lock(&conn->lock);
 	live = grant->mr;
 	WRITE_ONCE(grant->mr, NULL);
 	list_del_init(&grant->conn_entry);
 	mutex_unlock(&conn->lock);
+	if (live && krdma_window_needs_fence(conn, grant)) {
+		krdma_window_dereg(grant);
+		if (krdma_post_heartbeat(conn)) {
+			krdma_window_park(conn, grant);
+			live = false;
+		}
+	}
 	if (live)
 		krdma_window_unmap(conn, grant);
 	up_read(&conn->reg_sem);
@@ -544,7 +608,8 @@ void krdma_grant_revoke(struct krdma_window *grant)
  * krdma_conn_revoke_grants - drop every registration of a connection
  * @conn: the connection, conn->reg_sem held for write
  *
- * Called on teardown, after the QP is drained and before the protection
+ * Called on teardown, after the QP is destroyed (so that no READ response
+ * is sent from a window's pages any more) and before the protection
  * domain goes. The grants stay on their buffers' lists until revoked or
  * put by their owners; local windows, which belong to the lists, leave
  * them here.
@@ -572,7 +637,8 @@ EXPORT_SYMBOL_NS_GPL(krdma_grant_token, KRDMA);
  * krdma_grant_destroy - revoke a grant and drop the owner's reference
  * @grant: the grant, from krdma_grant_create()
  *
- * Context: process context; sleeps.
+ * Context: process context; sleeps (on siw up to 10 s: see
+ * krdma_grant_revoke()).
  */
 void krdma_grant_destroy(struct krdma_window *grant)
 {

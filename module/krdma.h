@@ -58,6 +58,12 @@ struct seq_file;
  *                  zero copy, from pages it may read again after the WR
  *                  completed (siw: siw_tx_hdt()'s use_sendpage): every WR
  *                  that sends PAGE_SIZE bytes or more is signaled
+ * @tx_after_dereg: the device may go on sending a READ response from a
+ *                  window's pages after its MR was deregistered (siw
+ *                  checks the key once, when the response starts, and
+ *                  reads the pages again for each FPDU): the pages are
+ *                  released only once a later send WR completed (a fence)
+ *                  or the QP is destroyed
  *
  * Created by the ib_client .add callback, published in the krdma_devices
  * xarray once fully built, unpublished first thing in .remove. Lookups take
@@ -75,6 +81,7 @@ struct krdma_device {
 	u32 max_mr_pages;
 	bool send_one_mr;
 	bool signal_payload;
+	bool tx_after_dereg;
 };
 
 /**
@@ -349,6 +356,7 @@ enum krdma_conn_claim {
  *                   one key table holds
  * @send_one_mr: the device's send_one_mr, kept with the QP
  * @signal_payload: the device's signal_payload, kept with the QP
+ * @tx_after_dereg: the device's tx_after_dereg, kept with the QP
  * @rkeys: the peer's key tables this side has read, by their rkey
  *         (struct krdma_rkeys, referenced); at most KRDMA_RKEYS_CACHED
  * @wait: woken on every state change
@@ -465,6 +473,7 @@ struct krdma_conn {
 	u32 max_grant_pages;
 	bool send_one_mr;
 	bool signal_payload;
+	bool tx_after_dereg;
 	struct xarray rkeys;
 	wait_queue_head_t wait;
 	struct krdma_listener *listener;

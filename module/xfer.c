@@ -1849,7 +1849,9 @@ u64 krdma_conn_sq_progress(struct krdma_conn *conn)
  * @conn: the connection
  *
  * A zero-length RDMA WRITE: it needs no key, touches no memory, and is
- * answered by the peer's device alone.
+ * answered by the peer's device alone. On siw, which sends one work
+ * request at a time, its completion also fences what was sent before it
+ * (krdma_grant_revoke()).
  *
  * Context: process context; sleeps.
  * Return: 0 when the peer answered, else as krdma_post_local_wrs().

@@ -150,12 +150,36 @@ static int run(const char *cmd)
 	return WIFEXITED(ret) ? WEXITSTATUS(ret) : -1;
 }
 
+#define TCP_WMEM "/proc/sys/net/ipv4/tcp_wmem"
+
+static int read_wmem(char *buf, size_t size)
+{
+	FILE *f = fopen(TCP_WMEM, "r");
+	int ret = f && fgets(buf, size, f) ? 0 : -1;
+
+	if (f)
+		fclose(f);
+	return ret;
+}
+
+static int restore_wmem(const char *val)
+{
+	FILE *f = fopen(TCP_WMEM, "w");
+	int ret = f && fputs(val, f) >= 0 ? 0 : -1;
+
+	if (f && fclose(f))
+		ret = -1;
+	return ret;
+}
+
 FIXTURE(xfer) {
 	int sfd, cfd;
 	uint32_t listener, sconn, cconn;
 	struct krdma_addr addr, src;
 	bool atomics;
 	bool shaped;	/* veth6 has a tbf qdisc: removed by the teardown */
+	bool shaped7;	/* veth7 has one, and tcp_wmem is @wmem's no more */
+	char wmem[64];
 };
 
 /*
@@ -257,6 +281,10 @@ FIXTURE_TEARDOWN(xfer)
 {
 	if (self->shaped)
 		run("tc qdisc del dev veth6 root");
+	if (self->shaped7) {
+		run("tc qdisc del dev veth7 root");
+		restore_wmem(self->wmem);
+	}
 	close(self->cfd);
 	close(self->sfd);
 }
@@ -1496,6 +1524,92 @@ TEST_F_TIMEOUT(xfer, key_table_read_behind_a_long_queue_keeps_the_connection, 30
 	mem_put(self->cfd, &src);
 	mem_put(self->sfd, &dst);
 	mem_put(self->sfd, &big);
+}
+
+/*
+ * A window revoked while the peer READs it: nothing but the window's own
+ * bytes may reach the peer. siw checks a READ response's key once, when
+ * it starts, then reads the pages for each FPDU as TCP takes them. With
+ * TCP's send buffers kept at 16 KiB and the server's link (veth7) shaped
+ * to 256 kbit/s, a 256 KiB response (one READ request) runs for about 8
+ * s. Once its first bytes arrived the server revokes the grant,
+ * deregisters the buffer, unmaps the memory and then fills 64 MiB at a
+ * time with 0x55, so that the pages it gave back are used again. The
+ * READ completes, or fails; either way every byte that arrived is 0xaa.
+ */
+TEST_F_TIMEOUT(xfer, revoked_window_sends_only_its_own_bytes, 300)
+{
+	const size_t len = 256 * 1024, churn = 64 * MiB;
+	struct krdma_completion wc;
+	struct krdma_token tok;
+	struct mem dst = {};
+	struct krdma_op op;
+	struct timespec t0;
+	uint32_t buf, grant, sconn, cconn;
+	long revoke_ms, bad;
+	uint8_t *src, *p;
+	int i;
+
+	if (strcmp(variant->dev, "siw2"))
+		SKIP(return, "the shaped link is siw2 -> siw1 (veth7)");
+	if (run("modprobe -q sch_tbf") ||
+	    run("tc qdisc replace dev veth7 root tbf rate 256kbit burst 16kb latency 400ms"))
+		SKIP(return, "cannot shape veth7 (sch_tbf)");
+	self->shaped7 = true;
+	/*
+	 * A connection made now: its sockets' send buffers never grow past
+	 * 16 KiB (TCP sizes them when the connection is established)
+	 */
+	ASSERT_EQ(0, read_wmem(self->wmem, sizeof(self->wmem)));
+	ASSERT_EQ(0, run("sysctl -q -w net.ipv4.tcp_wmem='4096 16384 16384'"));
+	ASSERT_EQ(0, connect_pair(self->sfd, self->listener, &self->addr,
+				  self->cfd, &sconn, &cconn));
+
+	src = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, src);
+	ASSERT_EQ(0, madvise(src, len, MADV_NOHUGEPAGE));
+	memset(src, 0xaa, len);
+	ASSERT_EQ(0, krdma_buf_register(self->sfd, src, len,
+					KRDMA_ACCESS_REMOTE_READ, &buf));
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, sconn, buf, 0, len,
+					KRDMA_ACCESS_REMOTE_READ, &grant,
+					&tok));
+	ASSERT_EQ(0, mem_get(self->cfd, &dst, len, KRDMA_ACCESS_LOCAL_WRITE));
+	memset(dst.p, 0, len);
+
+	op_rw(&op, KRDMA_OP_READ, cconn, dst.h, 0, len, &tok, 0, 1);
+	ASSERT_EQ(0, submit1(self->cfd, &op));
+	/* The response has started: its first bytes are here */
+	for (i = 0; i < 1000 && !*(volatile uint8_t *)dst.p; i++)
+		usleep(10000);
+	ASSERT_EQ(0xaa, dst.p[0]);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	EXPECT_EQ(0, krdma_destroy_handle(self->sfd, grant));
+	revoke_ms = ms_since(&t0);
+	EXPECT_EQ(0, krdma_destroy_handle(self->sfd, buf));
+	EXPECT_EQ(0, munmap(src, len));
+	for (i = 0; i < 4; i++) {
+		p = mmap(NULL, churn, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		ASSERT_NE(MAP_FAILED, p);
+		memset(p, 0x55, churn);
+		munmap(p, churn);
+	}
+	EXPECT_EQ(0, run("tc qdisc del dev veth7 root"));
+	EXPECT_EQ(0, restore_wmem(self->wmem));
+	self->shaped7 = false;
+
+	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+	bad = -1;
+	for (i = 0; i < (int)len && bad < 0; i++)
+		if (dst.p[i] != 0xaa && !(wc.status && !dst.p[i]))
+			bad = i;
+	TH_LOG("revoke took %ld ms; the READ completed with status %u; first foreign byte at %ld (0x%02x)",
+	       revoke_ms, wc.status, bad, bad < 0 ? 0 : dst.p[bad]);
+	EXPECT_EQ(-1, bad);
+	mem_put(self->cfd, &dst);
 }
 
 TEST_F(xfer, read_only_token_denies_write)

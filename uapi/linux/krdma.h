@@ -434,7 +434,11 @@ struct krdma_addr {
  * (disconnects; operations still in flight end with
  * KRDMA_WC_WR_FLUSH_ERR), a buffer (its grants are revoked first; pages
  * stay pinned until the last operation using them completes) or a grant
- * (its token stops working at once).
+ * (its token stops working at once). On iWARP (siw) the revocation of a
+ * window the peer may READ waits, up to 10 s, until the device has sent
+ * the READ responses it started from it; the pages stay pinned (and
+ * charged) until then, or, when that does not come, until the
+ * connection is destroyed.
  */
 struct krdma_destroy {
 	__u32 size;
