@@ -46,13 +46,19 @@ static int krdma_ib_access(const struct krdma_buf *buf, u32 access)
 	return ib_access;
 }
 
-/* Release one registration: its MR, DMA mapping and scatterlist */
-static void krdma_seg_release(struct ib_device *ibdev, struct krdma_seg *seg,
-			      enum dma_data_direction dir)
+/* Deregister one registration's MR, if it has one left */
+static void krdma_seg_dereg(struct krdma_seg *seg)
 {
 	if (seg->mr)
 		ib_dereg_mr(seg->mr);
 	seg->mr = NULL;
+}
+
+/* Release one registration: its MR, DMA mapping and scatterlist */
+static void krdma_seg_release(struct ib_device *ibdev, struct krdma_seg *seg,
+			      enum dma_data_direction dir)
+{
+	krdma_seg_dereg(seg);
 	if (seg->mapped)
 		ib_dma_unmap_sgtable_attrs(ibdev, &seg->sgt, dir, 0);
 	seg->mapped = false;
@@ -68,14 +74,9 @@ static void krdma_window_dereg(struct krdma_window *win)
 {
 	u32 i;
 
-	if (win->table.mr)
-		ib_dereg_mr(win->table.mr);
-	win->table.mr = NULL;
-	for (i = 0; i < win->nsegs; i++) {
-		if (win->segs[i].mr)
-			ib_dereg_mr(win->segs[i].mr);
-		win->segs[i].mr = NULL;
-	}
+	krdma_seg_dereg(&win->table);
+	for (i = 0; i < win->nsegs; i++)
+		krdma_seg_dereg(&win->segs[i]);
 }
 
 /*

@@ -177,10 +177,37 @@ FIXTURE(xfer) {
 	uint32_t listener, sconn, cconn;
 	struct krdma_addr addr, src;
 	bool atomics;
-	bool shaped;	/* veth6 has a tbf qdisc: removed by the teardown */
-	bool shaped7;	/* veth7 has one, and tcp_wmem is @wmem's no more */
-	char wmem[64];
+	const char *shaped;	/* a netdev with a tbf qdisc, or NULL */
+	char wmem[64];		/* tcp_wmem to restore, or "" */
 };
+
+/*
+ * Shape @dev's egress with a tbf qdisc of @spec for the test; the
+ * teardown removes it if the test does not. False: cannot (no sch_tbf).
+ */
+static bool shape_link(FIXTURE_DATA(xfer) *self, const char *dev,
+		       const char *spec)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd), "tc qdisc replace dev %s root tbf %s",
+		 dev, spec);
+	if (run("modprobe -q sch_tbf") || run(cmd))
+		return false;
+	self->shaped = dev;
+	return true;
+}
+
+static int unshape_link(FIXTURE_DATA(xfer) *self)
+{
+	char cmd[96];
+
+	if (!self->shaped)
+		return 0;
+	snprintf(cmd, sizeof(cmd), "tc qdisc del dev %s root", self->shaped);
+	self->shaped = NULL;
+	return run(cmd);
+}
 
 /*
  * Where the two ends are (selftests/qemu/guest-setup.sh): one device that
@@ -279,12 +306,9 @@ FIXTURE_SETUP(xfer)
 
 FIXTURE_TEARDOWN(xfer)
 {
-	if (self->shaped)
-		run("tc qdisc del dev veth6 root");
-	if (self->shaped7) {
-		run("tc qdisc del dev veth7 root");
+	unshape_link(self);
+	if (self->wmem[0])
 		restore_wmem(self->wmem);
-	}
 	close(self->cfd);
 	close(self->sfd);
 }
@@ -1462,10 +1486,8 @@ TEST_F_TIMEOUT(xfer, key_table_read_behind_a_long_queue_keeps_the_connection, 30
 
 	if (strcmp(variant->dev, "siw2"))
 		SKIP(return, "the shaped link is siw1 -> siw2 (veth6)");
-	if (run("modprobe -q sch_tbf") ||
-	    run("tc qdisc replace dev veth6 root tbf rate 40mbit burst 256kb latency 400ms"))
+	if (!shape_link(self, "veth6", "rate 40mbit burst 256kb latency 400ms"))
 		SKIP(return, "cannot shape veth6 (sch_tbf)");
-	self->shaped = true;
 
 	ASSERT_EQ(0, mem_get(self->cfd, &src, MiB, KRDMA_ACCESS_LOCAL_WRITE));
 	ASSERT_EQ(0, mem_get(self->sfd, &dst, MiB, KRDMA_ACCESS_REMOTE_WRITE));
@@ -1502,8 +1524,7 @@ TEST_F_TIMEOUT(xfer, key_table_read_behind_a_long_queue_keeps_the_connection, 30
 	EXPECT_EQ(nwrites, wait_wc(self->cfd, wc, nwrites));
 	for (i = 0; i < nwrites; i++)
 		EXPECT_EQ(KRDMA_WC_SUCCESS, wc[i].status);
-	EXPECT_EQ(0, run("tc qdisc del dev veth6 root"));
-	self->shaped = false;
+	EXPECT_EQ(0, unshape_link(self));
 	/* siw completes a WRITE once sent: the last bytes follow */
 	for (i = 0; i < 1000 && check_pattern(dst.p, MiB, 61) != -1; i++)
 		usleep(10000);
@@ -1552,10 +1573,8 @@ TEST_F_TIMEOUT(xfer, revoked_window_sends_only_its_own_bytes, 300)
 
 	if (strcmp(variant->dev, "siw2"))
 		SKIP(return, "the shaped link is siw2 -> siw1 (veth7)");
-	if (run("modprobe -q sch_tbf") ||
-	    run("tc qdisc replace dev veth7 root tbf rate 256kbit burst 16kb latency 400ms"))
+	if (!shape_link(self, "veth7", "rate 256kbit burst 16kb latency 400ms"))
 		SKIP(return, "cannot shape veth7 (sch_tbf)");
-	self->shaped7 = true;
 	/*
 	 * A connection made now: its sockets' send buffers never grow past
 	 * 16 KiB (TCP sizes them when the connection is established)
@@ -1597,9 +1616,9 @@ TEST_F_TIMEOUT(xfer, revoked_window_sends_only_its_own_bytes, 300)
 		memset(p, 0x55, churn);
 		munmap(p, churn);
 	}
-	EXPECT_EQ(0, run("tc qdisc del dev veth7 root"));
+	EXPECT_EQ(0, unshape_link(self));
 	EXPECT_EQ(0, restore_wmem(self->wmem));
-	self->shaped7 = false;
+	self->wmem[0] = 0;
 
 	ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
 	bad = -1;
