@@ -13,6 +13,7 @@
 #include <linux/moduleparam.h>
 #include <linux/refcount.h>
 #include <linux/sched/mm.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/krdma.h>
 
@@ -29,6 +30,14 @@ struct krdma_sync {
 #define KRDMA_INLINE_SG 4
 /* Chunks posted with one ib_post_send() at most */
 #define KRDMA_CHAIN_MAX 32
+/*
+ * At most this many bytes of unsignaled chunks go between two CQEs of a
+ * chain: a wait that counts the send queue's progress in CQEs (a session's
+ * heartbeat, a key table's READ) then sees a slow link move within its
+ * timeout, down to about 1 Mbit/s for 10 s, rather than at the CQE of a
+ * whole chain (KRDMA_CHAIN_MAX chunks: 8 MiB).
+ */
+#define KRDMA_PROGRESS_BYTES SZ_1M
 /*
  * A post that took longer than this ran the device's send work in the
  * poster's context; after KRDMA_POST_SLOW_COUNT of them on a connection,
@@ -95,6 +104,7 @@ enum krdma_chunk_kind {
  *            Unsignaled chunks (of unsignaled operations only) are
  *            completed by the CQE of a later send chunk, which implies
  *            them: every ib_post_send() of krdma ends with a signaled WR
+ * @bytes: payload it moves, for KRDMA_PROGRESS_BYTES
  *
  * A chunk's memory lives as long as its connection's CQ: freed chunks go
  * to a per-connection free list. A CQE that names a chunk not in state
@@ -122,6 +132,7 @@ struct krdma_chunk {
 	struct list_head entry;
 	enum krdma_chunk_state state;
 	bool signaled;
+	u32 bytes;
 };
 
 /*
@@ -682,15 +693,17 @@ static void krdma_chain_refused(struct krdma_conn *conn,
  * to the next chunk's first. It is signaled if the chunk asked for it or
  * ends the chain: every post ends with a signaled WR, whose CQE completes
  * the unsignaled chunks before it. An unsignaled WR keeps its wr_cqe, for
- * the CQE of an error or a flush, which devices always make. Each chunk
- * is tracked already: if the post fails, the connection fails and its
- * teardown completes every one of them.
+ * the CQE of an error or a flush, which devices always make. A chunk is
+ * signaled too where the unsignaled ones before it reach
+ * KRDMA_PROGRESS_BYTES. Each chunk is tracked already: if the post fails,
+ * the connection fails and its teardown completes every one of them.
  */
 static int krdma_chain_post(struct krdma_conn *conn, struct krdma_chain *chain)
 {
 	struct ib_send_wr *head = NULL, **tail = &head, *wr;
 	struct krdma_chunk *chunk;
 	u32 i, n = chain->n;
+	u64 unsignaled = 0;
 	u64 start;
 	int ret;
 
@@ -699,7 +712,11 @@ static int krdma_chain_post(struct krdma_conn *conn, struct krdma_chain *chain)
 	for (i = 0; i < n; i++) {
 		chunk = chain->chunk[i];
 		/* Before the post: a CQE may take the chunks before this one */
-		chunk->signaled |= i == n - 1;
+		unsignaled += chunk->bytes;
+		chunk->signaled |= i == n - 1 ||
+				   unsignaled >= KRDMA_PROGRESS_BYTES;
+		if (chunk->signaled)
+			unsignaled = 0;
 		if (chunk->kind == KRDMA_CHUNK_RW)
 			wr = rdma_rw_ctx_wrs(&chunk->rw, conn->qp,
 					     conn->port_num, &chunk->cqe, NULL);
@@ -842,6 +859,7 @@ static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req,
 	}
 	chunk->kind = KRDMA_CHUNK_RW;
 	chunk->nr_wrs = nr;
+	chunk->bytes = len;
 	chunk->signaled = krdma_chunk_must_signal(conn, req, len);
 	if (nr > conn->sq_total) {
 		krdma_chunk_free(conn, chunk);
@@ -890,6 +908,7 @@ static int krdma_post_wr_chunk(struct krdma_conn *conn, struct krdma_req *req,
 
 	chunk->wr.send.wr_cqe = &chunk->cqe;
 	/* IB_SEND_SIGNALED, or not, when its chain is posted */
+	chunk->bytes = min_t(u64, bytes, U32_MAX);
 	chunk->signaled = krdma_chunk_must_signal(conn, req, bytes);
 	chunk->wr.send.sg_list = nsge ? chunk->sges : NULL;
 	chunk->wr.send.num_sge = nsge;

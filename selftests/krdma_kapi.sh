@@ -53,6 +53,29 @@ pass_results() {
 	done <"$RESULTS"
 }
 
+# slow_session WHAT NETDEV RATE SPEC: the sample's session heartbeats
+# behind WHAT, SPEC's link shaped on NETDEV to RATE (tbf; its burst must
+# pass veth's 9014-byte frames)
+slow_session() {
+	local desc="slow link: a session's heartbeats behind $1 keep the connection"
+
+	if ! modprobe -q sch_tbf; then
+		skip "$desc" "this kernel has no sch_tbf to shape the link"
+	elif tc qdisc replace dev "$2" root tbf rate "$3" burst 256kb latency 400ms; then
+		if insmod "$KO" slow_session="$4" &&
+		   grep -q "session heartbeats behind a slow link" "$RESULTS"; then
+			pass_results
+			rmmod krdma_sample || not_ok "sample consumer unloads after the slow session ($4)"
+		else
+			rmmod krdma_sample 2>/dev/null
+			not_ok "$desc"
+		fi
+		tc qdisc del dev "$2" root || not_ok "$2's shaping is removed"
+	else
+		not_ok "$desc"
+	fi
+}
+
 # Every case; its results are kept until their number, the plan that
 # comes first, is known
 cases() {
@@ -154,22 +177,12 @@ cases() {
 	# 5: a session's heartbeat behind more than a slow link moves in its
 	#    10 s (siw1 -> siw2 over veth6, shaped to 20 Mbit/s): answered by
 	#    the WRITEs ahead of it, the connection kept
-	desc="slow link: a session's heartbeats behind 48 MiB of WRITEs keep the connection"
-	if ! modprobe -q sch_tbf; then
-		skip "$desc" "this kernel has no sch_tbf to shape the link"
-	elif tc qdisc replace dev veth6 root tbf rate 20mbit burst 256kb latency 400ms; then
-		if insmod "$KO" slow_session=198.18.3.1,198.18.3.2 &&
-		   grep -q "session heartbeats behind a slow link" "$RESULTS"; then
-			pass_results
-			rmmod krdma_sample || not_ok "sample consumer unloads after the slow session"
-		else
-			rmmod krdma_sample 2>/dev/null
-			not_ok "$desc"
-		fi
-		tc qdisc del dev veth6 root || not_ok "veth6's shaping is removed"
-	else
-		not_ok "$desc"
-	fi
+	slow_session "48 MiB of WRITEs" veth6 20mbit 198.18.3.1,198.18.3.2
+	# 6: the same behind one chain of unsignaled WRITEs (8 MiB, one
+	#    krdma_post_list()) on rxe1 -> rxe2 over veth4 shaped to 5 Mbit/s
+	#    (about 13 s): the chain's CQEs come often enough to answer
+	slow_session "an 8 MiB chain of unsignaled WRITEs" veth4 5mbit \
+		198.18.2.1,198.18.2.2,unsignaled
 }
 
 cases >"$TMP/tap"

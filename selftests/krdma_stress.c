@@ -10,7 +10,10 @@
  *	client (as struct krdma_token, in a 64-byte message: a "load -r"
  *	client on another machine). Then wait until the connection fails,
  *	SECS pass (default 60; also the limit of the accept) or SIGTERM,
- *	and report its state and error;
+ *	and report its state and error; with -S, a connection that ended
+ *	before its client wrote a byte into the window is followed by the
+ *	next one (at most 3: the client connects again when siw fails its
+ *	connect, see cmd_load());
  *	destroy everything and wait for VmPin to come back to where it
  *	started.
  *
@@ -18,7 +21,8 @@
  *		       [-t SECS] [-w]
  *	Connect to ADDR (the port from FILE, or PORT), take the token from
  *	FILE (-f) or from the peer's first SEND (-r: krdma_sample's
- *	user_serve); with -w, print "connected" and wait for SIGUSR1 (at
+ *	user_serve, or a "serve -S"; a connect that siw resets is made again,
+ *	at most 3 times); with -w, print "connected" and wait for SIGUSR1 (at
  *	most SECS) before the first operation. Keep DEPTH slots busy until
  *	an operation fails or SECS pass (default 60): each slot WRITEs a
  *	fresh pattern into its part of the window, READs it back and
@@ -444,7 +448,8 @@ static void write_file(const char *path, const char *fmt, ...)
 }
 
 /* SEND the token to a "load -r" client */
-static void send_token(int fd, uint32_t conn, const struct krdma_token *tok)
+/* Return: 0, a negative errno, or the failed completion's status */
+static int send_token(int fd, uint32_t conn, const struct krdma_token *tok)
 {
 	struct krdma_op op;
 	uint32_t h;
@@ -457,10 +462,24 @@ static void send_token(int fd, uint32_t conn, const struct krdma_token *tok)
 	kt_op(&op, KRDMA_OP_SEND, conn, h, 0, 64, NULL, 0, 0);
 	ret = run1(fd, &op);
 	if (ret)
-		die(ret < 0 ? ret : 0, "SEND of the token%s%s", ret < 0 ? "" : ": ",
-		    ret < 0 ? "" : krdma_wc_status_str(ret));
+		say("krdma_stress: serve: SEND of the token: %s",
+		    ret < 0 ? strerror(-ret) : krdma_wc_status_str(ret));
 	krdma_destroy_handle(fd, h);
 	munmap(msg, 4096);
+	return ret;
+}
+
+/* Connections a "serve -S" accepts while their clients never wrote */
+#define SERVE_TRIES	3
+
+static bool all_zero(const uint8_t *p, uint64_t len)
+{
+	uint64_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i])
+			return false;
+	return true;
 }
 
 static const char serve_usage[] =
@@ -485,7 +504,8 @@ static int cmd_serve(int argc, char **argv)
 	long base, peak, end;
 	int64_t deadline, t0;
 	int fd, opt, ret, err;
-	uint8_t *mem;
+	uint8_t *mem = NULL;
+	unsigned int tries;
 
 	while ((opt = next_opt(argc, argv)) != -1) {
 		switch (opt) {
@@ -514,40 +534,59 @@ static int cmd_serve(int argc, char **argv)
 	if (file)
 		write_file(file, "port=%u\n", bound.port);
 	say("krdma_stress: serve: listening port=%u", bound.port);
-	ret = krdma_accept_conn(fd, l, 0, secs * 1000, &c);
-	if (ret)
-		die(ret, "accept");
-	mem = map(size);
-	b = reg(fd, mem, size, RW_ACCESS);
-	ret = krdma_grant_window(fd, c, b, 0, size, KRDMA_ACCESS_REMOTE_READ |
-				 KRDMA_ACCESS_REMOTE_WRITE, &g, &tok);
-	if (ret)
-		die(ret, "grant");
-	if (file)
-		write_file(file, "port=%u token=%" PRIu64 ",%" PRIu64 ",%u,%u,%u,%u\n",
-			   bound.port, (uint64_t)tok.addr,
-			   (uint64_t)tok.length, tok.rkey, tok.access,
-			   tok.seg_shift, tok.tag);
-	if (send)
-		send_token(fd, c, &tok);
-	peak = kt_vmpin_kb();
-	say("krdma_stress: serve: granted bytes=%" PRIu64 " vmpin_kb=%ld",
-	    size, peak);
+	for (tries = 1;; tries++) {
+		ret = krdma_accept_conn(fd, l, 0, secs * 1000, &c);
+		if (ret)
+			die(ret, "accept");
+		if (!mem) {
+			mem = map(size);
+			b = reg(fd, mem, size, RW_ACCESS);
+		}
+		ret = krdma_grant_window(fd, c, b, 0, size,
+					 KRDMA_ACCESS_REMOTE_READ |
+					 KRDMA_ACCESS_REMOTE_WRITE, &g, &tok);
+		if (ret)
+			die(ret, "grant");
+		if (file)
+			write_file(file, "port=%u token=%" PRIu64 ",%" PRIu64 ",%u,%u,%u,%u\n",
+				   bound.port, (uint64_t)tok.addr,
+				   (uint64_t)tok.length, tok.rkey, tok.access,
+				   tok.seg_shift, tok.tag);
+		/* A SEND that failed with the connection: the wait sees it */
+		if (send && send_token(fd, c, &tok)) {
+			conn_state(fd, c, &state, &err);
+			if (state == KRDMA_CONN_CONNECTED)
+				die(0, "SEND of the token failed on a live connection");
+		}
+		peak = kt_vmpin_kb();
+		say("krdma_stress: serve: granted bytes=%" PRIu64 " vmpin_kb=%ld",
+		    size, peak);
 
-	t0 = mono_ms();
-	deadline = t0 + secs * 1000LL;
-	do {
-		conn_state(fd, c, &state, &err);
-		if (state != KRDMA_CONN_CONNECTED)
+		t0 = mono_ms();
+		deadline = t0 + secs * 1000LL;
+		do {
+			conn_state(fd, c, &state, &err);
+			if (state != KRDMA_CONN_CONNECTED)
+				break;
+			sleep_ms(10);
+		} while (!stop && mono_ms() < deadline);
+		say("krdma_stress: serve: state=%s error=%s at=%" PRId64 " after_ms=%" PRId64,
+		    state_str(state), errname(err), epoch_ms(), mono_ms() - t0);
+		krdma_destroy_handle(fd, g);
+		krdma_destroy_handle(fd, c);
+		/*
+		 * On iWARP the token's SEND can reach a "load -r" client behind
+		 * the MPA reply, before siw there has read the reply: its
+		 * connect fails (protocol.rst, "Ordering rules"), and it
+		 * connects again. A connection that ended before the client
+		 * wrote a byte is that one: serve the next.
+		 */
+		if (!send || stop || tries == SERVE_TRIES ||
+		    mono_ms() >= deadline || !all_zero(mem, size))
 			break;
-		sleep_ms(10);
-	} while (!stop && mono_ms() < deadline);
-	say("krdma_stress: serve: state=%s error=%s at=%" PRId64 " after_ms=%" PRId64,
-	    state_str(state), errname(err), epoch_ms(), mono_ms() - t0);
-
-	krdma_destroy_handle(fd, g);
+		say("krdma_stress: serve: the client never wrote; accepting again");
+	}
 	krdma_destroy_handle(fd, b);
-	krdma_destroy_handle(fd, c);
 	krdma_destroy_handle(fd, l);
 	end = vmpin_settle(base);
 	close(fd);
@@ -828,9 +867,22 @@ static int cmd_load(int argc, char **argv)
 		 * RECV goes out with the connect request (on iWARP a SEND
 		 * that finds no RECV ends the connection)
 		 */
-		kt_op(&op, KRDMA_OP_RECV, 0, msg_h, 0, 64, NULL, 0, 0);
-		ret = krdma_connect_recvs(ld.fd, &a, NULL, 0, WAIT_MS, &op, 1,
-					  &ld.conn);
+		for (i = 1;; i++) {
+			kt_op(&op, KRDMA_OP_RECV, 0, msg_h, 0, 64, NULL, 0, 0);
+			ret = krdma_connect_recvs(ld.fd, &a, NULL, 0, WAIT_MS,
+						  &op, 1, &ld.conn);
+			/*
+			 * On iWARP the token can come right behind the MPA
+			 * reply, before siw here has read the reply, which
+			 * fails the connect (protocol.rst, "Ordering rules"):
+			 * again, as krdmactl's clients do; "serve -S" accepts
+			 * again a connection that never wrote
+			 */
+			if (ret != -ECONNRESET || i == SERVE_TRIES)
+				break;
+			say("krdma_stress: load: connect reset (try %u of %u): again",
+			    i, SERVE_TRIES);
+		}
 		if (ret)
 			die(ret, "connect to %s:%u", argv[optind], port);
 		ret = krdma_poll_wc(ld.fd, &twc, 1, WAIT_MS);

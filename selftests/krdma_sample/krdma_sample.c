@@ -52,7 +52,7 @@ MODULE_PARM_DESC(leave_in_flight,
 static char *slow_session;
 module_param(slow_session, charp, 0444);
 MODULE_PARM_DESC(slow_session,
-		 "SRC,DST: only a session's heartbeats behind 48 MiB of WRITEs from SRC to DST (a shaped link, see krdma_kapi.sh)");
+		 "SRC,DST[,unsignaled]: only a session's heartbeats behind 48 MiB of WRITEs (or 8 MiB of unsignaled ones) from SRC to DST (a shaped link, see krdma_kapi.sh)");
 
 #define RESULTS_SIZE	(64 * 1024)
 #define TIMEOUT		(30 * HZ)
@@ -1245,6 +1245,7 @@ struct busy_run {
 	unsigned int batch;		/* WRITEs posted at once */
 	size_t len;			/* bytes each */
 	unsigned long run;		/* jiffies: batches until this long */
+	bool unsignaled;		/* one krdma_post_list(), one done */
 };
 
 struct busy_ops {
@@ -1262,8 +1263,34 @@ static void busy_done(struct krdma_req *req, const struct krdma_wc *wc)
 		b->status = wc->status;
 		atomic_inc(&b->failed);
 	}
-	if (atomic_dec_and_test(&b->left))
+	/* An unsignaled one is done only when it fails: not counted */
+	if (!(req->flags & KRDMA_REQ_UNSIGNALED) &&
+	    atomic_dec_and_test(&b->left))
 		complete(&b->done);
+}
+
+/* All but the last of a batch unsignaled, in one krdma_post_list() */
+static int busy_post_list(struct krdma_conn *conn, struct krdma_req *reqs,
+			  struct busy_ops *b, const struct busy_run *r)
+{
+	struct krdma_req **list;
+	unsigned int i, accepted = 0;
+	int ret;
+
+	list = kcalloc(r->batch, sizeof(*list), GFP_KERNEL);
+	if (!list)
+		return -ENOMEM;
+	for (i = 0; i < r->batch; i++) {
+		list[i] = &reqs[i];
+		if (i < r->batch - 1)
+			reqs[i].flags = KRDMA_REQ_UNSIGNALED;
+	}
+	ret = krdma_post_list(conn, list, r->batch, &accepted);
+	kfree(list);
+	/* The last, the one counted, was not taken: it never completes */
+	if (accepted < r->batch)
+		atomic_dec(&b->left);
+	return ret ?: (accepted < r->batch ? -EIO : 0);
 }
 
 static int busy_batch(struct krdma_conn *conn, struct krdma_req *reqs,
@@ -1274,9 +1301,9 @@ static int busy_batch(struct krdma_conn *conn, struct krdma_req *reqs,
 	unsigned int i;
 	int ret = 0;
 
-	atomic_set(&b->left, r->batch + 1);
+	atomic_set(&b->left, (r->unsignaled ? 1 : r->batch) + 1);
 	reinit_completion(&b->done);
-	for (i = 0; i < r->batch && !ret; i++) {
+	for (i = 0; i < r->batch; i++) {
 		struct krdma_req *req = &reqs[i];
 
 		memset(req, 0, sizeof(*req));
@@ -1290,11 +1317,17 @@ static int busy_batch(struct krdma_conn *conn, struct krdma_req *reqs,
 		req->rkeys = rkeys;
 		req->done = busy_done;
 		req->context = b;
+		if (r->unsignaled)
+			continue;
 		ret = krdma_post(conn, req);
+		if (ret) {
+			/* What was not posted never completes: count it off */
+			atomic_sub(r->batch - i, &b->left);
+			break;
+		}
 	}
-	/* What was not posted never completes: count it off */
-	if (ret)
-		atomic_sub(r->batch - i + 1, &b->left);
+	if (r->unsignaled)
+		ret = busy_post_list(conn, reqs, b, r);
 	if (atomic_dec_and_test(&b->left))
 		complete(&b->done);
 	if (!wait_for_completion_timeout(&b->done, 120 * HZ)) {
@@ -1448,7 +1481,10 @@ static void test_session_full_queue(const char *ip)
 /*
  * slow_session=SRC,DST: heartbeats every 500 ms behind 48 WRITEs of 1 MiB
  * from SRC to DST, on a link krdma_kapi.sh shapes to 20 Mbit/s (about 20
- * s for the batch, twice the heartbeat's timeout)
+ * s for the batch, twice the heartbeat's timeout).
+ * slow_session=SRC,DST,unsignaled: behind 32 WRITEs of 256 KiB, all but
+ * the last unsignaled, in one krdma_post_list(): one chain of 8 MiB, on a
+ * link shaped to 5 Mbit/s (about 13 s)
  */
 static void test_session_slow(char *spec)
 {
@@ -1460,18 +1496,25 @@ static void test_session_slow(char *spec)
 	};
 	struct sockaddr_in *dst = (struct sockaddr_in *)&r.dst;
 	struct sockaddr_in *src = (struct sockaddr_in *)&r.src;
-	char *sip = strsep(&spec, ","), *dip = spec;
+	char *sip = strsep(&spec, ","), *dip = strsep(&spec, ",");
 	char name[96];
 
 	if (!dip || !in4_pton(sip, -1, (u8 *)&src->sin_addr, -1, NULL) ||
-	    !in4_pton(dip, -1, (u8 *)&dst->sin_addr, -1, NULL)) {
-		result(false, "slow_session: give SRC,DST (two IPv4 addresses)");
+	    !in4_pton(dip, -1, (u8 *)&dst->sin_addr, -1, NULL) ||
+	    (spec && strcmp(spec, "unsignaled"))) {
+		result(false, "slow_session: give SRC,DST[,unsignaled] (two IPv4 addresses)");
 		return;
+	}
+	if (spec) {
+		r.unsignaled = true;
+		r.batch = 32;
+		r.len = SZ_256K;
 	}
 	src->sin_family = AF_INET;
 	dst->sin_family = AF_INET;
 	snprintf(name, sizeof(name),
-		 "%s -> %s session heartbeats behind a slow link", sip, dip);
+		 "%s -> %s session heartbeats behind a slow link%s", sip, dip,
+		 spec ? ", unsignaled" : "");
 	r.name = name;
 	test_session_busy(&r);
 }

@@ -84,6 +84,11 @@ g_check() { # DESC COMMAND...
 	if "$@"; then g_ok "$desc"; else g_not_ok "$desc"; fi
 }
 g_mark() { echo "two-guests: mark $*"; }
+# g_cm_debug +p|-p: krdma's and siw's connection messages (dynamic debug)
+g_cm_debug() {
+	echo "module krdma file conn.c $1" >/sys/kernel/debug/dynamic_debug/control
+	echo "module siw file siw_cm.c $1" >/sys/kernel/debug/dynamic_debug/control
+} 2>/dev/null
 
 # The NIC of link $2 of guest $1, addressed, with its soft device
 g_link() { # guest link type addr
@@ -556,9 +561,13 @@ guest_a() {
 	g_link a 0 rxe $A_RXE && g_link a 1 siw $A_SIW
 	g_check "A$round: links up, rxel0 and siwl0 ACTIVE" test $? -eq 0
 	userspace-tools/krdmactl serve -p $SERVE_PORT >/tmp/serve.log 2>&1 &
+	# Their words reach the host as they come: A does not live to
+	# report them (the host kills it under B's loads)
+	dmesg -W | grep --line-buffered -E 'krdma|siw|conn |WARNING|BUG' |
+		sed -u 's/^/# A kernel: /' &
 	for s in "$A_RXE" "$A_SIW"; do
 		selftests/krdma_stress serve "$s" -p $LOAD_PORT -S -s 16M \
-			-t 1200 >"/tmp/load-serve-$s.log" 2>&1 &
+			-t 1200 2>&1 | sed -u "s/^/# A load-serve $s: /" &
 	done
 	g_mark "a ready"
 	if ((round == 1)); then
@@ -572,6 +581,8 @@ guest_a() {
 		g_allreduce a
 		g_shuffle a
 		g_load a
+		# B's loads connect now: how, if they fail
+		g_cm_debug +p
 		g_mark "a done"
 	fi
 	# Until the host kills this guest (bounded by run.sh's timeout)
@@ -603,7 +614,7 @@ g_load_lost() {
 }
 
 guest_b() {
-	local pins0 klog0 p end lr ls i serve
+	local pins0 klog0 klog p end lr ls i serve
 
 	pins0=$(g_pins)
 	klog0=$(dmesg | wc -l)
@@ -639,6 +650,8 @@ guest_b() {
 
 	# 3: loads on both links; the host kills A once they flow (and A is
 	# done with 2)
+	klog=$(dmesg | wc -l)
+	g_cm_debug +p
 	selftests/krdma_stress load $A_RXE -p $LOAD_PORT -r -d 8 -c 256K -t 1200 \
 		>/tmp/load-rxe.log 2>&1 &
 	lr=$!
@@ -653,6 +666,12 @@ guest_b() {
 	done
 	g_check "B: loads flowing to A on both links" \
 		bash -c "grep -q 'load: flowing' /tmp/load-rxe.log && grep -q 'load: flowing' /tmp/load-siw.log"
+	if ! grep -q 'load: flowing' /tmp/load-rxe.log ||
+		! grep -q 'load: flowing' /tmp/load-siw.log; then
+		dmesg | tail -n +$((klog + 1)) | grep -E 'krdma|siw|conn ' |
+			tail -n 80 | sed 's/^/# B kernel: /'
+	fi
+	g_cm_debug -p
 	g_mark "flowing"
 
 	# 4: A is gone: every operation completes, with errors, in time
