@@ -291,6 +291,8 @@ struct kb_recv {
  * @recvs_posted: RECVs posted so far: the SENDs that may be posted
  * @received: messages received
  * @last_recv: the region that received the last message
+ * @all_received: @last_recv is set: every message was received (released
+ *                after it; the drain reads it with acquire)
  * @deadline: jiffies by which the timed phase and drain must be over
  * @call_ns: the sampled call times (every @sample_every-th call)
  * @sample_every: one call in this many is sampled
@@ -351,6 +353,7 @@ struct kb_run {
 	struct llist_head recv_done;
 	u32 recvs_posted;
 	atomic_t received;
+	bool all_received;
 	u32 last_recv;
 
 	unsigned long deadline;
@@ -673,8 +676,16 @@ static void kb_recv_done(struct krdma_req *req, const struct krdma_wc *wc)
 		kb_fail(r, -EBADMSG, 0, 0, wc->byte_len);
 		return;
 	}
-	if (atomic_inc_return(&r->received) == r->p.iters)
+	/*
+	 * The drain may verify as soon as it sees the last message: its
+	 * region first (a preempted vCPU here once let the drain read the
+	 * region of an earlier one)
+	 */
+	if (atomic_inc_return(&r->received) == r->p.iters) {
 		WRITE_ONCE(r->last_recv, rv->index);
+		/* Pairs with the acquire in kb_ready(): last_recv first */
+		smp_store_release(&r->all_received, true);
+	}
 	llist_add(&rv->node, &r->recv_done);
 	wake_up(&r->wq);
 }
@@ -1060,10 +1071,15 @@ static int kb_repost(struct kb_run *r)
 /* Room for a batch (and, op=send, a RECV for each of its SENDs), or all done */
 static bool kb_ready(struct kb_run *r, bool drain, u32 need)
 {
-	if (drain)
-		return READ_ONCE(r->nfree) == r->nslots &&
-		       (r->p.op != KB_SEND ||
-			atomic_read(&r->received) >= r->p.iters);
+	if (drain) {
+		bool received = true;
+
+		if (r->p.op == KB_SEND) {
+			/* Pairs with kb_recv_done()'s release: last_recv */
+			received = smp_load_acquire(&r->all_received);
+		}
+		return READ_ONCE(r->nfree) == r->nslots && received;
+	}
 	return READ_ONCE(r->nfree) &&
 	       (r->p.op != KB_SEND || r->recvs_posted >= need);
 }
@@ -1501,6 +1517,7 @@ static ssize_t kb_run_write(struct file *file, const char __user *ubuf,
 	init_llist_head(&r->recv_done);
 	atomic_set(&r->failed, 0);
 	atomic_set(&r->received, 0);
+	r->all_received = false;
 	r->bad_offset = -1;
 	r->accepted = -1;
 
