@@ -16,6 +16,8 @@
 #include <linux/net.h>
 #include <linux/rcupdate.h>
 #include <linux/slab.h>
+#include <linux/task_work.h>
+#include <linux/wait_bit.h>
 #include <net/sock.h>
 #include <rdma/ib_cm.h>
 #include <linux/krdma.h>
@@ -514,12 +516,64 @@ static void krdma_conn_stop(struct krdma_conn *conn, int error)
 	spin_unlock_bh(&conn->sq_lock);
 }
 
+/* Kicks queued and not run yet: the module waits for them to go */
+static atomic_t krdma_kicks = ATOMIC_INIT(0);
+
+static void krdma_conn_kick_done(struct callback_head *cb)
+{
+	krdma_conn_put(container_of(cb, struct krdma_conn, cm_kick));
+	if (atomic_dec_and_test(&krdma_kicks))
+		wake_up_var(&krdma_kicks);
+}
+
+/**
+ * krdma_conn_kicks_wait - wait until every kick queued has run
+ *
+ * A kick (krdma_conn_kick_caller()) runs when its task returns to user
+ * mode, right after the call it kicked; it runs krdma's code and holds a
+ * connection. Module exit waits for them, after the devices are gone.
+ *
+ * Context: process context; sleeps.
+ */
+void krdma_conn_kicks_wait(void)
+{
+	wait_var_event(&krdma_kicks, !atomic_read(&krdma_kicks));
+}
+
+/*
+ * End the driver's connect of a call in krdma_conn_connect_in_call() as a
+ * signal would: a task work queued with TWA_SIGNAL makes signal_pending()
+ * true for the caller, and siw's blocking TCP connect returns (its
+ * SYN retries are the caller's network namespace's, which an unprivileged
+ * user namespace may raise to hours). The work itself only drops the
+ * reference it holds, when the caller returns to user mode. Return: true
+ * when the caller was not kicked after all (it is exiting: its fatal
+ * signal does it), and the reference taken must be dropped.
+ */
+static bool krdma_conn_kick_caller(struct krdma_conn *conn)
+{
+	lockdep_assert_held(&conn->lock);
+
+	if (!conn->cm_in_call || !conn->cm_caller || conn->cm_kicked)
+		return false;
+	conn->cm_kicked = true;
+	krdma_conn_get(conn);
+	atomic_inc(&krdma_kicks);
+	init_task_work(&conn->cm_kick, krdma_conn_kick_done);
+	if (!task_work_add(conn->cm_caller, &conn->cm_kick, TWA_SIGNAL))
+		return false;
+	atomic_dec(&krdma_kicks);
+	return true;
+}
+
 /*
  * After krdma_conn_stop(), without conn->lock: wait for the poster that
  * saw the connection live, if any; after this nothing is posted.
  */
 static void krdma_conn_quiesce(struct krdma_conn *conn)
 {
+	bool put;
+
 	lockdep_assert_not_held(&conn->lock);
 
 	mutex_lock(&conn->post_mutex);
@@ -527,13 +581,19 @@ static void krdma_conn_quiesce(struct krdma_conn *conn)
 	/*
 	 * And for krdma_accept_finish() or an iWARP krdma_connect(), if it
 	 * is between its sections under conn->lock: it uses the cm_id,
-	 * which the teardown destroys. Bounded: it waits for nothing but
-	 * the id's handler mutex and one rdma_accept(), or one
-	 * rdma_connect(): siw's TCP connect, which ends when the peer
-	 * answers, at the last SYN retry (tcp_syn_retries: about 2 min),
-	 * or on a signal to that caller. Only a device removal can be here
-	 * meanwhile: the caller tears its connection down after the call.
+	 * which the teardown destroys. Only a device removal can be here
+	 * meanwhile (the caller tears its connection down after the call),
+	 * and it kicks the caller out of the driver: then it waits for
+	 * nothing but the id's handler mutex and one rdma_accept() or
+	 * rdma_connect() that a signal ends. A kernel thread's connect (a
+	 * session's) is not kicked: siw's connect ends at init_net's last
+	 * SYN retry (tcp_syn_retries: about 2 min).
 	 */
+	mutex_lock(&conn->lock);
+	put = krdma_conn_kick_caller(conn);
+	mutex_unlock(&conn->lock);
+	if (put)
+		krdma_conn_put(conn);
 	wait_event(conn->wait, !READ_ONCE(conn->cm_in_call));
 }
 
@@ -1019,6 +1079,7 @@ static struct rdma_cm_id *krdma_conn_cm_call_begin(struct krdma_conn *conn)
 	}
 	id = conn->cm_id;
 	WRITE_ONCE(conn->cm_in_call, true);
+	conn->cm_caller = current->flags & PF_KTHREAD ? NULL : current;
 	mutex_unlock(&conn->lock);
 
 	rdma_lock_handler(id);
@@ -1030,6 +1091,7 @@ static void krdma_conn_cm_call_end(struct krdma_conn *conn)
 {
 	mutex_lock(&conn->lock);
 	WRITE_ONCE(conn->cm_in_call, false);
+	conn->cm_caller = NULL;
 	wake_up_all(&conn->wait);
 	mutex_unlock(&conn->lock);
 }

@@ -418,6 +418,12 @@ enum krdma_conn_claim {
  *              @cm_id without @lock (it takes the id's handler mutex
  *              first): the teardown waits for it to end before it
  *              destroys the id (under @lock, waited for on @wait)
+ * @cm_caller: the task of that call, unless a kernel thread (under @lock,
+ *             set while @cm_in_call): a teardown kicks it out of the
+ *             driver's connect with @cm_kick
+ * @cm_kick: task work queued on @cm_caller with TWA_SIGNAL; it holds a
+ *           reference of the connection until it runs
+ * @cm_kicked: @cm_kick was queued (under @lock)
  * @route_resolved: an iWARP krdma_connect(): rdma_cm resolved the route,
  *                  the call connects (under @lock, read on @wait)
  * @preparing: @params.prepare runs: RECVs may be posted while the
@@ -508,6 +514,9 @@ struct krdma_conn {
 	struct list_head deferred;
 	bool accept_in_call;
 	bool cm_in_call;
+	struct task_struct *cm_caller;
+	struct callback_head cm_kick;
+	bool cm_kicked;
 	bool route_resolved;
 	bool preparing;
 	bool post_refused;
@@ -536,6 +545,7 @@ int krdma_accept_finish(struct krdma_listener *l, struct krdma_conn *conn,
 void krdma_listener_put(struct krdma_listener *l);
 bool krdma_listener_enqueue(struct krdma_listener *l, struct krdma_conn *conn);
 void krdma_conn_teardown(struct krdma_conn *conn, int error);
+void krdma_conn_kicks_wait(void);
 void krdma_conn_qp_failed(struct krdma_conn *conn, int error);
 u32 krdma_conn_public_state(const struct krdma_conn *conn);
 static inline void krdma_conn_get(struct krdma_conn *conn)

@@ -69,6 +69,8 @@ static void __exit krdma_mod_exit(void)
 {
 	krdma_chardev_uninit();
 	krdma_device_uninit();
+	/* Removals kicked connecting callers: their kicks hold connections */
+	krdma_conn_kicks_wait();
 	/* A push_work may drop a connection's last reference, and buffers' */
 	destroy_workqueue(krdma_push_wq);
 	/*

@@ -72,6 +72,8 @@
  *                                       a CONNECT in siw's blocking TCP
  *                                       connect delays no other CONNECT,
  *                                       and dies of SIGKILL
+ *   removal_ends_a_connect_in_syn_sent  ... nor the device's removal: the
+ *                                       CONNECT ends with ENODEV
  * netns (last: on a module with the defect it corrupts the kernel):
  *   port_query_in_a_netns               PORT_QUERY from another network
  *   port_query_in_a_user_netns          namespace names no netdev
@@ -3404,6 +3406,95 @@ TEST_F_TIMEOUT(dev, dropped_syns_hold_up_no_other_connect, 120)
 	close(fds[1]);
 	close(fds[0]);
 	EXPECT_EQ(0, write_file(SYN_RETRIES, saved));
+}
+
+/*
+ * A device removal does not wait for a CONNECT inside siw's blocking TCP
+ * connect. A child CONNECTs through a spare siw device (on khv0,
+ * 198.18.9.1) to a TCP listener there whose accept queue is full, with
+ * tcp_syn_retries 4 (31 s of SYN retries); while its socket is in
+ * SYN_SENT, `rdma link delete` removes the device: it returns within 10
+ * s, and the CONNECT with ENODEV. (The old module waited, in D state,
+ * for the last SYN retry; the retries are the caller's network
+ * namespace's, which an unprivileged user namespace may raise to 127,
+ * about 4 h.) RoCE connects without TCP: siw only.
+ */
+#define SPARE_IP "198.18.9.1"
+TEST_F_TIMEOUT(dev, removal_ends_a_connect_in_syn_sent, 120)
+{
+	char saved[16] = "", name[32];
+	unsigned int port[1];	/* in memory: the harness longjmp()s */
+	int fds[2] = { -1, -1 }, res[2], ret, got = 0;
+	struct pollfd pfd = { .events = POLLIN };
+	pid_t pid, dpid = 0;
+	struct krdma_addr dst;
+	long t0, end;
+	ssize_t n;
+
+	if (strcmp(variant->name, "siw"))
+		SKIP(return, "RoCE connects without TCP");
+	snprintf(name, sizeof(name), "kh%s0", variant->name);
+	spare_dev_del(name);
+	ASSERT_EQ(0, spare_dev_add(_metadata, variant->name, name));
+	ASSERT_EQ(0, system("ip addr add " SPARE_IP "/24 dev " SPARE_NETDEV));
+	ASSERT_EQ(0, pipe(res));
+	n = read_text(SYN_RETRIES, saved, sizeof(saved));
+	ASSERT_LT(0, n);
+	ASSERT_EQ(0, write_file(SYN_RETRIES, "4"));
+	ret = syn_dropper(SPARE_IP, port, fds);
+	EXPECT_EQ(0, ret) TH_LOG("a TCP listener with a full queue: %s",
+				 strerror(-ret));
+
+	pid = ret ? -1 : fork();
+	if (!pid) {
+		int fd = krdma_open();
+		uint32_t h;
+
+		close(res[0]);
+		if (fd < 0 || krdma_parse_addr(SPARE_IP, *port, &dst))
+			_exit(2);
+		ret = krdma_connect_to(fd, &dst, 60000, &h);
+		_exit(write(res[1], &ret, sizeof(ret)) == sizeof(ret) ? 0 : 3);
+	}
+	close(res[1]);
+	if (pid > 0) {
+		/* No event says the child is in siw's connect: its socket does */
+		for (end = now_ms() + 10000;
+		     !tcp_socket_seen(*port, true, ST_SYN_SENT) &&
+		     now_ms() < end;)
+			nap_ms(10);
+		EXPECT_TRUE(tcp_socket_seen(*port, true, ST_SYN_SENT))
+			TH_LOG("the connect to port %u is not in SYN_SENT", *port);
+
+		t0 = now_ms();
+		ret = rdma_link_delete_within(name, 10000, &dpid);
+		EXPECT_EQ(0, ret) TH_LOG("rdma link delete %s: %s after %ld ms",
+					 name, ret == -ETIMEDOUT ?
+					 "still running" : "failed",
+					 now_ms() - t0);
+		TH_LOG("rdma link delete %s: %ld ms", name, now_ms() - t0);
+		/* The CONNECT, within 5 s of the removal (or of its timeout) */
+		pfd.fd = res[0];
+		if (poll(&pfd, 1, 5000) == 1 &&
+		    read(res[0], &got, sizeof(got)) == sizeof(got)) {
+			EXPECT_EQ(-ENODEV, got) TH_LOG("CONNECT: %s",
+						       strerror(-got));
+		} else {
+			EXPECT_TRUE(false)
+				TH_LOG("the CONNECT did not return within 5 s of the removal");
+		}
+		/* Left running on the old module: until the last SYN retry */
+		EXPECT_EQ(0, reap_within(pid, 60000));
+		if (dpid > 0)
+			reap_within(dpid, 60000);
+	}
+	close(res[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	if (fds[0] >= 0)
+		close(fds[0]);
+	EXPECT_EQ(0, write_file(SYN_RETRIES, saved));
+	spare_dev_del(name);
 }
 
 /*

@@ -572,7 +572,8 @@ struct krdma_accept {
  * @src: Input: local address to connect from; family 0: any
  * @timeout_ms: Input: limit for the whole connect (0: 10 seconds); on
  *              iWARP not while the driver's TCP connect runs (siw: until
- *              the peer answers or the last SYN retry; a signal ends it)
+ *              the peer answers or the last SYN retry; a signal ends it,
+ *              and so does the device's removal: ENODEV)
  * @sq_depth: Input: send queue depth (0: default)
  * @rq_depth: Input: receive queue depth (0: default)
  * @handle: Output: the connection
