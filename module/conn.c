@@ -1067,8 +1067,14 @@ static int krdma_conn_connect_locked(struct krdma_conn *conn)
  * conn->lock held, if the connection is CONNECTING; else NULL, holding
  * nothing. The state may have changed while conn->lock was not held: the
  * caller looks again. It drops both locks, then krdma_conn_cm_call_end().
+ * @kickable: the call goes into a driver call that may block (siw's
+ * connect): a teardown may kick the calling task out of it
+ * (krdma_conn_kick_caller()), unless it is a kernel thread. A deferred
+ * accept is not: siw's accept does not block, and a kick would only
+ * interrupt the caller's later waits.
  */
-static struct rdma_cm_id *krdma_conn_cm_call_begin(struct krdma_conn *conn)
+static struct rdma_cm_id *krdma_conn_cm_call_begin(struct krdma_conn *conn,
+						   bool kickable)
 {
 	struct rdma_cm_id *id;
 
@@ -1079,7 +1085,8 @@ static struct rdma_cm_id *krdma_conn_cm_call_begin(struct krdma_conn *conn)
 	}
 	id = conn->cm_id;
 	WRITE_ONCE(conn->cm_in_call, true);
-	conn->cm_caller = current->flags & PF_KTHREAD ? NULL : current;
+	conn->cm_caller = kickable && !(current->flags & PF_KTHREAD) ?
+			  current : NULL;
 	mutex_unlock(&conn->lock);
 
 	rdma_lock_handler(id);
@@ -1118,7 +1125,7 @@ static void krdma_conn_connect_in_call(struct krdma_conn *conn)
 	bool connecting;
 	int ret = 0;
 
-	id = krdma_conn_cm_call_begin(conn);
+	id = krdma_conn_cm_call_begin(conn, true);
 	if (!id)
 		return;
 	connecting = conn->state == KRDMA_CS_CONNECTING;
@@ -1132,14 +1139,16 @@ static void krdma_conn_connect_in_call(struct krdma_conn *conn)
 		sock_release(port_hold);
 	rdma_unlock_handler(id);
 
+	mutex_lock(&conn->lock);
+	/* Out of the driver: a removal from here on has nothing to end */
+	conn->cm_caller = NULL;
 	if (ret) {
 		/* A signal ended siw's connect: not a restart, it fails */
 		if (ret == -ERESTARTSYS)
 			ret = -EINTR;
-		mutex_lock(&conn->lock);
 		krdma_conn_fail(conn, ret);
-		mutex_unlock(&conn->lock);
 	}
+	mutex_unlock(&conn->lock);
 	krdma_conn_cm_call_end(conn);
 }
 
@@ -1338,7 +1347,9 @@ static void krdma_connect_discard(struct krdma_conn *conn, int error)
  * interrupted by a signal. On iWARP the driver's TCP connect runs in this
  * context, in current's network namespace, and @timeout does not cut it
  * short (siw: until the peer answers or the last SYN retry); a signal
- * does (-EINTR).
+ * does (-EINTR), and so does the device's removal (-ENODEV), which ends it
+ * as a signal would: unless the caller is a kernel thread, signal_pending()
+ * then stays true for it until it returns to user mode.
  * Return: the connected connection (the caller owns a reference; end it
  * with krdma_conn_close()), or ERR_PTR(): -ECONNREFUSED (nobody listens,
  * the listener is closing, or a peer that is not krdma refused),
@@ -1901,7 +1912,7 @@ static int krdma_conn_accept_request(struct krdma_conn *conn,
 	long left;
 	int ret;
 
-	id = krdma_conn_cm_call_begin(conn);
+	id = krdma_conn_cm_call_begin(conn, false);
 	if (!id)
 		return -ECONNABORTED;
 	ret = -ECONNABORTED;
