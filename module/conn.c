@@ -552,15 +552,19 @@ void krdma_conn_kicks_wait(void)
  */
 static bool krdma_conn_kick_caller(struct krdma_conn *conn)
 {
+	struct task_struct *task;
+
 	lockdep_assert_held(&conn->lock);
 
-	if (!conn->cm_in_call || !conn->cm_caller || conn->cm_kicked)
+	task = conn->cm_caller;
+	if (!task)
 		return false;
-	conn->cm_kicked = true;
+	/* Once: @cm_kick is queued at most once */
+	conn->cm_caller = NULL;
 	krdma_conn_get(conn);
 	atomic_inc(&krdma_kicks);
 	init_task_work(&conn->cm_kick, krdma_conn_kick_done);
-	if (!task_work_add(conn->cm_caller, &conn->cm_kick, TWA_SIGNAL))
+	if (!task_work_add(task, &conn->cm_kick, TWA_SIGNAL))
 		return false;
 	atomic_dec(&krdma_kicks);
 	return true;

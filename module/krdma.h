@@ -418,12 +418,11 @@ enum krdma_conn_claim {
  *              @cm_id without @lock (it takes the id's handler mutex
  *              first): the teardown waits for it to end before it
  *              destroys the id (under @lock, waited for on @wait)
- * @cm_caller: the task of that call, unless a kernel thread (under @lock,
- *             set while @cm_in_call): a teardown kicks it out of the
- *             driver's connect with @cm_kick
+ * @cm_caller: the task of that call while it is in the driver's connect,
+ *             unless a kernel thread (under @lock): a teardown kicks it
+ *             out with @cm_kick, once (it clears @cm_caller)
  * @cm_kick: task work queued on @cm_caller with TWA_SIGNAL; it holds a
  *           reference of the connection until it runs
- * @cm_kicked: @cm_kick was queued (under @lock)
  * @route_resolved: an iWARP krdma_connect(): rdma_cm resolved the route,
  *                  the call connects (under @lock, read on @wait)
  * @preparing: @params.prepare runs: RECVs may be posted while the
@@ -516,7 +515,6 @@ struct krdma_conn {
 	bool cm_in_call;
 	struct task_struct *cm_caller;
 	struct callback_head cm_kick;
-	bool cm_kicked;
 	bool route_resolved;
 	bool preparing;
 	bool post_refused;

@@ -3446,6 +3446,7 @@ TEST_F_TIMEOUT(dev, removal_ends_a_connect_in_syn_sent, 120)
 				 strerror(-ret));
 
 	pid = ret ? -1 : fork();
+	EXPECT_TRUE(ret || pid >= 0) TH_LOG("fork: %s", strerror(errno));
 	if (!pid) {
 		int fd = krdma_open();
 		uint32_t h;

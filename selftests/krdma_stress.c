@@ -447,8 +447,10 @@ static void write_file(const char *path, const char *fmt, ...)
 		die(-errno, "cannot write %s", path);
 }
 
-/* SEND the token to a "load -r" client */
-/* Return: 0, a negative errno, or the failed completion's status */
+/*
+ * SEND the token to a "load -r" client. Return: 0, a negative errno, or
+ * the failed completion's status
+ */
 static int send_token(int fd, uint32_t conn, const struct krdma_token *tok)
 {
 	struct krdma_op op;
@@ -469,8 +471,11 @@ static int send_token(int fd, uint32_t conn, const struct krdma_token *tok)
 	return ret;
 }
 
-/* Connections a "serve -S" accepts while their clients never wrote */
-#define SERVE_TRIES	3
+/*
+ * Connects a "load -r" makes while siw resets them, and connections a
+ * "serve -S" accepts while their clients never wrote
+ */
+#define TOKEN_TRIES	3
 
 static bool all_zero(const uint8_t *p, uint64_t len)
 {
@@ -581,7 +586,7 @@ static int cmd_serve(int argc, char **argv)
 		 * connects again. A connection that ended before the client
 		 * wrote a byte is that one: serve the next.
 		 */
-		if (!send || stop || tries == SERVE_TRIES ||
+		if (!send || stop || tries == TOKEN_TRIES ||
 		    mono_ms() >= deadline || !all_zero(mem, size))
 			break;
 		say("krdma_stress: serve: the client never wrote; accepting again");
@@ -878,10 +883,10 @@ static int cmd_load(int argc, char **argv)
 			 * again, as krdmactl's clients do; "serve -S" accepts
 			 * again a connection that never wrote
 			 */
-			if (ret != -ECONNRESET || i == SERVE_TRIES)
+			if (ret != -ECONNRESET || i == TOKEN_TRIES)
 				break;
 			say("krdma_stress: load: connect reset (try %u of %u): again",
-			    i, SERVE_TRIES);
+			    i, TOKEN_TRIES);
 		}
 		if (ret)
 			die(ret, "connect to %s:%u", argv[optind], port);

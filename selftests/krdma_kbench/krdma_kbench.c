@@ -158,6 +158,8 @@ MODULE_IMPORT_NS(KRDMA);
 #define KB_SQ_MIN		16
 #define KB_SQ_MAX		4096
 #define KB_PIECE		SZ_256K
+/* kb_run.last_recv until every message was received */
+#define KB_NO_RECV		U32_MAX
 /*
  * Source regions of every operation but the final one: at most this many,
  * in at most this many bytes, >= 2. The final operation has one more.
@@ -290,9 +292,9 @@ struct kb_recv {
  * @recv_done: RECVs that completed, for the posting thread to post again
  * @recvs_posted: RECVs posted so far: the SENDs that may be posted
  * @received: messages received
- * @last_recv: the region that received the last message
- * @all_received: @last_recv is set: every message was received (released
- *                after it; the drain reads it with acquire)
+ * @last_recv: the region that received the last message, KB_NO_RECV
+ *             until every message was received (released once set; the
+ *             drain reads it with acquire)
  * @deadline: jiffies by which the timed phase and drain must be over
  * @call_ns: the sampled call times (every @sample_every-th call)
  * @sample_every: one call in this many is sampled
@@ -353,7 +355,6 @@ struct kb_run {
 	struct llist_head recv_done;
 	u32 recvs_posted;
 	atomic_t received;
-	bool all_received;
 	u32 last_recv;
 
 	unsigned long deadline;
@@ -677,14 +678,14 @@ static void kb_recv_done(struct krdma_req *req, const struct krdma_wc *wc)
 		return;
 	}
 	/*
-	 * The drain may verify as soon as it sees the last message: its
-	 * region first (a preempted vCPU here once let the drain read the
-	 * region of an earlier one)
+	 * The last message: where it went tells the drain that it may
+	 * verify (kb_ready(), acquire). One value, released once: a count
+	 * and a region apart once let the drain, on a preempted vCPU, read
+	 * the region of an earlier message.
 	 */
 	if (atomic_inc_return(&r->received) == r->p.iters) {
-		WRITE_ONCE(r->last_recv, rv->index);
-		/* Pairs with the acquire in kb_ready(): last_recv first */
-		smp_store_release(&r->all_received, true);
+		/* Pairs with the acquire in kb_ready() */
+		smp_store_release(&r->last_recv, rv->index);
 	}
 	llist_add(&rv->node, &r->recv_done);
 	wake_up(&r->wq);
@@ -1075,8 +1076,8 @@ static bool kb_ready(struct kb_run *r, bool drain, u32 need)
 		bool received = true;
 
 		if (r->p.op == KB_SEND) {
-			/* Pairs with kb_recv_done()'s release: last_recv */
-			received = smp_load_acquire(&r->all_received);
+			/* Pairs with kb_recv_done()'s release */
+			received = smp_load_acquire(&r->last_recv) != KB_NO_RECV;
 		}
 		return READ_ONCE(r->nfree) == r->nslots && received;
 	}
@@ -1517,7 +1518,7 @@ static ssize_t kb_run_write(struct file *file, const char __user *ubuf,
 	init_llist_head(&r->recv_done);
 	atomic_set(&r->failed, 0);
 	atomic_set(&r->received, 0);
-	r->all_received = false;
+	r->last_recv = KB_NO_RECV;
 	r->bad_offset = -1;
 	r->accepted = -1;
 

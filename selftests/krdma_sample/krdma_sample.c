@@ -1269,24 +1269,21 @@ static void busy_done(struct krdma_req *req, const struct krdma_wc *wc)
 		complete(&b->done);
 }
 
-/* All but the last of a batch unsignaled, in one krdma_post_list() */
+/* The batch, all but the last unsignaled, in one krdma_post_list() */
 static int busy_post_list(struct krdma_conn *conn, struct krdma_req *reqs,
 			  struct busy_ops *b, const struct busy_run *r)
 {
 	struct krdma_req **list;
 	unsigned int i, accepted = 0;
-	int ret;
+	int ret = -ENOMEM;
 
 	list = kcalloc(r->batch, sizeof(*list), GFP_KERNEL);
-	if (!list)
-		return -ENOMEM;
-	for (i = 0; i < r->batch; i++) {
-		list[i] = &reqs[i];
-		if (i < r->batch - 1)
-			reqs[i].flags = KRDMA_REQ_UNSIGNALED;
+	if (list) {
+		for (i = 0; i < r->batch; i++)
+			list[i] = &reqs[i];
+		ret = krdma_post_list(conn, list, r->batch, &accepted);
+		kfree(list);
 	}
-	ret = krdma_post_list(conn, list, r->batch, &accepted);
-	kfree(list);
 	/* The last, the one counted, was not taken: it never completes */
 	if (accepted < r->batch)
 		atomic_dec(&b->left);
@@ -1317,8 +1314,12 @@ static int busy_batch(struct krdma_conn *conn, struct krdma_req *reqs,
 		req->rkeys = rkeys;
 		req->done = busy_done;
 		req->context = b;
-		if (r->unsignaled)
+		if (r->unsignaled) {
+			/* All but the last: posted by busy_post_list() */
+			if (i < r->batch - 1)
+				req->flags = KRDMA_REQ_UNSIGNALED;
 			continue;
+		}
 		ret = krdma_post(conn, req);
 		if (ret) {
 			/* What was not posted never completes: count it off */

@@ -589,6 +589,12 @@ guest_a() {
 	sleep 3000
 }
 
+# B's two loads to A print that they flow
+g_flowing() {
+	grep -q 'load: flowing' /tmp/load-rxe.log &&
+		grep -q 'load: flowing' /tmp/load-siw.log
+}
+
 # g_load_lost TYPE FILE MAX_MS ERRNOS: B's load against the killed A
 # ended as documented
 g_load_lost() {
@@ -659,18 +665,14 @@ guest_b() {
 		>/tmp/load-siw.log 2>&1 &
 	ls=$!
 	end=$((SECONDS + 120))
-	until grep -q 'load: flowing' /tmp/load-rxe.log &&
-		grep -q 'load: flowing' /tmp/load-siw.log; do
+	until g_flowing; do
 		((SECONDS < end)) || break
 		sleep 0.2
 	done
-	g_check "B: loads flowing to A on both links" \
-		bash -c "grep -q 'load: flowing' /tmp/load-rxe.log && grep -q 'load: flowing' /tmp/load-siw.log"
-	if ! grep -q 'load: flowing' /tmp/load-rxe.log ||
-		! grep -q 'load: flowing' /tmp/load-siw.log; then
+	g_check "B: loads flowing to A on both links" g_flowing
+	g_flowing ||
 		dmesg | tail -n +$((klog + 1)) | grep -E 'krdma|siw|conn ' |
-			tail -n 80 | sed 's/^/# B kernel: /'
-	fi
+		tail -n 80 | sed 's/^/# B kernel: /'
 	g_cm_debug -p
 	g_mark "flowing"
 
