@@ -81,6 +81,7 @@ static void krdma_buf_free_work(struct work_struct *work)
 	krdma_registry_del_buf(buf);
 	if (buf->mm)
 		krdma_buf_unpin(buf);
+	krdma_user_drop(buf->kuser);
 	kvfree(buf->pages);
 	kfree(buf);
 }
@@ -159,7 +160,8 @@ static struct krdma_buf *krdma_buf_publish(struct krdma_buf *buf,
  * @uaddr: start, any alignment
  * @length: length in bytes, not 0
  * @access: KRDMA_ACCESS_* the buffer will allow
- * @user: the user the buffer is charged to (krdma_user_charge())
+ * @user: the user the buffer is charged to (krdma_user_charge()); its
+ *        windows count against its limits, and the buffer holds it
  *
  * Every limit is checked before anything is allocated. The pages must be
  * readable, and writable if @access lets anything write them: PROT_NONE
@@ -176,7 +178,7 @@ static struct krdma_buf *krdma_buf_publish(struct krdma_buf *buf,
  * fatal signal.
  */
 struct krdma_buf *krdma_buf_reg_user(u64 uaddr, u64 length, u32 access,
-				     const struct krdma_user *user)
+				     struct krdma_user *user)
 {
 	unsigned int gup_flags = FOLL_LONGTERM;
 	struct mm_struct *mm = current->mm;
@@ -248,6 +250,7 @@ struct krdma_buf *krdma_buf_reg_user(u64 uaddr, u64 length, u32 access,
 	buf->mm = mm;
 	buf->user = owner;
 	buf->charged = charged;
+	buf->kuser = krdma_user_hold(user);
 	return krdma_buf_publish(buf, _RET_IP_, user);
 
 err_unpin:
@@ -498,7 +501,10 @@ int krdma_buf_sg_fill(struct krdma_buf *buf, u64 offset, u64 length,
  * @max_segment: the device's largest DMA segment
  * @sgt: the table, not DMA-mapped; free with sg_free_table()
  *
- * Context: process context; allocates with GFP_KERNEL.
+ * Context: process context; allocates with GFP_KERNEL, with
+ * __GFP_ACCOUNT for a user buffer (one entry per page at worst): charged
+ * to the memory cgroup of the caller (a window's, made by its owner's
+ * command), or to none from a work item (a transfer's chunk).
  * Return: 0, -EINVAL if the range is not inside the buffer, -ENOMEM.
  */
 int krdma_buf_sgt(struct krdma_buf *buf, u64 offset, u64 length,
@@ -516,5 +522,6 @@ int krdma_buf_sgt(struct krdma_buf *buf, u64 offset, u64 length,
 								 length),
 						 offset_in_page(first_byte),
 						 length, max_segment,
-						 GFP_KERNEL);
+						 buf->mm ? GFP_KERNEL_ACCOUNT :
+							   GFP_KERNEL);
 }

@@ -14,6 +14,7 @@
 #include <linux/in6.h>
 #include <linux/irq_poll.h>
 #include <linux/net.h>
+#include <linux/nsproxy.h>
 #include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <linux/task_work.h>
@@ -1108,19 +1109,35 @@ static void krdma_conn_cm_call_end(struct krdma_conn *conn)
 }
 
 /*
+ * Whether current makes its sockets in @net: an iWARP driver makes its
+ * TCP sockets (siw: connect and listen) in current's namespace, whatever
+ * rdma_cm resolved in. A task past exit_task_namespaces() is in none.
+ */
+static bool krdma_net_is_current(struct net *net)
+{
+	struct nsproxy *nsp = current->nsproxy;
+
+	return nsp && net_eq(nsp->net_ns, net);
+}
+
+/*
  * iWARP: the connect of krdma_connect(), in the caller's context once the
  * route is resolved. siw's connect is a blocking TCP connect(), until the
  * peer answers or the last SYN retry (about 2 min): from the CM handler it
  * held up rdma_cm's one ordered work queue, and with it every rdma_cm
  * user of the machine (any caller could point a CONNECT at a port that
  * drops SYNs). Here it holds up only its caller, whose signal ends it, as
- * for a librdmacm program's rdma_connect(); siw's socket is then made in
- * the caller's network namespace, as for that program. The id's handler
- * mutex is held across it, as rdma_connect() does: no event of the id
- * comes before it returns. conn->lock is not: @cm_in_call keeps a
- * teardown (a device removal) off the id until it returns.
+ * for a librdmacm program's rdma_connect(). siw makes its socket in the
+ * caller's network namespace, while rdma_cm resolved the address and the
+ * route in @net: a caller in another namespace would have the stream
+ * routed, bound and held up (its SYN retries are that namespace's sysctl)
+ * where nothing of the connection lives, so it is refused (-EXDEV). The
+ * id's handler mutex is held across it, as rdma_connect() does: no event
+ * of the id comes before it returns. conn->lock is not: @cm_in_call keeps
+ * a teardown (a device removal) off the id until it returns.
  */
-static void krdma_conn_connect_in_call(struct krdma_conn *conn)
+static void krdma_conn_connect_in_call(struct krdma_conn *conn,
+				       struct net *net)
 {
 	struct socket *port_hold = NULL;
 	struct rdma_conn_param param;
@@ -1133,7 +1150,9 @@ static void krdma_conn_connect_in_call(struct krdma_conn *conn)
 	if (!id)
 		return;
 	connecting = conn->state == KRDMA_CS_CONNECTING;
-	if (connecting)
+	if (connecting && !krdma_net_is_current(net))
+		ret = -EXDEV;
+	else if (connecting)
 		ret = krdma_conn_connect_prepare(conn, &param, &hdr,
 						 &port_hold);
 	mutex_unlock(&conn->lock);
@@ -1310,7 +1329,7 @@ static int krdma_connect_attempt(struct krdma_conn *conn, struct net *net,
 						timeout);
 	if (left > 0 && !krdma_conn_settled(conn)) {
 		/* iWARP: the route is resolved, and this call connects */
-		krdma_conn_connect_in_call(conn);
+		krdma_conn_connect_in_call(conn, net);
 		left = time_before(jiffies, deadline) ?
 		       wait_event_interruptible_timeout(conn->wait,
 							krdma_conn_settled(conn),
@@ -1349,11 +1368,12 @@ static void krdma_connect_discard(struct krdma_conn *conn, int error)
  *
  * Context: process context; sleeps until connected, failed, timed out or
  * interrupted by a signal. On iWARP the driver's TCP connect runs in this
- * context, in current's network namespace, and @timeout does not cut it
- * short (siw: until the peer answers or the last SYN retry); a signal
- * does (-EINTR), and so does the device's removal (-ENODEV), which ends it
- * as a signal would: unless the caller is a kernel thread, signal_pending()
- * then stays true for it until it returns to user mode.
+ * context, in current's network namespace, which must be @net (else
+ * -EXDEV), and @timeout does not cut it short (siw: until the peer
+ * answers or the last SYN retry); a signal does (-EINTR), and so does
+ * the device's removal (-ENODEV), which ends it as a signal would: unless
+ * the caller is a kernel thread, signal_pending() then stays true for it
+ * until it returns to user mode.
  * Return: the connected connection (the caller owns a reference; end it
  * with krdma_conn_close()), or ERR_PTR(): -ECONNREFUSED (nobody listens,
  * the listener is closing, or a peer that is not krdma refused),
@@ -1366,7 +1386,8 @@ static void krdma_connect_discard(struct krdma_conn *conn, int error)
  * its QP failed); -EADDRINUSE on iWARP when @src names a port that a
  * socket of the machine holds, or when every one of
  * KRDMA_CONNECT_PORT_TRIES source ports rdma_cm picked was (each attempt
- * takes another).
+ * takes another); -EXDEV on iWARP when current is not in @net (a kernel
+ * thread is in &init_net).
  */
 struct krdma_conn *krdma_connect(struct net *net, struct sockaddr *dst,
 				 struct sockaddr *src, long timeout,
@@ -1682,9 +1703,14 @@ u32 krdma_listen_backlog(u32 backlog)
  * @backlog: connections that may wait to be accepted (0: default)
  * @params: queue depths of accepted connections, or NULL
  *
+ * On iWARP the driver makes its listening TCP socket in current's network
+ * namespace: a listen on an iWARP device's address, or on a wildcard
+ * address, needs current in @net (else -EXDEV; a kernel thread is in
+ * &init_net).
+ *
  * Context: process context; sleeps.
  * Return: the listener (end it with krdma_listener_close()), or ERR_PTR():
- * -EADDRINUSE, -EADDRNOTAVAIL, -ENOMEM, ...
+ * -EADDRINUSE, -EADDRNOTAVAIL, -EXDEV, -ENOMEM, ...
  */
 struct krdma_listener *krdma_listen(struct net *net, struct sockaddr *addr,
 				    u32 backlog,
@@ -1769,6 +1795,11 @@ struct krdma_listener *krdma_listen_defer(struct net *net,
 		ret = rdma_bind_addr(id, addr);
 		if (ret == -EADDRNOTAVAIL && ntaken)
 			ret = -EADDRINUSE;	/* no port left but taken ones */
+		if (!ret && !krdma_net_is_current(net) &&
+		    (!id->device || rdma_protocol_iwarp(id->device,
+							  id->port_num)))
+			/* iWARP: its listening socket would be current's */
+			ret = -EXDEV;
 		if (ret)
 			goto err_destroy_id;
 		ret = rdma_listen(id, l->backlog);

@@ -11,6 +11,7 @@
  */
 #include <linux/log2.h>
 #include <linux/random.h>
+#include <linux/sched/signal.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
@@ -80,9 +81,59 @@ static void krdma_window_dereg(struct krdma_window *win)
 }
 
 /*
+ * Count a window against the limits of the user who registered its
+ * buffer, before anything of it is made: its pages (each window maps
+ * them again: MRs, page lists and scatterlists), and a local window as
+ * a grant too, since nothing else counts it. A kernel buffer counts
+ * nothing. A window the connection could never map is -E2BIG first, so
+ * that no limit is blamed for it. On failure nothing stays counted.
+ */
+static int krdma_window_charge(struct krdma_conn *conn,
+			       struct krdma_window *win)
+{
+	struct krdma_user *user = win->buf->kuser;
+	u64 npages = krdma_buf_pages(win->buf, win->offset, win->length);
+	int ret;
+
+	if (npages > conn->max_grant_pages)
+		return -E2BIG;
+	if (!user)
+		return 0;
+	ret = krdma_user_charge_n(user, KRDMA_USER_WPAGES, npages);
+	if (ret)
+		return ret;
+	win->charged_pages = npages;
+	if (win->local) {
+		ret = krdma_user_charge(user, KRDMA_USER_GRANTS);
+		if (ret) {
+			krdma_user_uncharge_n(user, KRDMA_USER_WPAGES, npages);
+			win->charged_pages = 0;
+			return ret;
+		}
+		win->charged_window = true;
+	}
+	return 0;
+}
+
+/* What krdma_window_charge() counted, given back once */
+static void krdma_window_uncharge(struct krdma_window *win)
+{
+	struct krdma_user *user = win->buf->kuser;
+
+	if (win->charged_pages)
+		krdma_user_uncharge_n(user, KRDMA_USER_WPAGES,
+				      win->charged_pages);
+	if (win->charged_window)
+		krdma_user_uncharge(user, KRDMA_USER_GRANTS);
+	win->charged_pages = 0;
+	win->charged_window = false;
+}
+
+/*
  * Release what a window holds on the device: its registrations, its key
- * table. Never with conn->lock held (these are device calls); the caller
- * holds conn->reg_sem, so that the PD and the device are there, and took
+ * table; then its charge, which lasts as long as they do. Never with
+ * conn->lock held (these are device calls); the caller holds
+ * conn->reg_sem, so that the PD and the device are there, and took
  * win->mr (the window is no longer live), so this runs once.
  */
 static void krdma_window_unmap(struct krdma_conn *conn,
@@ -97,6 +148,7 @@ static void krdma_window_unmap(struct krdma_conn *conn,
 	win->keys = NULL;
 	for (i = 0; i < win->nsegs; i++)
 		krdma_seg_release(ibdev, &win->segs[i], win->dir);
+	krdma_window_uncharge(win);
 }
 
 /*
@@ -199,6 +251,14 @@ static int krdma_window_map_segs(struct krdma_conn *conn,
 					   start, end, start);
 		if (ret)
 			return ret;
+		/*
+		 * Up to 16382 MRs, under reg_sem: a teardown (device removal)
+		 * waits for this, and a killed caller need not finish it
+		 */
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		if (READ_ONCE(conn->state) != KRDMA_CS_CONNECTED)
+			return -ENOTCONN;
 		cond_resched();
 	}
 	win->token.addr = first;
@@ -223,7 +283,7 @@ static int krdma_window_map_segs(struct krdma_conn *conn,
 	win->keys[1] = cpu_to_le32(nsegs);
 	for (i = 0; i < nsegs; i++)
 		win->keys[KRDMA_KEYS_HDR + i] = cpu_to_le32(win->segs[i].mr->rkey);
-	ret = sg_alloc_table(&win->table.sgt, 1, GFP_KERNEL);
+	ret = sg_alloc_table(&win->table.sgt, 1, GFP_KERNEL_ACCOUNT);
 	if (ret)
 		return ret;
 	sg_set_buf(win->table.sgt.sgl, win->keys, table_bytes);
@@ -275,7 +335,8 @@ static int krdma_window_map(struct krdma_conn *conn, struct krdma_window *win)
 /*
  * Post the REG_MRs of @win's registrations, the key table last, a batch
  * at a time. Return: 0 or as krdma_post_local_wrs(); on -ETIMEDOUT and
- * -EINTR some may still be queued.
+ * -EINTR some may still be queued, and after a post the driver refused
+ * (krdma_conn_post_was_refused()) some may be.
  */
 static int krdma_window_register(struct krdma_conn *conn,
 				 struct krdma_window *win, int ib_access)
@@ -471,16 +532,21 @@ static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
 	mutex_unlock(&conn->lock);
 	if (ret)
 		goto err_up;
+	ret = krdma_window_charge(conn, win);
+	if (ret)
+		goto err_up;
 
 	ret = krdma_window_map(conn, win);
 	if (ret)
 		goto err_unmap;
 	ret = krdma_window_register(conn, win, krdma_ib_access(buf, access));
-	if (ret == -ETIMEDOUT || ret == -EINTR) {
+	if (ret == -ETIMEDOUT || ret == -EINTR ||
+	    (ret && ret != -EIO && krdma_conn_post_was_refused(conn))) {
 		/*
-		 * Still queued on the device: keep it all until the QP goes,
-		 * and fail the connection, so that the MRs never become valid
-		 * for the peer behind their owner's back
+		 * Still queued on the device, or perhaps (a driver may take
+		 * the first WRs of a chain it refuses): keep it all until the
+		 * QP goes, and fail the connection, so that the MRs never
+		 * become valid for the peer behind their owner's back
 		 */
 		krdma_window_bury(conn, win);
 		krdma_conn_qp_failed(conn, ret == -ETIMEDOUT ? -ETIMEDOUT :
@@ -517,6 +583,7 @@ static struct krdma_window *krdma_window_create(struct krdma_conn *conn,
 
 err_unmap:
 	win->mr = NULL;
+	/* And its charge */
 	krdma_window_unmap(conn, win);
 err_up:
 	up_read(&conn->reg_sem);
@@ -535,8 +602,10 @@ err_free_win:
  * @access: KRDMA_ACCESS_REMOTE_* rights, at least one
  *
  * The window maps the pages the buffer pinned when it was registered: it
- * pins nothing and charges nothing again, and what it exposes does not
- * change if the process unmaps or remaps that memory later. Rights follow
+ * pins nothing again, and what it exposes does not change if the process
+ * unmaps or remaps that memory later. (A user buffer's windows count
+ * their pages against max_window_pages_per_user of its user; kernel
+ * buffers count nothing.) Rights follow
  * the buffer: a read-only buffer can be granted KRDMA_ACCESS_REMOTE_READ
  * only. The token for the peer is krdma_grant_token(); its address is the
  * window's offset from the start of the buffer's first page.
@@ -671,7 +740,9 @@ static void krdma_grant_release(struct kref *ref)
  * deregistration.
  *
  * Context: process context of the buffer's owner; sleeps.
- * Return: the window, referenced, or ERR_PTR() as krdma_grant_create().
+ * Return: the window, referenced, or ERR_PTR() as krdma_grant_create(),
+ * or -EMFILE: the buffer's user would hold more window pages or grants
+ * than its limits allow (a local window counts as a grant).
  */
 struct krdma_window *krdma_local_window_get(struct krdma_conn *conn,
 					    struct krdma_buf *buf)
@@ -688,7 +759,10 @@ struct krdma_window *krdma_local_window_get(struct krdma_conn *conn,
 	}
 	mutex_unlock(&buf->lock);
 
-	/* A race with another poster only makes a second window: harmless */
+	/*
+	 * A race with another poster only makes a second window, counted
+	 * as the first is (it may take the user past a limit: -EMFILE)
+	 */
 	win = krdma_window_create(conn, buf, 0, buf->length, 0, true);
 	if (!IS_ERR(win))
 		kref_get(&win->ref);	/* the caller's; the buffer has one */

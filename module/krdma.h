@@ -179,6 +179,9 @@ int krdma_device_read_gid(struct krdma_device *kdev, u32 port, u32 index,
  *             period (the device's last write, krdma_buf_release())
  * @id: its number in the registry (debugfs), from 1
  * @owner: who registered it
+ * @kuser: the krdma user who registered it (user buffers, referenced),
+ *         whose limits count its windows (krdma_window_create()); else
+ *         NULL
  */
 struct krdma_buf {
 	struct kref ref;
@@ -197,11 +200,12 @@ struct krdma_buf {
 	struct rcu_work free_work;
 	u32 id;
 	struct krdma_owner owner;
+	struct krdma_user *kuser;
 };
 
 /* buffer.c */
 struct krdma_buf *krdma_buf_reg_user(u64 uaddr, u64 length, u32 access,
-				     const struct krdma_user *user);
+				     struct krdma_user *user);
 void krdma_buf_put(struct krdma_buf *buf);
 static inline void krdma_buf_get(struct krdma_buf *buf)
 {
@@ -626,6 +630,12 @@ struct krdma_seg {
  * @local: a local window: the whole buffer, local access only, made by
  *         krdma for SENDs and RECVs too large for the SGEs; cached on the
  *         buffer, which owns it; no key table
+ * @charged_pages: its pages, counted against @buf->kuser's
+ *                 max_window_pages_per_user (0 for a kernel buffer) from
+ *                 before anything is allocated until its registrations
+ *                 are released (krdma_window_unmap())
+ * @charged_window: a local window, also counted against
+ *                  max_grants_per_user, as long as its pages
  */
 struct krdma_window {
 	struct kref ref;
@@ -645,6 +655,8 @@ struct krdma_window {
 	enum dma_data_direction dir;
 	struct krdma_token token;
 	bool local;
+	u32 charged_pages;
+	bool charged_window;
 };
 
 /**
@@ -695,6 +707,7 @@ void krdma_push_work(struct work_struct *work);
 bool krdma_push_cancel(struct krdma_conn *conn);
 int krdma_post_local_wrs(struct krdma_conn *conn, struct ib_send_wr *wr,
 			 u32 nr, long timeout);
+bool krdma_conn_post_was_refused(struct krdma_conn *conn);
 void krdma_conn_drain(struct krdma_conn *conn);
 int krdma_post_heartbeat(struct krdma_conn *conn);
 u64 krdma_conn_sq_progress(struct krdma_conn *conn);
@@ -713,10 +726,13 @@ enum krdma_user_res {
 	KRDMA_USER_BACKLOG,	/* connections listeners may queue */
 	KRDMA_USER_GRANTS,
 	KRDMA_USER_QDEPTH,	/* queue entries: sq_depth + rq_depth */
+	KRDMA_USER_WPAGES,	/* pages of windows: grants and local ones */
 	KRDMA_USER_NR_RES,
 };
 
 struct krdma_user *krdma_user_get(kuid_t uid);
+struct krdma_user *krdma_user_hold(struct krdma_user *user);
+void krdma_user_drop(struct krdma_user *user);
 void krdma_user_put(struct krdma_user *user);
 u32 krdma_user_uid(const struct krdma_user *user);
 int krdma_user_charge_n(struct krdma_user *user, enum krdma_user_res res,

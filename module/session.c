@@ -242,7 +242,10 @@ static void krdma_session_work(struct work_struct *work)
  * @params: what to keep it up with; copied
  *
  * Returns at once: the session connects in the background and reports
- * every state change through @params->state_change.
+ * every state change through @params->state_change. Its connects run in
+ * a kernel thread, which is in &init_net: on iWARP, whose driver makes
+ * its TCP socket in the connecting task's namespace, a session of another
+ * @net fails each attempt with -EXDEV (see krdma_connect()).
  *
  * Context: process context; may sleep.
  * Return: the session (end it with krdma_session_destroy()), or

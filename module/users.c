@@ -8,8 +8,11 @@
  * max_grants_per_user (each grant holds MRs of the device); the queue
  * entries of its connections and of those its listeners may queue
  * (krdma_conn_qdepth(): device memory no cgroup is charged for) against
- * max_queue_depth_per_user; the bytes of the buffers are bounded by
- * RLIMIT_MEMLOCK already. CAP_SYS_RESOURCE
+ * max_queue_depth_per_user; the pages of the windows of its buffers
+ * (grants and local windows: MRs and page lists of the device, again for
+ * every window of the same pages) against max_window_pages_per_user,
+ * and its local windows against max_grants_per_user too; the bytes of
+ * the buffers are bounded by RLIMIT_MEMLOCK already. CAP_SYS_RESOURCE
  * passes the limits, as it passes rlimits. Kernel consumers are not
  * counted.
  *
@@ -29,6 +32,8 @@
 #define KRDMA_USER_LIMIT_MAX	1048576
 /* Queue entries: up to 8192 for each connection */
 #define KRDMA_USER_QDEPTH_MAX	BIT(26)
+/* Window pages: 8 TiB of 4 KiB pages */
+#define KRDMA_USER_WPAGES_MAX	BIT(31)
 
 static unsigned int max_conns_per_user = 1024;
 static unsigned int max_bufs_per_user = 65536;
@@ -36,6 +41,8 @@ static unsigned int max_backlog_per_user = 4096;
 static unsigned int max_grants_per_user = 65536;
 /* 1024 connections of the default depths, twice over */
 static unsigned int max_queue_depth_per_user = 524288;
+/* 16 GiB of 4 KiB pages */
+static unsigned int max_window_pages_per_user = 4194304;
 
 static int krdma_param_set_user_limit(const char *val,
 				      const struct kernel_param *kp)
@@ -56,6 +63,17 @@ static int krdma_param_set_qdepth_limit(const char *val,
 
 static const struct kernel_param_ops krdma_qdepth_limit_ops = {
 	.set = krdma_param_set_qdepth_limit,
+	.get = param_get_uint,
+};
+
+static int krdma_param_set_wpages_limit(const char *val,
+					const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, KRDMA_USER_WPAGES_MAX);
+}
+
+static const struct kernel_param_ops krdma_wpages_limit_ops = {
+	.set = krdma_param_set_wpages_limit,
 	.get = param_get_uint,
 };
 
@@ -89,16 +107,25 @@ __MODULE_PARM_TYPE(max_queue_depth_per_user, "uint");
 MODULE_PARM_DESC(max_queue_depth_per_user,
 		 "Queue entries (sq_depth + rq_depth) of the connections one user holds through /dev/krdma and of those its listeners may queue (backlog times their depths), 1..67108864 (default 524288); CAP_SYS_RESOURCE passes it");
 
+module_param_cb(max_window_pages_per_user, &krdma_wpages_limit_ops,
+		&max_window_pages_per_user, 0644);
+__MODULE_PARM_TYPE(max_window_pages_per_user, "uint");
+MODULE_PARM_DESC(max_window_pages_per_user,
+		 "Pages of the windows (grants, and the local windows of large SENDs and RECVs) of the buffers one user registered through /dev/krdma, each window counting its pages again, 1..2147483648 (default 4194304: 16 GiB of 4 KiB pages); CAP_SYS_RESOURCE passes it");
+
 /**
  * struct krdma_user - what one user holds through /dev/krdma
- * @ref: every open file of the user
+ * @ref: every open file of the user, and every buffer it registered
+ *       (krdma_user_hold())
+ * @files: its open files
  * @uid: the user, in the initial user namespace
- * @held: connections, buffers, backlog slots, grants and queue entries
- *        held (enum krdma_user_res); long, since CAP_SYS_RESOURCE passes
- *        the limits
+ * @held: connections, buffers, backlog slots, grants, queue entries and
+ *        window pages held (enum krdma_user_res); long, since
+ *        CAP_SYS_RESOURCE passes the limits
  */
 struct krdma_user {
 	struct kref ref;
+	atomic_t files;
 	u32 uid;
 	atomic_long_t held[KRDMA_USER_NR_RES];
 };
@@ -126,10 +153,12 @@ static const struct {
 				&max_grants_per_user },
 	[KRDMA_USER_QDEPTH] = { "max_queue_depth_per_user", "queue entries",
 				&max_queue_depth_per_user },
+	[KRDMA_USER_WPAGES] = { "max_window_pages_per_user", "window pages",
+				&max_window_pages_per_user },
 };
 
 /**
- * krdma_user_get - the accounting of a user, referenced
+ * krdma_user_get - the accounting of a user, for one of its open files
  * @uid: the user
  *
  * Context: process context; sleeps.
@@ -139,25 +168,54 @@ static const struct {
 struct krdma_user *krdma_user_get(kuid_t uid)
 {
 	u32 id = from_kuid(&init_user_ns, uid);
-	struct krdma_user *user;
+	struct krdma_user *user, *new;
+	int ret;
 
-	mutex_lock(&krdma_users_mutex);
-	user = xa_load(&krdma_users, id);
-	if (user) {
-		kref_get(&user->ref);
-		goto out_unlock;
+	/*
+	 * Nothing is allocated under krdma_users_mutex: a buffer's free
+	 * work drops its user under it, from krdma_wq, which must make
+	 * progress under memory pressure (WQ_MEM_RECLAIM). The slot is
+	 * reserved first, so that the store does not allocate; unless a
+	 * user stored there meanwhile came and went: then again.
+	 */
+	new = kzalloc(sizeof(*new), GFP_KERNEL);
+	if (!new)
+		return NULL;
+	kref_init(&new->ref);
+	atomic_set(&new->files, 1);
+	new->uid = id;
+	for (;;) {
+		if (xa_reserve(&krdma_users, id, GFP_KERNEL)) {
+			user = NULL;
+			break;
+		}
+		mutex_lock(&krdma_users_mutex);
+		user = xa_load(&krdma_users, id);
+		if (user) {
+			kref_get(&user->ref);
+			atomic_inc(&user->files);
+			mutex_unlock(&krdma_users_mutex);
+			break;
+		}
+		ret = xa_err(xa_store(&krdma_users, id, new,
+				      GFP_NOWAIT | __GFP_NOWARN));
+		mutex_unlock(&krdma_users_mutex);
+		if (!ret)
+			return new;
 	}
-	user = kzalloc(sizeof(*user), GFP_KERNEL);
-	if (!user)
-		goto out_unlock;
-	kref_init(&user->ref);
-	user->uid = id;
-	if (xa_err(xa_store(&krdma_users, id, user, GFP_KERNEL))) {
-		kfree(user);
-		user = NULL;
-	}
-out_unlock:
-	mutex_unlock(&krdma_users_mutex);
+	kfree(new);
+	return user;
+}
+
+/**
+ * krdma_user_hold - a reference to a user for an object it made
+ * @user: the user, referenced by the caller
+ *
+ * Return: @user; release with krdma_user_drop().
+ */
+struct krdma_user *krdma_user_hold(struct krdma_user *user)
+{
+	kref_get(&user->ref);
 	return user;
 }
 
@@ -175,16 +233,30 @@ static void krdma_user_release(struct kref *ref)
 }
 
 /**
- * krdma_user_put - drop a reference taken by krdma_user_get()
+ * krdma_user_drop - drop a reference taken by krdma_user_hold()
+ * @user: the user, or NULL
+ *
+ * Context: process context; sleeps.
+ */
+void krdma_user_drop(struct krdma_user *user)
+{
+	if (user && kref_put_mutex(&user->ref, krdma_user_release,
+				   &krdma_users_mutex))
+		mutex_unlock(&krdma_users_mutex);
+}
+
+/**
+ * krdma_user_put - drop a file's reference, taken by krdma_user_get()
  * @user: the user, or NULL
  *
  * Context: process context; sleeps.
  */
 void krdma_user_put(struct krdma_user *user)
 {
-	if (user && kref_put_mutex(&user->ref, krdma_user_release,
-				   &krdma_users_mutex))
-		mutex_unlock(&krdma_users_mutex);
+	if (!user)
+		return;
+	atomic_dec(&user->files);
+	krdma_user_drop(user);
 }
 
 /**
@@ -249,8 +321,8 @@ void krdma_users_show(struct seq_file *m)
 
 	mutex_lock(&krdma_users_mutex);
 	xa_for_each(&krdma_users, id, user)
-		seq_printf(m, "uid=%u files=%u conns=%ld bufs=%ld max_conns=%u max_bufs=%u grants=%ld max_grants=%u qdepth=%ld max_qdepth=%u\n",
-			   user->uid, kref_read(&user->ref),
+		seq_printf(m, "uid=%u files=%u conns=%ld bufs=%ld max_conns=%u max_bufs=%u grants=%ld max_grants=%u qdepth=%ld max_qdepth=%u wpages=%ld max_wpages=%u\n",
+			   user->uid, atomic_read(&user->files),
 			   atomic_long_read(&user->held[KRDMA_USER_CONNS]),
 			   atomic_long_read(&user->held[KRDMA_USER_BUFS]),
 			   READ_ONCE(max_conns_per_user),
@@ -258,7 +330,9 @@ void krdma_users_show(struct seq_file *m)
 			   atomic_long_read(&user->held[KRDMA_USER_GRANTS]),
 			   READ_ONCE(max_grants_per_user),
 			   atomic_long_read(&user->held[KRDMA_USER_QDEPTH]),
-			   READ_ONCE(max_queue_depth_per_user));
+			   READ_ONCE(max_queue_depth_per_user),
+			   atomic_long_read(&user->held[KRDMA_USER_WPAGES]),
+			   READ_ONCE(max_window_pages_per_user));
 	mutex_unlock(&krdma_users_mutex);
 }
 
@@ -274,11 +348,12 @@ void krdma_users_show_stats(struct seq_file *m)
 
 	mutex_lock(&krdma_users_mutex);
 	xa_for_each(&krdma_users, id, user)
-		n++;
+		n += atomic_read(&user->files) > 0;
 	mutex_unlock(&krdma_users_mutex);
-	seq_printf(m, " users=%u conn_limit_refused=%lld buf_limit_refused=%lld grant_limit_refused=%lld qdepth_limit_refused=%lld",
+	seq_printf(m, " users=%u conn_limit_refused=%lld buf_limit_refused=%lld grant_limit_refused=%lld qdepth_limit_refused=%lld wpages_limit_refused=%lld",
 		   n, atomic64_read(&krdma_user_refused[KRDMA_USER_CONNS]),
 		   atomic64_read(&krdma_user_refused[KRDMA_USER_BUFS]),
 		   atomic64_read(&krdma_user_refused[KRDMA_USER_GRANTS]),
-		   atomic64_read(&krdma_user_refused[KRDMA_USER_QDEPTH]));
+		   atomic64_read(&krdma_user_refused[KRDMA_USER_QDEPTH]),
+		   atomic64_read(&krdma_user_refused[KRDMA_USER_WPAGES]));
 }

@@ -548,7 +548,9 @@ static int krdma_req_sgt(struct krdma_conn *conn, struct krdma_req *req,
 			goto err_free_parts;
 		total += parts[i].orig_nents;
 	}
-	ret = sg_alloc_table(out, total, GFP_KERNEL);
+	/* As the parts: a user buffer's, charged to the caller's memcg */
+	ret = sg_alloc_table(out, total, req->sge[0].buf->mm ?
+				     GFP_KERNEL_ACCOUNT : GFP_KERNEL);
 	if (ret)
 		goto err_free_parts;
 	sg = out->sgl;
@@ -651,6 +653,27 @@ static int krdma_post_failed(struct krdma_conn *conn, int ret)
 	conn->post_refused = true;
 	krdma_conn_qp_failed(conn, ret);
 	return -EIO;
+}
+
+/**
+ * krdma_conn_post_was_refused - whether the driver refused a post on @conn
+ * @conn: the connection
+ *
+ * After a refused chain the device may still hold its first work
+ * requests (a driver may take part of a chain before it fails), and
+ * whatever they name must be kept until the QP is destroyed.
+ *
+ * Context: process context; takes post_mutex.
+ * Return: true once a post was refused; the connection is failing.
+ */
+bool krdma_conn_post_was_refused(struct krdma_conn *conn)
+{
+	bool refused;
+
+	mutex_lock(&conn->post_mutex);
+	refused = conn->post_refused;
+	mutex_unlock(&conn->post_mutex);
+	return refused;
 }
 
 /*

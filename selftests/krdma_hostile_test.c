@@ -3591,6 +3591,28 @@ static void enter_chroot(int rootfd)
 }
 
 /*
+ * In a child, as root: become uid 65534 (locked memory @memlock) in a user
+ * namespace of its own, where it is uid and gid 0, with a network
+ * namespace of its own, back in the chroot
+ */
+static void enter_user_netns(rlim_t memlock)
+{
+	int ret, rootfd;
+
+	rootfd = leave_chroot();
+	become_nobody(memlock);
+	CK_FATAL(!unshare(CLONE_NEWUSER | CLONE_NEWNET), "unshare: %s",
+		 strerror(errno));
+	enter_chroot(rootfd);
+	ret = write_file("/proc/self/setgroups", "deny");
+	CK_FATAL(!ret, "setgroups: %s", strerror(-ret));
+	ret = write_file("/proc/self/uid_map", "0 65534 1");
+	CK_FATAL(!ret, "uid_map: %s", strerror(-ret));
+	ret = write_file("/proc/self/gid_map", "0 65534 1");
+	CK_FATAL(!ret, "gid_map: %s", strerror(-ret));
+}
+
+/*
  * In a child, in a network namespace that has none of the RDMA devices'
  * netdevs: every device is listed (rdma netns mode "shared") and
  * PORT_QUERY of port 1 names no netdev: an empty name (all 16 bytes 0)
@@ -3720,24 +3742,131 @@ TEST_F_TIMEOUT(netns, port_query_in_a_user_netns, 60)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		int ret, rootfd;
-
-		rootfd = leave_chroot();
-		become_nobody(64 * KiB);
-		CK_FATAL(!unshare(CLONE_NEWUSER | CLONE_NEWNET), "unshare: %s",
-			 strerror(errno));
-		enter_chroot(rootfd);
-		ret = write_file("/proc/self/setgroups", "deny");
-		CK_FATAL(!ret, "setgroups: %s", strerror(-ret));
-		ret = write_file("/proc/self/uid_map", "0 65534 1");
-		CK_FATAL(!ret, "uid_map: %s", strerror(-ret));
-		ret = write_file("/proc/self/gid_map", "0 65534 1");
-		CK_FATAL(!ret, "gid_map: %s", strerror(-ret));
+		enter_user_netns(64 * KiB);
 		netns_queries();
 		_exit(child_failed);
 	}
 	EXPECT_EQ(0, reap(pid));
 	EXPECT_KLOG_CLEAN(mark);
+}
+
+/*
+ * In a child, in a network namespace of its own, with @fd, a file opened
+ * in the initial one (inherited): CONNECT to the siw listener at @siw
+ * fails with EXDEV (siw's TCP socket would be made here, where nothing
+ * of the connection lives), at once, and so do a LISTEN on siw0's
+ * address and one on the wildcard address; a LISTEN on rxe0's address
+ * and a CONNECT to the rxe listener at @rxe work (rdma_cm and rxe use
+ * the file's namespace). The rxe connection's handle goes to @out.
+ */
+static void netns_connects(int fd, const struct krdma_addr *siw,
+			   const struct krdma_addr *rxe, int out)
+{
+	struct krdma_addr a;
+	uint32_t h = 0;
+	long t0 = now_ms();
+	int ret;
+
+	a = *siw;
+	a.port = 0;
+	ret = krdma_listen_on(fd, &a, 4, &h, NULL);
+	CK(ret == -EXDEV, "LISTEN on siw0's address from another netns: %s, want EXDEV",
+	   ret ? strerror(-ret) : "listening");
+	memset(&a, 0, sizeof(a));
+	a.family = AF_INET;
+	ret = krdma_listen_on(fd, &a, 4, &h, NULL);
+	CK(ret == -EXDEV, "LISTEN on 0.0.0.0 from another netns: %s, want EXDEV",
+	   ret ? strerror(-ret) : "listening");
+	a = *rxe;
+	a.port = 0;
+	ret = krdma_listen_on(fd, &a, 4, &h, NULL);
+	CK(!ret, "LISTEN on rxe0's address from another netns: %s",
+	   strerror(-ret));
+	ret = krdma_connect_to(fd, siw, 10000, &h);
+	CK(ret == -EXDEV, "CONNECT to siw0 from another netns: %s, want EXDEV",
+	   ret ? strerror(-ret) : "connected");
+	CK(now_ms() - t0 < 5000, "the EXDEV took %ld ms", now_ms() - t0);
+	h = 0;
+	ret = krdma_connect_to(fd, rxe, 10000, &h);
+	CK(!ret, "CONNECT to rxe0 from another netns: %s", strerror(-ret));
+	CK(!put_bytes(out, &h, sizeof(h)), "pipe: %s", strerror(errno));
+}
+
+/*
+ * Audit A3 (b): a thread in another network namespace than its file's
+ * may not make an iWARP connect (siw's blocking TCP connect, its port and
+ * its SYN retries would be that namespace's); RoCE connects as before.
+ * Then the rxe connection carries a SEND whose bytes are checked, and
+ * nothing reached the siw listener.
+ */
+static void iwarp_connect_in_other_netns(struct __test_metadata *_metadata,
+					 bool userns)
+{
+	struct krdma_addr any, siw, rxe;
+	struct krdma_completion wc[2];
+	struct krdma_op ops[2];
+	struct kt_mem src = {}, dst = {};
+	uint32_t ls, lr, c = 0, s, h;
+	int fd, pfd[2];
+	char mark[128];
+	pid_t pid;
+
+	klog_mark(mark, sizeof(mark), "iwarp_connect_in_other_netns");
+	fd = krdma_open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, krdma_parse_addr("198.18.1.1", 0, &any));
+	ASSERT_EQ(0, krdma_listen_on(fd, &any, 4, &ls, &siw));
+	ASSERT_EQ(0, krdma_parse_addr("198.18.0.1", 0, &any));
+	ASSERT_EQ(0, krdma_listen_on(fd, &any, 4, &lr, &rxe));
+	ASSERT_EQ(0, pipe(pfd));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(pfd[0]);
+		if (userns)
+			enter_user_netns(64 * KiB);
+		else
+			CK_FATAL(!unshare(CLONE_NEWNET), "unshare: %s",
+				 strerror(errno));
+		netns_connects(fd, &siw, &rxe, pfd[1]);
+		_exit(child_failed);
+	}
+	close(pfd[1]);
+	EXPECT_EQ(0, reap(pid));
+	ASSERT_EQ(0, get_bytes(pfd[0], &c, sizeof(c), 1000));
+	close(pfd[0]);
+	ASSERT_NE(0, c);
+
+	/* The rxe connection works: a SEND, its bytes checked */
+	ASSERT_EQ(0, krdma_accept_conn(fd, lr, 0, 10000, &s));
+	ASSERT_EQ(0, kt_mem_get(fd, &src, 4096, 0));
+	ASSERT_EQ(0, kt_mem_get(fd, &dst, 4096, KRDMA_ACCESS_LOCAL_WRITE));
+	kt_pattern(src.p, 4096, 11);
+	kt_op(&ops[0], KRDMA_OP_RECV, s, dst.h, 0, 4096, NULL, 0, 1);
+	kt_op(&ops[1], KRDMA_OP_SEND, c, src.h, 0, 4096, NULL, 0, 2);
+	ASSERT_EQ(0, krdma_submit_ops(fd, ops, 2, 0, NULL));
+	ASSERT_EQ(2, kt_wait_wc(fd, wc, 2));
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc[0].status);
+	EXPECT_EQ(KRDMA_WC_SUCCESS, wc[1].status);
+	EXPECT_EQ(-1, kt_check_pattern(dst.p, 4096, 11));
+	/* Nothing reached the siw listener */
+	EXPECT_NE(0, krdma_accept_conn(fd, ls, 0, 0, &h));
+	kt_mem_put(fd, &src);
+	kt_mem_put(fd, &dst);
+	close(fd);
+	EXPECT_KLOG_CLEAN(mark);
+}
+
+TEST_F_TIMEOUT(netns, iwarp_connect_from_a_netns_is_exdev, 60)
+{
+	iwarp_connect_in_other_netns(_metadata, false);
+}
+
+/* The same, as uid 65534 in a user and network namespace of its own */
+TEST_F_TIMEOUT(netns, iwarp_connect_from_a_user_netns_is_exdev, 60)
+{
+	iwarp_connect_in_other_netns(_metadata, true);
 }
 
 TEST_HARNESS_MAIN

@@ -44,6 +44,18 @@
  *	result ("connect_huge EMFILE"), then "ready"; exits at the end of
  *	stdin.
  *
+ *   krdma_status_peer windows ADDR
+ *	Against max_window_pages_per_user set to 40 and max_grants_per_user
+ *	to 3 by the test, one file connected to itself over ADDR (siw: a
+ *	16-page SEND or RECV needs a local window there), buffers A and R
+ *	of 16 pages: grants of A (16 pages each) until the third passes 40
+ *	pages (EMFILE); one grant destroyed, a RECV into R (its local
+ *	window: 16 pages and a grant), a SEND of A (16 more pages: EMFILE);
+ *	the first grant destroyed, the SEND again (ok, its bytes checked in
+ *	R); a grant of one page (the third window: ok, 33 pages), another
+ *	(the fourth: EMFILE by max_grants_per_user). Prints each result
+ *	("send_big EMFILE"), then "ready"; exits at the end of stdin.
+ *
  * Exit status: 0, or 1 when something other than what is printed as a
  * result failed (a transfer, a byte that is wrong), 2 bad usage.
  *
@@ -405,6 +417,31 @@ static int traffic(const char *ip, size_t size, unsigned int count)
 	return 0;
 }
 
+/* A file connected to itself over @ip: its two ends */
+static int self_pair(const char *ip, uint32_t *cconn, uint32_t *sconn)
+{
+	struct krdma_addr any, addr;
+	uint32_t listener;
+	int fd;
+
+	fd = krdma_open();
+	check(fd, "open");
+	check(krdma_parse_addr(ip, 0, &any), "address");
+	check(krdma_listen_on(fd, &any, 4, &listener, &addr), "listen");
+	check(krdma_connect_to(fd, &addr, 10000, cconn), "connect");
+	check(krdma_accept_conn(fd, listener, 0, 10000, sconn), "accept");
+	return fd;
+}
+
+/* Say "ready", then hold everything until the end of stdin */
+static int hold(void)
+{
+	printf("ready\n");
+	while (next_command((char[8]){}, 8))
+		;
+	return 0;
+}
+
 static int conns(const char *ip, unsigned int n)
 {
 	struct krdma_addr any, addr;
@@ -428,10 +465,7 @@ static int conns(const char *ip, unsigned int n)
 		check(krdma_destroy_handle(fd, first), "destroy");
 	ret = krdma_accept_conn(fd, listener, 0, 10000, &c);
 	printf("accept_after_destroy %s\n", result(ret));
-	printf("ready\n");
-	while (next_command((char[8]){}, 8))
-		;
-	return 0;
+	return hold();
 }
 
 static int bufs(unsigned int n)
@@ -446,27 +480,18 @@ static int bufs(unsigned int n)
 		ret = mem_get(fd, &m, 4096, 0);
 		printf("buf %u %s\n", i, result(ret));
 	}
-	printf("ready\n");
-	while (next_command((char[8]){}, 8))
-		;
-	return 0;
+	return hold();
 }
 
 static int grants(const char *ip, unsigned int n)
 {
-	struct krdma_addr any, addr;
-	uint32_t listener, sconn, cconn, g, first = 0;
+	uint32_t sconn, cconn, g, first = 0;
 	struct krdma_token tok;
 	struct mem m;
 	unsigned int i;
 	int fd, ret;
 
-	fd = krdma_open();
-	check(fd, "open");
-	check(krdma_parse_addr(ip, 0, &any), "address");
-	check(krdma_listen_on(fd, &any, 4, &listener, &addr), "listen");
-	check(krdma_connect_to(fd, &addr, 10000, &cconn), "connect");
-	check(krdma_accept_conn(fd, listener, 0, 10000, &sconn), "accept");
+	fd = self_pair(ip, &cconn, &sconn);
 	check(mem_get(fd, &m, 4096, KRDMA_ACCESS_REMOTE_READ), "buffer");
 	for (i = 1; i <= n; i++) {
 		ret = krdma_grant_window(fd, sconn, m.h, 0, 4096,
@@ -480,10 +505,7 @@ static int grants(const char *ip, unsigned int n)
 	ret = krdma_grant_window(fd, sconn, m.h, 0, 4096,
 				 KRDMA_ACCESS_REMOTE_READ, &g, &tok);
 	printf("grant_after_destroy %s\n", result(ret));
-	printf("ready\n");
-	while (next_command((char[8]){}, 8))
-		;
-	return 0;
+	return hold();
 }
 
 /* CONNECT to @addr with queue depths @sq and @rq: 0 or -errno */
@@ -534,10 +556,71 @@ static int qdepth(const char *ip)
 	check(krdma_destroy_handle(fd, s1), "destroy");
 	ret = krdma_accept_conn(fd, listener, 0, 10000, &s2);
 	printf("accept_after_destroy %s\n", result(ret));
-	printf("ready\n");
-	while (next_command((char[8]){}, 8))
-		;
-	return 0;
+	return hold();
+}
+
+/* Submit one operation: 0 or -errno, nothing polled */
+static int submit_one(int fd, struct krdma_op *op)
+{
+	return krdma_submit_ops(fd, op, 1, 0, NULL);
+}
+
+static int windows(const char *ip)
+{
+	const size_t len = 16 * 4096;
+	uint32_t sconn, cconn, g1, g2, g;
+	struct krdma_completion wc[2];
+	struct krdma_token tok;
+	struct krdma_op send, recv;
+	struct mem a, r;
+	int fd, ret, i;
+
+	fd = self_pair(ip, &cconn, &sconn);
+	check(mem_get(fd, &a, len, KRDMA_ACCESS_REMOTE_READ), "buffer A");
+	check(mem_get(fd, &r, len, KRDMA_ACCESS_LOCAL_WRITE), "buffer R");
+	fill(a.p, len, 5);
+
+	check(krdma_grant_window(fd, sconn, a.h, 0, len,
+				 KRDMA_ACCESS_REMOTE_READ, &g1, &tok),
+	      "grant 1");
+	check(krdma_grant_window(fd, sconn, a.h, 0, len,
+				 KRDMA_ACCESS_REMOTE_READ, &g2, &tok),
+	      "grant 2");
+	ret = krdma_grant_window(fd, sconn, a.h, 0, len,
+				 KRDMA_ACCESS_REMOTE_READ, &g, &tok);
+	printf("grant_pages %s\n", result(ret));
+	check(krdma_destroy_handle(fd, g2), "destroy grant 2");
+
+	op_init(&recv, KRDMA_OP_RECV, sconn, &r, len, NULL);
+	ret = submit_one(fd, &recv);
+	printf("recv_big %s\n", result(ret));
+	check(ret, "recv");
+	op_init(&send, KRDMA_OP_SEND, cconn, &a, len, NULL);
+	ret = submit_one(fd, &send);
+	printf("send_big %s\n", result(ret));
+	check(krdma_destroy_handle(fd, g1), "destroy grant 1");
+	ret = submit_one(fd, &send);
+	printf("send_big_after_destroy %s\n", result(ret));
+	check(ret, "send");
+	for (i = 0; i < 2; i += ret) {
+		ret = krdma_poll_wc(fd, wc + i, 2 - i, WAIT_MS);
+		if (ret <= 0)
+			die("waiting for the SEND and the RECV",
+			    ret < 0 ? ret : -ETIMEDOUT);
+	}
+	for (i = 0; i < 2; i++)
+		expect_ok(wc[i].status, wc[i].opcode == KRDMA_OP_SEND ?
+			  "SEND" : "RECV");
+	verify(r.p, len, 5, "the RECV's buffer");
+	printf("bytes ok\n");
+
+	ret = krdma_grant_window(fd, sconn, a.h, 0, 4096,
+				 KRDMA_ACCESS_REMOTE_READ, &g, &tok);
+	printf("grant_page %s\n", result(ret));
+	ret = krdma_grant_window(fd, sconn, a.h, 4096, 4096,
+				 KRDMA_ACCESS_REMOTE_READ, &g, &tok);
+	printf("grant_page_past_grants %s\n", result(ret));
+	return hold();
 }
 
 int main(int argc, char *argv[])
@@ -559,7 +642,9 @@ int main(int argc, char *argv[])
 		return grants(argv[2], strtoul(argv[3], NULL, 0));
 	if (argc == 3 && !strcmp(argv[1], "qdepth"))
 		return qdepth(argv[2]);
-	fprintf(stderr, "usage: %s traffic ADDR SIZE COUNT | conns ADDR N | bufs N | grants ADDR N | qdepth ADDR\n",
+	if (argc == 3 && !strcmp(argv[1], "windows"))
+		return windows(argv[2]);
+	fprintf(stderr, "usage: %s traffic ADDR SIZE COUNT | conns ADDR N | bufs N | grants ADDR N | qdepth ADDR | windows ADDR\n",
 		argv[0]);
 	return 2;
 }

@@ -22,7 +22,9 @@
 #   grant past max_conns_per_user / max_bufs_per_user /
 #   max_grants_per_user fail with EMFILE (accept too), and so do the
 #   listener and the connections whose queue entries would pass
-#   max_queue_depth_per_user; the kernel log names the parameter, users
+#   max_queue_depth_per_user, and on siw the grants and the local windows
+#   of large SENDs past max_window_pages_per_user (and a local window
+#   past max_grants_per_user); the kernel log names the parameter, users
 #   shows the count, which is gone after exit; root passes the limit
 #   (CAP_SYS_RESOURCE), root without CAP_SYS_RESOURCE does not.
 # Everything changed (parameters, /dev/krdma's mode, the trace instance)
@@ -44,7 +46,7 @@ INST=$TRACEFS/instances/krdma_status_test
 NOBODY=65534
 SIZE=65536
 COUNT=3
-NTESTS=45
+NTESTS=48
 
 TMP=$(mktemp -d /tmp/krdma_status_test.XXXXXX) || exit 1
 saved_params=()
@@ -105,6 +107,7 @@ def js():
 JSON_KEY = {"conns": "connections", "bufs": "buffers",
             "max_conns": "max_connections", "max_bufs": "max_buffers",
             "qdepth": "queue_entries", "max_qdepth": "max_queue_entries",
+            "wpages": "window_pages", "max_wpages": "max_window_pages",
             "dev": "ifname", "dev_index": "ifindex", "qp": "lqpn",
             "peer_qp": "rqpn"}
 
@@ -253,7 +256,7 @@ fi
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 mountpoint -q $TRACEFS || mount -t tracefs nodev $TRACEFS
 for p in ack_timeout max_conns_per_user max_bufs_per_user max_grants_per_user \
-	max_queue_depth_per_user; do
+	max_queue_depth_per_user max_window_pages_per_user; do
 	save_param "$p"
 done
 
@@ -418,8 +421,9 @@ echo 3 >"$PARAMS/max_conns_per_user"
 echo 3 >"$PARAMS/max_bufs_per_user"
 echo 3 >"$PARAMS/max_grants_per_user"
 echo 524288 >"$PARAMS/max_queue_depth_per_user"
+echo 4194304 >"$PARAMS/max_window_pages_per_user"
 py 'print(*(dbg("stats")[0][k] for k in ("conn_limit_refused", "buf_limit_refused",
-	"grant_limit_refused", "qdepth_limit_refused"))) or True'
+	"grant_limit_refused", "qdepth_limit_refused", "wpages_limit_refused"))) or True'
 read -r -a refused_before <"$TMP/py.out"
 mark="krdma_status_test: limits $$ $SECONDS"
 echo "$mark" >/dev/kmsg
@@ -437,14 +441,15 @@ run 30 status -j
 check "uid $NOBODY holds 3 connections of 3: users file and status -j" \
 	py '[u for u in dbg("users") if u["uid"] == "65534"] ==
 	    [{"uid": "65534", "files": "1", "conns": "3", "bufs": "0", "max_conns": "3", "max_bufs": "3",
-	      "grants": "0", "max_grants": "3", "qdepth": str(8 * 256 + 3 * 256), "max_qdepth": "524288"}] and
+	      "grants": "0", "max_grants": "3", "qdepth": str(8 * 256 + 3 * 256), "max_qdepth": "524288",
+	      "wpages": "0", "max_wpages": "4194304"}] and
 	    [(u["connections"], u["max_connections"], u["user"]) for u in js()["users"] if u["uid"] == 65534] ==
 	    [(3, 3, "nobody")]'
 check "the kernel log says which parameter to raise" \
 	eval 'klog | grep -q "uid $NOBODY holds 3 connections .*raise it: krdmactl set max_conns_per_user=N"'
 stop_peer
 check "after the process exits, uid $NOBODY holds nothing" \
-	eval '((peer_rc == 0)) && py "not [u for u in dbg(\"users\") if u[\"uid\"] == \"65534\"]"'
+	eval '((peer_rc == 0)) && wait_gone "not [u for u in dbg(\"users\") if u[\"uid\"] == \"65534\"]"'
 
 start_peer "${AS_NOBODY[@]}" "$PEER" bufs 4
 check "uid $NOBODY: 3 buffers, the 4th fails with EMFILE" \
@@ -461,7 +466,26 @@ check "uid $NOBODY: 3 grants, the 4th fails with EMFILE until one is destroyed" 
 	      klog | grep -q "raise it: krdmactl set max_grants_per_user=N"'
 stop_peer
 check "after the process exits, uid $NOBODY holds no grant" \
-	eval '((peer_rc == 0)) && py "not [u for u in dbg(\"users\") if u[\"uid\"] == \"65534\"]"'
+	eval '((peer_rc == 0)) && wait_gone "not [u for u in dbg(\"users\") if u[\"uid\"] == \"65534\"]"'
+
+# Window pages: every grant and local window counts its pages, a local
+# window a grant too (krdma_status_peer.c says which call holds how many)
+echo 40 >"$PARAMS/max_window_pages_per_user"
+start_peer "${AS_NOBODY[@]}" "$PEER" windows "$SIW_ADDR"
+check "uid $NOBODY: windows past 40 pages fail with EMFILE (grants, a SEND's local window), pass once one is destroyed" \
+	eval 'grep -qx "grant_pages EMFILE" "$TMP/peer.out" && grep -qx "recv_big ok" "$TMP/peer.out" &&
+	      grep -qx "send_big EMFILE" "$TMP/peer.out" &&
+	      grep -qx "send_big_after_destroy ok" "$TMP/peer.out" && grep -qx "bytes ok" "$TMP/peer.out" &&
+	      grep -qx "grant_page ok" "$TMP/peer.out" &&
+	      py "[(u[\"grants\"], u[\"wpages\"], u[\"max_wpages\"]) for u in dbg(\"users\") if u[\"uid\"] == \"65534\"] ==
+	          [(\"3\", \"33\", \"40\")]" &&
+	      klog | grep -q "uid $NOBODY holds 32 window pages .* asks for 16 more, past max_window_pages_per_user; raise it: krdmactl set max_window_pages_per_user=N"'
+check "uid $NOBODY: local windows count as grants: a 4th window fails with EMFILE" \
+	eval 'grep -qx "grant_page_past_grants EMFILE" "$TMP/peer.out"'
+stop_peer
+check "after the process exits, uid $NOBODY holds no window page" \
+	eval '((peer_rc == 0)) && wait_gone "not [u for u in dbg(\"users\") if u[\"uid\"] == \"65534\"]"'
+echo 4194304 >"$PARAMS/max_window_pages_per_user"
 
 # Queue entries: sq_depth + rq_depth per connection, backlog times that per
 # listener (krdma_status_peer.c says which call asks for how many)
@@ -479,7 +503,7 @@ check "uid $NOBODY: listeners and connections past 1100 queue entries fail with 
 	      klog | grep -q "uid $NOBODY holds 512 queue entries .* asks for 1024 more, past max_queue_depth_per_user; raise it: krdmactl set max_queue_depth_per_user=N"'
 stop_peer
 check "after the process exits, uid $NOBODY holds no queue entry" \
-	eval '((peer_rc == 0)) && py "not [u for u in dbg(\"users\") if u[\"uid\"] == \"65534\"]"'
+	eval '((peer_rc == 0)) && wait_gone "not [u for u in dbg(\"users\") if u[\"uid\"] == \"65534\"]"'
 echo 3 >"$PARAMS/max_conns_per_user"
 
 start_peer "$PEER" bufs 4
@@ -499,8 +523,9 @@ fi
 check "stats counts the refusals" \
 	py '(lambda s, b: int(s["conn_limit_refused"]) == int(b[0]) + 2 and
 	                  int(s["buf_limit_refused"]) >= int(b[1]) + 2 and
-	                  int(s["grant_limit_refused"]) == int(b[2]) + 1 and
-	                  int(s["qdepth_limit_refused"]) == int(b[3]) + 3)(dbg("stats")[0], ARGS)' \
+	                  int(s["grant_limit_refused"]) == int(b[2]) + 2 and
+	                  int(s["qdepth_limit_refused"]) == int(b[3]) + 3 and
+	                  int(s["wpages_limit_refused"]) == int(b[4]) + 2)(dbg("stats")[0], ARGS)' \
 	"${refused_before[@]}"
 for p in "${saved_params[@]}"; do
 	echo "${p#*=}" >"$PARAMS/${p%%=*}"

@@ -1816,7 +1816,7 @@ static const struct {
 	{ ECONNABORTED, "ECONNABORTED" }, { ENOTCONN, "ENOTCONN" },
 	{ EADDRINUSE, "EADDRINUSE" }, { EMSGSIZE, "EMSGSIZE" },
 	{ EMFILE, "EMFILE" }, { EIO, "EIO" }, { ENOBUFS, "ENOBUFS" },
-	{ EBUSY, "EBUSY" },
+	{ EBUSY, "EBUSY" }, { EXDEV, "EXDEV" },
 };
 
 /* Second names of some errnos */

@@ -58,6 +58,8 @@ static const struct tunable {
 	  "grants one user may hold through /dev/krdma" },
 	{ "max_queue_depth_per_user", 1, 67108864, true,
 	  "queue entries one user's connections and listeners may hold" },
+	{ "max_window_pages_per_user", 1, 2147483648, true,
+	  "pages of the windows (grants, local windows) of a user's buffers" },
 	{ "ucq_entries", 64, 1048576, false,
 	  "completion queue entries of each open /dev/krdma (set at load)" },
 };
@@ -519,14 +521,15 @@ static void text_user(const struct kvline *l)
 {
 	char name[64];
 
-	printf("  uid %s (%s): %s file%s, connections %s of %s, buffers %s of %s, grants %s of %s, queue entries %s of %s\n",
+	printf("  uid %s (%s): %s file%s, connections %s of %s, buffers %s of %s, grants %s of %s, queue entries %s of %s, window pages %s of %s\n",
 	       kv_str(l, "uid"),
 	       user_name(kv_u64(l, "uid"), name, sizeof(name)) ?: "?",
 	       kv_str(l, "files"), kv_u64(l, "files") == 1 ? "" : "s",
 	       kv_str(l, "conns"), kv_str(l, "max_conns"),
 	       kv_str(l, "bufs"), kv_str(l, "max_bufs"),
 	       kv_str(l, "grants"), kv_str(l, "max_grants"),
-	       kv_str(l, "qdepth"), kv_str(l, "max_qdepth"));
+	       kv_str(l, "qdepth"), kv_str(l, "max_qdepth"),
+	       kv_str(l, "wpages"), kv_str(l, "max_wpages"));
 }
 
 static void json_user(struct json *j, const struct kvline *l)
@@ -544,6 +547,7 @@ static void json_user(struct json *j, const struct kvline *l)
 		  "max_connections", "max_conns", "max_buffers", "max_bufs",
 		  "grants", NULL, "max_grants", NULL,
 		  "queue_entries", "qdepth", "max_queue_entries", "max_qdepth",
+		  "window_pages", "wpages", "max_window_pages", "max_wpages",
 		  NULL });
 	json_end_object(j);
 }
@@ -552,11 +556,12 @@ static void text_totals(const struct kvline *l)
 {
 	printf("  now: %s connections, %s buffers, %s users with an open file\n",
 	       kv_str(l, "conns"), kv_str(l, "bufs"), kv_str(l, "users"));
-	printf("  since load: %s connections and %s buffers made; refused by the limits: %s connections, %s buffers, %s grants, %s for queue entries\n",
+	printf("  since load: %s connections and %s buffers made; refused by the limits: %s connections, %s buffers, %s grants, %s for queue entries, %s for window pages\n",
 	       kv_str(l, "conns_created"), kv_str(l, "bufs_created"),
 	       kv_str(l, "conn_limit_refused"), kv_str(l, "buf_limit_refused"),
 	       kv_str(l, "grant_limit_refused"),
-	       kv_str(l, "qdepth_limit_refused"));
+	       kv_str(l, "qdepth_limit_refused"),
+	       kv_str(l, "wpages_limit_refused"));
 	text_ops(l);
 }
 
@@ -570,7 +575,8 @@ static void json_totals(struct json *j, const struct kvline *l)
 		  "connection_limit_refused", "conn_limit_refused",
 		  "buffer_limit_refused", "buf_limit_refused",
 		  "grant_limit_refused", NULL,
-		  "queue_entry_limit_refused", "qdepth_limit_refused", NULL });
+		  "queue_entry_limit_refused", "qdepth_limit_refused",
+		  "window_page_limit_refused", "wpages_limit_refused", NULL });
 	json_ops(j, l);
 	json_end_object(j);
 }

@@ -486,7 +486,7 @@ const char *krdma_strerror_hint(int err)
 	case ENOMEM:
 		return "out of memory";
 	case EMFILE:
-		return "this user holds as many krdma connections, buffers, grants or queue entries as the module allows (max_conns_per_user, max_bufs_per_user, max_grants_per_user, max_queue_depth_per_user: sq_depth + rq_depth of each connection, backlog times that of each listener): see them with: krdmactl status; close some, or raise the limit: sudo krdmactl set max_conns_per_user=N (or max_bufs_per_user=N, max_grants_per_user=N, max_queue_depth_per_user=N); opening " KRDMA_DEV_PATH ": the process has too many open files (ulimit -n)";
+		return "this user holds as many krdma connections, buffers, grants, queue entries or window pages as the module allows (max_conns_per_user, max_bufs_per_user, max_grants_per_user, max_queue_depth_per_user: sq_depth + rq_depth of each connection, backlog times that of each listener; max_window_pages_per_user: the pages of every grant and local window): see them with: krdmactl status; close some, or raise the limit: sudo krdmactl set max_conns_per_user=N (or max_bufs_per_user=N, max_grants_per_user=N, max_queue_depth_per_user=N, max_window_pages_per_user=N); opening " KRDMA_DEV_PATH ": the process has too many open files (ulimit -n)";
 	}
 	return NULL;
 }
@@ -1012,6 +1012,8 @@ const char *krdma_conn_strerror_hint(int err)
 		return "the RDMA device failed it: a registration completed with an error (GRANT), the READ of a token's key table failed (the grant was revoked?), or the connection's queue pair failed; see the connection's last error (krdmactl status) and the kernel log (dmesg)";
 	case ENOBUFS:
 		return "a RECV found rq_depth RECVs already posted on the connection: poll their completions before posting more, or connect with a larger rq_depth";
+	case EXDEV:
+		return "an iWARP connect or listen runs in the calling thread's network namespace, and this thread is not in the one the /dev/krdma file was opened in: call from a thread of that namespace, or open the file in this one";
 	case EINTR:
 	case EAGAIN:
 	case EINVAL:

@@ -943,6 +943,8 @@ printf "%s\n" "${COMPREPLY[@]}"' "$OLDPWD/krdmactl.bash-completion" "$@") \
 	expect_in out '^max_grants_per_user=$' "completion of 'set': the limits"
 	expect_in out '^max_queue_depth_per_user=$' \
 		"completion of 'set': the limits"
+	expect_in out '^max_window_pages_per_user=$' \
+		"completion of 'set': the limits"
 	comp krdmactl blk ""
 	expect_in out '^attach$' "completion of 'blk': its verbs"
 	expect_in out '^detach$' "completion of 'blk': its verbs"
@@ -1253,6 +1255,7 @@ echo 1024 >"$TMP/mod/parameters/max_conns_per_user"
 echo 65536 >"$TMP/mod/parameters/max_bufs_per_user"
 echo 65536 >"$TMP/mod/parameters/max_grants_per_user"
 echo 524288 >"$TMP/mod/parameters/max_queue_depth_per_user"
+echo 4194304 >"$TMP/mod/parameters/max_window_pages_per_user"
 echo 4096 >"$TMP/mod/parameters/ucq_entries"
 chmod 0444 "$TMP/mod/parameters/ucq_entries"
 ops() { # CLASS_COUNTERS for all five classes, from "P D F B" each
@@ -1275,9 +1278,9 @@ cat >"$TMP/dbg/buffers" <<'EOB'
 id=1 kind=user size=65536 pages=16 access=0x7 grants=1 dead=0 owner=user uid=0 pid=123 comm=prog module=- caller=-
 id=2 kind=kernel size=4096 pages=1 access=0x1 grants=0 dead=1 owner=kernel uid=- pid=55 comm=insmod module=krdma_sample caller=krdma_sample_init
 EOB
-echo 'uid=0 files=2 conns=1 bufs=1 max_conns=1024 max_bufs=65536 grants=2 max_grants=65536 qdepth=288 max_qdepth=524288' >"$TMP/dbg/users"
+echo 'uid=0 files=2 conns=1 bufs=1 max_conns=1024 max_bufs=65536 grants=2 max_grants=65536 qdepth=288 max_qdepth=524288 wpages=16 max_wpages=4194304' >"$TMP/dbg/users"
 {
-	printf 'conns=2 bufs=2 conns_created=5 bufs_created=7 users=1 conn_limit_refused=2 buf_limit_refused=1 grant_limit_refused=3 qdepth_limit_refused=4'
+	printf 'conns=2 bufs=2 conns_created=5 bufs_created=7 users=1 conn_limit_refused=2 buf_limit_refused=1 grant_limit_refused=3 qdepth_limit_refused=4 wpages_limit_refused=5'
 	ops 3 3 0 196608 3 3 0 196608 3 2 1 128 5 4 1 256 3 3 0 24
 	echo
 } >"$TMP/dbg/stats"
@@ -1285,10 +1288,12 @@ export KRDMA_DEBUGFS="$TMP/dbg" KRDMA_SYSFS_MODULE="$TMP/mod"
 
 run "" status
 expect_rc 0 "status"
-expect_in out '^  max_conns_per_user       1024       writable, 1\.\.1048576' "status"
-expect_in out '^  max_queue_depth_per_user 524288     writable, 1\.\.67108864: queue entries' \
+expect_in out '^  max_conns_per_user        1024       writable, 1\.\.1048576' "status"
+expect_in out '^  max_queue_depth_per_user  524288     writable, 1\.\.67108864: queue entries' \
 	"status: max_queue_depth_per_user"
-expect_in out '^  ucq_entries              4096       read-only' "status"
+expect_in out '^  max_window_pages_per_user 4194304    writable, 1\.\.2147483648: pages of the windows' \
+	"status: max_window_pages_per_user"
+expect_in out '^  ucq_entries               4096       read-only' "status"
 expect_in out '^  conn 3: CONNECTED, rxe0 port 1, 198\.18\.0\.1:41234 -> 198\.18\.0\.1:40000' \
 	"status conn"
 expect_in out 'pid 123 (my prog=x)' "status owner, unescaped"
@@ -1300,9 +1305,9 @@ expect_in out '^  conn 9: ERROR (ECONNRESET: Connection reset by peer)' \
 expect_in out 'none (waiting to be accepted)' "status passive, no owner"
 expect_in out 'kernel, module krdma_sample (krdma_sample_init), pid 55 (insmod)' \
 	"status kernel owner"
-expect_in out '^  uid 0 (root): 2 files, connections 1 of 1024, buffers 1 of 65536, grants 2 of 65536, queue entries 288 of 524288$' \
+expect_in out '^  uid 0 (root): 2 files, connections 1 of 1024, buffers 1 of 65536, grants 2 of 65536, queue entries 288 of 524288, window pages 16 of 4194304$' \
 	"status users"
-expect_in out 'refused by the limits: 2 connections, 1 buffers, 3 grants, 4 for queue entries$' \
+expect_in out 'refused by the limits: 2 connections, 1 buffers, 3 grants, 4 for queue entries, 5 for window pages$' \
 	"status totals"
 
 run "" status -j
@@ -1338,12 +1343,16 @@ json_check '[b["access_names"] for b in d["buffers"]] == [["LOCAL_WRITE",
 json_check 'd["users"] == [{"uid": 0, "user": "root", "files": 2,
 	"connections": 1, "buffers": 1, "max_connections": 1024,
 	"max_buffers": 65536, "grants": 2, "max_grants": 65536,
-	"queue_entries": 288, "max_queue_entries": 524288}] and
+	"queue_entries": 288, "max_queue_entries": 524288,
+	"window_pages": 16, "max_window_pages": 4194304}] and
 	d["totals"]["connection_limit_refused"] == 2 and
 	d["totals"]["grant_limit_refused"] == 3 and
 	d["totals"]["queue_entry_limit_refused"] == 4 and
+	d["totals"]["window_page_limit_refused"] == 5 and
 	d["parameters"]["max_queue_depth_per_user"] == {"value": 524288,
 	"writable": True, "min": 1, "max": 67108864} and
+	d["parameters"]["max_window_pages_per_user"] == {"value": 4194304,
+	"writable": True, "min": 1, "max": 2147483648} and
 	d["totals"]["ops"]["recv"]["bytes"] == 256 and
 	[x["ifname"] for x in d["devices"]][0] == "rxe0" and
 	d["debugfs"]["available"]' "status -j users, totals, devices"
@@ -1584,6 +1593,8 @@ for bad in nosuch=1 max_conns_per_user=0 max_conns_per_user=1048577 \
 	max_conns_per_user=x max_conns_per_user=+1 max_conns_per_user= \
 	ack_timeout=32 ucq_entries=128 max_conns_per_user =1 \
 	max_queue_depth_per_user=0 max_queue_depth_per_user=67108865 \
+	max_window_pages_per_user=0 max_window_pages_per_user=2147483649 \
+	max_window_pages_per_user=18446744073709551617 \
 	"max_bufs_per_user=7 max_conns_per_user=0"; do
 	# shellcheck disable=SC2086 # a case with two arguments
 	run "" set $bad
@@ -1599,11 +1610,13 @@ run "" set ucq_entries=128
 expect_in err 'modprobe krdma ucq_entries=N' "set read-only"
 
 run "" set max_conns_per_user=7 max_bufs_per_user=9 ack_timeout=0 \
-	max_queue_depth_per_user=67108864
+	max_queue_depth_per_user=67108864 max_window_pages_per_user=2147483648
 expect_rc 0 "set"
 expect_in out '^max_conns_per_user: 1024 -> 7$' "set"
 expect_in out '^ack_timeout: 18 -> 0$' "set"
 expect_in out '^max_queue_depth_per_user: 524288 -> 67108864$' "set"
+expect_in out '^max_window_pages_per_user: 4194304 -> 2147483648$' \
+	"set: max_window_pages_per_user's maximum, past 32 bits signed"
 n=$((n + 1))
 [ "$(cat "$TMP/mod/parameters/max_bufs_per_user")" = 9 ] ||
 	fail "set did not write max_bufs_per_user"

@@ -390,10 +390,20 @@ struct krdma_port_query {
  * - EOPNOTSUPP: also READ or atomics on a connection whose peer takes
  *   no RDMA READ (initiator_depth 0 in CONN_QUERY).
  * - EINTR: a blocking call was interrupted by a signal.
+ * - EXDEV: CONNECT on an iWARP device, or LISTEN on an iWARP device's
+ *   address or a wildcard one, from a thread in another network
+ *   namespace than the file's: the driver's TCP socket would be made in
+ *   the thread's namespace, not where the address was resolved.
  * - EMFILE: CONNECT, ACCEPT, BUF_REG or GRANT when the file's user holds
  *   as many connections (buffers, grants) through /dev/krdma as the
  *   module parameter max_conns_per_user (max_bufs_per_user,
- *   max_grants_per_user) allows; LISTEN when the backlogs of the user's
+ *   max_grants_per_user) allows; GRANT, and a SUBMIT of a
+ *   SEND or RECV that needs a new local window (see EMSGSIZE), when the
+ *   pages of the windows of the user's buffers would pass
+ *   max_window_pages_per_user (each window counts its pages, however
+ *   many windows map the same ones), and such a SUBMIT also when the
+ *   user holds max_grants_per_user grants (a local window counts as a
+ *   grant); LISTEN when the backlogs of the user's
  *   listeners would pass max_backlog_per_user; CONNECT, ACCEPT and
  *   LISTEN also when the user's queue entries would pass
  *   max_queue_depth_per_user: a connection counts sq_depth + rq_depth
@@ -478,9 +488,12 @@ struct krdma_destroy {
  * @rq_depth: Input: receive queue depth of accepted connections (0:
  *            default)
  *
- * Listens in the network namespace of the process that opened the file.
- * Connections are accepted by the kernel as they arrive (up to @backlog
- * waiting) and handed out by KRDMA_IOC_ACCEPT. With
+ * Listens in the network namespace of the process that opened the file;
+ * on an iWARP device's address, or a wildcard one, the calling thread
+ * must be in that namespace too (else EXDEV: the driver's listening TCP
+ * socket would be made in the thread's). Connections are accepted by
+ * the kernel as they arrive (up to @backlog waiting) and handed out by
+ * KRDMA_IOC_ACCEPT. With
  * KRDMA_LISTEN_DEFER_ACCEPT, requests wait unaccepted instead (up to
  * @backlog), and each is accepted by the KRDMA_IOC_ACCEPT that takes it:
  * the peer's connect completes only then, so its first SEND finds the
@@ -573,7 +586,9 @@ struct krdma_accept {
  * @timeout_ms: Input: limit for the whole connect (0: 10 seconds); on
  *              iWARP not while the driver's TCP connect runs (siw: until
  *              the peer answers or the last SYN retry; a signal ends it,
- *              and so does the device's removal: ENODEV)
+ *              and so does the device's removal: ENODEV); that connect
+ *              is made in the calling thread, which must be in the
+ *              file's network namespace (else EXDEV)
  * @sq_depth: Input: send queue depth (0: default)
  * @rq_depth: Input: receive queue depth (0: default)
  * @handle: Output: the connection
@@ -806,7 +821,8 @@ struct krdma_token {
  *
  * Errors: EOVERFLOW when @offset + @length wraps; ENOENT for an unknown
  * handle, or a buffer destroyed meanwhile; EMFILE when the file's user
- * holds max_grants_per_user grants; EINVAL when the window is
+ * holds max_grants_per_user grants, or when the window's pages would
+ * take the user past max_window_pages_per_user; EINVAL when the window is
  * past the end of the buffer or @access is 0 or not REMOTE_* bits; then
  * EACCES when @access asks for more than the buffer allows (so
  * REMOTE_WRITE on a read-only buffer is EACCES, whatever the device:
