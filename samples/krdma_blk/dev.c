@@ -223,7 +223,7 @@ static int kbd_hello_wait(struct kbd_queue *q, u64 *size,
  * The connection is published in @q->conn (for fail_work) only once the
  * queue is open: until then only this function uses it.
  */
-static int kbd_queue_open(struct kbd_dev *dev, struct kbd_queue *q)
+static int kbd_queue_connect(struct kbd_dev *dev, struct kbd_queue *q)
 {
 	struct krdma_conn_params params = {
 		/* A WRITE and its READ per request, each maybe with a REG_MR */
@@ -327,6 +327,30 @@ err_close_conn:
 err_release_hello:
 	kbd_hello_release(q->hello);
 	q->hello = NULL;
+	return ret;
+}
+
+/*
+ * The server SENDs its hello the moment it accepted. On siw that SEND can
+ * reach us right behind the MPA reply, before siw here has read the
+ * reply, and siw then fails the connect ("peer sent extra data";
+ * protocol.rst, "Ordering rules"), or the connection right after it: a
+ * queue whose connection was reset before its hello is connected again,
+ * a few times.
+ */
+#define KBD_CONNECT_TRIES	3
+
+static int kbd_queue_open(struct kbd_dev *dev, struct kbd_queue *q)
+{
+	int i, ret;
+
+	for (i = 0; i < KBD_CONNECT_TRIES; i++) {
+		ret = kbd_queue_connect(dev, q);
+		if (ret != -ECONNRESET)
+			break;
+		pr_info("%pISpc: connection reset before the hello, try %d of %d\n",
+			&dev->addr, i + 1, KBD_CONNECT_TRIES);
+	}
 	return ret;
 }
 
