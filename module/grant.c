@@ -102,31 +102,31 @@ static int krdma_window_charge(struct krdma_conn *conn,
 	ret = krdma_user_charge_n(user, KRDMA_USER_WPAGES, npages);
 	if (ret)
 		return ret;
-	win->charged_pages = npages;
 	if (win->local) {
 		ret = krdma_user_charge(user, KRDMA_USER_GRANTS);
 		if (ret) {
 			krdma_user_uncharge_n(user, KRDMA_USER_WPAGES, npages);
-			win->charged_pages = 0;
 			return ret;
 		}
-		win->charged_window = true;
 	}
+	win->charged_pages = npages;
 	return 0;
 }
 
-/* What krdma_window_charge() counted, given back once */
+/*
+ * What krdma_window_charge() counted, given back once: a window is
+ * charged at all only with its pages (never 0), a local one a grant too
+ */
 static void krdma_window_uncharge(struct krdma_window *win)
 {
 	struct krdma_user *user = win->buf->kuser;
 
-	if (win->charged_pages)
-		krdma_user_uncharge_n(user, KRDMA_USER_WPAGES,
-				      win->charged_pages);
-	if (win->charged_window)
+	if (!win->charged_pages)
+		return;
+	krdma_user_uncharge_n(user, KRDMA_USER_WPAGES, win->charged_pages);
+	if (win->local)
 		krdma_user_uncharge(user, KRDMA_USER_GRANTS);
 	win->charged_pages = 0;
-	win->charged_window = false;
 }
 
 /*
@@ -304,12 +304,10 @@ static int krdma_window_map_segs(struct krdma_conn *conn,
 static int krdma_window_map(struct krdma_conn *conn, struct krdma_window *win)
 {
 	struct krdma_buf *buf = win->buf;
-	u64 npages = krdma_buf_pages(buf, win->offset, win->length);
 	int ret;
 
-	if (npages > conn->max_grant_pages)
-		return -E2BIG;
-	if (npages > conn->mr_pages)
+	/* At most max_grant_pages: krdma_window_charge() checked */
+	if (krdma_buf_pages(buf, win->offset, win->length) > conn->mr_pages)
 		return krdma_window_map_segs(conn, win);
 
 	win->segs = kcalloc(1, sizeof(*win->segs), GFP_KERNEL_ACCOUNT);

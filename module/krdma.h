@@ -633,9 +633,8 @@ struct krdma_seg {
  * @charged_pages: its pages, counted against @buf->kuser's
  *                 max_window_pages_per_user (0 for a kernel buffer) from
  *                 before anything is allocated until its registrations
- *                 are released (krdma_window_unmap())
- * @charged_window: a local window, also counted against
- *                  max_grants_per_user, as long as its pages
+ *                 are released (krdma_window_unmap()); a local window so
+ *                 charged counts one against max_grants_per_user too
  */
 struct krdma_window {
 	struct kref ref;
@@ -656,7 +655,6 @@ struct krdma_window {
 	struct krdma_token token;
 	bool local;
 	u32 charged_pages;
-	bool charged_window;
 };
 
 /**
