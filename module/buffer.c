@@ -92,6 +92,13 @@ static void krdma_buf_release(struct kref *ref)
 
 	WARN_ON(!list_empty(&buf->grants));
 	/*
+	 * A user buffer counts until nothing holds its pages, whatever
+	 * became of its handle; given back here, not in the work, so that
+	 * a DESTROY that drops the last reference makes room at once
+	 */
+	if (buf->kuser)
+		krdma_user_uncharge(buf->kuser, KRDMA_USER_BUFS);
+	/*
 	 * The last user may be a completion in softirq context: the pages go
 	 * from a work item, after an RCU grace period. siw's ib_dereg_mr()
 	 * does not wait for a receive that checked the MR's key before it:
@@ -160,8 +167,10 @@ static struct krdma_buf *krdma_buf_publish(struct krdma_buf *buf,
  * @uaddr: start, any alignment
  * @length: length in bytes, not 0
  * @access: KRDMA_ACCESS_* the buffer will allow
- * @user: the user the buffer is charged to (krdma_user_charge()); its
- *        windows count against its limits, and the buffer holds it
+ * @user: the user the buffer is counted against (max_bufs_per_user) until
+ *        its last reference goes (its handle's, its grants', its
+ *        operations'); its windows count against its limits, and the
+ *        buffer holds it
  *
  * Every limit is checked before anything is allocated. The pages must be
  * readable, and writable if @access lets anything write them: PROT_NONE
@@ -173,9 +182,9 @@ static struct krdma_buf *krdma_buf_publish(struct krdma_buf *buf,
  * Context: process context of the owning process; sleeps.
  * Return: the buffer, or ERR_PTR(): -EINVAL for a zero length or unknown
  * access bit, -EOVERFLOW when the range wraps, -EFAULT when it is not the
- * caller's memory or lacks the access, -ENOMEM when it would pass
- * RLIMIT_MEMLOCK (without CAP_IPC_LOCK) or memory ran out, -EINTR on a
- * fatal signal.
+ * caller's memory or lacks the access, -EMFILE when @user holds
+ * max_bufs_per_user buffers, -ENOMEM when it would pass RLIMIT_MEMLOCK
+ * (without CAP_IPC_LOCK) or memory ran out, -EINTR on a fatal signal.
  */
 struct krdma_buf *krdma_buf_reg_user(u64 uaddr, u64 length, u32 access,
 				     struct krdma_user *user)
@@ -197,6 +206,9 @@ struct krdma_buf *krdma_buf_reg_user(u64 uaddr, u64 length, u32 access,
 
 	start = uaddr & PAGE_MASK;
 	npages = krdma_pages_spanned(uaddr, length);
+	ret = krdma_user_charge(user, KRDMA_USER_BUFS);
+	if (ret)
+		return ERR_PTR(ret);
 	owner = get_uid(current_user());
 	charged = krdma_user_pin_charge(owner, npages);
 	if (charged < 0) {
@@ -262,6 +274,7 @@ err_uncharge:
 		krdma_user_pin_uncharge(owner, npages);
 err_put_owner:
 	free_uid(owner);
+	krdma_user_uncharge(user, KRDMA_USER_BUFS);
 	return ERR_PTR(ret);
 }
 

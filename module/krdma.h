@@ -180,6 +180,7 @@ int krdma_device_read_gid(struct krdma_device *kdev, u32 port, u32 index,
  * @id: its number in the registry (debugfs), from 1
  * @owner: who registered it
  * @kuser: the krdma user who registered it (user buffers, referenced),
+ *         which counts it as one of its buffers until its last put, and
  *         whose limits count its windows (krdma_window_create()); else
  *         NULL
  */

@@ -241,7 +241,8 @@ static u32 krdma_listener_qdepth(const struct krdma_listener *l)
 /*
  * End an object whose handle is gone; drops the handle's reference, and
  * the charges of the object to the file's user (as made: the backlog and
- * the depths of a listener or a connection never change)
+ * the depths of a listener or a connection never change), but for a
+ * buffer's, which its last reference gives back (krdma_buf_release())
  */
 static void krdma_uobj_close(struct krdma_file *kfile, struct krdma_uobj *uobj)
 {
@@ -266,8 +267,8 @@ static void krdma_uobj_close(struct krdma_file *kfile, struct krdma_uobj *uobj)
 		break;
 	}
 	case KRDMA_UOBJ_BUF:
+		/* Counted until its pages go: krdma_buf_reg_user() */
 		krdma_buf_dereg(uobj->obj);
-		krdma_user_uncharge(kfile->user, KRDMA_USER_BUFS);
 		break;
 	case KRDMA_UOBJ_GRANT:
 		krdma_grant_revoke(uobj->obj);
@@ -698,25 +699,14 @@ int krdma_cmd_buf_reg(struct krdma_ucmd *ucmd)
 
 	if (cmd->flags)
 		return -EINVAL;
-	ret = krdma_user_charge(ucmd->kfile->user, KRDMA_USER_BUFS);
-	if (ret)
-		return ret;
 	buf = krdma_buf_reg_user(cmd->addr, cmd->length, cmd->access,
 				 ucmd->kfile->user);
-	if (IS_ERR(buf)) {
-		ret = PTR_ERR(buf);
-		goto err_uncharge;
-	}
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
 	ret = krdma_uobj_respond(ucmd, sizeof(*cmd), KRDMA_UOBJ_BUF, buf,
 				 &cmd->handle);
 	if (ret)
-		goto err_dereg;
-	return 0;
-
-err_dereg:
-	krdma_buf_dereg(buf);
-err_uncharge:
-	krdma_user_uncharge(ucmd->kfile->user, KRDMA_USER_BUFS);
+		krdma_buf_dereg(buf);
 	return ret;
 }
 

@@ -3,9 +3,11 @@
  * krdma: per-user limits. Every open file of /dev/krdma is charged to a
  * user: the effective uid of the process that opened it (the file's
  * f_cred, as inotify charges its instances), not whoever uses the file
- * later. The connections, buffers and grants a user holds through its
- * handles are counted against max_conns_per_user, max_bufs_per_user and
- * max_grants_per_user (each grant holds MRs of the device); the queue
+ * later. The connections and grants a user holds through its handles,
+ * and the buffers it registered until their last reference goes (a
+ * revoked grant holds its buffer), are counted against
+ * max_conns_per_user, max_bufs_per_user and max_grants_per_user (each
+ * grant holds MRs of the device); the queue
  * entries of its connections and of those its listeners may queue
  * (krdma_conn_qdepth(): device memory no cgroup is charged for) against
  * max_queue_depth_per_user; the pages of the windows of its buffers
@@ -44,36 +46,51 @@ static unsigned int max_queue_depth_per_user = 524288;
 /* 16 GiB of 4 KiB pages */
 static unsigned int max_window_pages_per_user = 4194304;
 
+/* Charges refused because of a limit, by resource */
+static atomic64_t krdma_user_refused[KRDMA_USER_NR_RES];
+
+static const struct {
+	const char *param;
+	const char *what;
+	unsigned int *limit;
+	unsigned int max;
+} krdma_user_res_info[KRDMA_USER_NR_RES] = {
+	[KRDMA_USER_CONNS] = { "max_conns_per_user", "connections",
+			       &max_conns_per_user, KRDMA_USER_LIMIT_MAX },
+	[KRDMA_USER_BUFS] = { "max_bufs_per_user", "buffers",
+			      &max_bufs_per_user, KRDMA_USER_LIMIT_MAX },
+	[KRDMA_USER_BACKLOG] = { "max_backlog_per_user",
+				 "listener backlog slots",
+				 &max_backlog_per_user, KRDMA_USER_LIMIT_MAX },
+	[KRDMA_USER_GRANTS] = { "max_grants_per_user", "grants",
+				&max_grants_per_user, KRDMA_USER_LIMIT_MAX },
+	[KRDMA_USER_QDEPTH] = { "max_queue_depth_per_user", "queue entries",
+				&max_queue_depth_per_user,
+				KRDMA_USER_QDEPTH_MAX },
+	[KRDMA_USER_WPAGES] = { "max_window_pages_per_user", "window pages",
+				&max_window_pages_per_user,
+				KRDMA_USER_WPAGES_MAX },
+};
+
+/* Every limit: 1 up to the maximum of its resource */
 static int krdma_param_set_user_limit(const char *val,
 				      const struct kernel_param *kp)
 {
-	return param_set_uint_minmax(val, kp, 1, KRDMA_USER_LIMIT_MAX);
+	unsigned int max;
+	int res;
+
+	for (res = 0; res < KRDMA_USER_NR_RES; res++) {
+		if (krdma_user_res_info[res].limit == kp->arg) {
+			max = krdma_user_res_info[res].max;
+			return param_set_uint_minmax(val, kp, 1, max);
+		}
+	}
+	WARN_ON_ONCE(1);	/* a parameter missing from the table */
+	return -EINVAL;
 }
 
 static const struct kernel_param_ops krdma_user_limit_ops = {
 	.set = krdma_param_set_user_limit,
-	.get = param_get_uint,
-};
-
-static int krdma_param_set_qdepth_limit(const char *val,
-					const struct kernel_param *kp)
-{
-	return param_set_uint_minmax(val, kp, 1, KRDMA_USER_QDEPTH_MAX);
-}
-
-static const struct kernel_param_ops krdma_qdepth_limit_ops = {
-	.set = krdma_param_set_qdepth_limit,
-	.get = param_get_uint,
-};
-
-static int krdma_param_set_wpages_limit(const char *val,
-					const struct kernel_param *kp)
-{
-	return param_set_uint_minmax(val, kp, 1, KRDMA_USER_WPAGES_MAX);
-}
-
-static const struct kernel_param_ops krdma_wpages_limit_ops = {
-	.set = krdma_param_set_wpages_limit,
 	.get = param_get_uint,
 };
 
@@ -101,13 +118,13 @@ __MODULE_PARM_TYPE(max_grants_per_user, "uint");
 MODULE_PARM_DESC(max_grants_per_user,
 		 "Grants one user may hold through /dev/krdma, 1..1048576 (default 65536); CAP_SYS_RESOURCE passes it");
 
-module_param_cb(max_queue_depth_per_user, &krdma_qdepth_limit_ops,
+module_param_cb(max_queue_depth_per_user, &krdma_user_limit_ops,
 		&max_queue_depth_per_user, 0644);
 __MODULE_PARM_TYPE(max_queue_depth_per_user, "uint");
 MODULE_PARM_DESC(max_queue_depth_per_user,
 		 "Queue entries (sq_depth + rq_depth) of the connections one user holds through /dev/krdma and of those its listeners may queue (backlog times their depths), 1..67108864 (default 524288); CAP_SYS_RESOURCE passes it");
 
-module_param_cb(max_window_pages_per_user, &krdma_wpages_limit_ops,
+module_param_cb(max_window_pages_per_user, &krdma_user_limit_ops,
 		&max_window_pages_per_user, 0644);
 __MODULE_PARM_TYPE(max_window_pages_per_user, "uint");
 MODULE_PARM_DESC(max_window_pages_per_user,
@@ -133,29 +150,6 @@ struct krdma_user {
 /* Users with an open file, keyed by uid; membership under the mutex */
 static DEFINE_XARRAY(krdma_users);
 static DEFINE_MUTEX(krdma_users_mutex);
-
-/* Charges refused because of a limit, by resource */
-static atomic64_t krdma_user_refused[KRDMA_USER_NR_RES];
-
-static const struct {
-	const char *param;
-	const char *what;
-	unsigned int *limit;
-} krdma_user_res_info[KRDMA_USER_NR_RES] = {
-	[KRDMA_USER_CONNS] = { "max_conns_per_user", "connections",
-			       &max_conns_per_user },
-	[KRDMA_USER_BUFS] = { "max_bufs_per_user", "buffers",
-			      &max_bufs_per_user },
-	[KRDMA_USER_BACKLOG] = { "max_backlog_per_user",
-				 "listener backlog slots",
-				 &max_backlog_per_user },
-	[KRDMA_USER_GRANTS] = { "max_grants_per_user", "grants",
-				&max_grants_per_user },
-	[KRDMA_USER_QDEPTH] = { "max_queue_depth_per_user", "queue entries",
-				&max_queue_depth_per_user },
-	[KRDMA_USER_WPAGES] = { "max_window_pages_per_user", "window pages",
-				&max_window_pages_per_user },
-};
 
 /**
  * krdma_user_get - the accounting of a user, for one of its open files

@@ -32,6 +32,14 @@
  *	Prints each result ("grant 3 ok", "grant 4 EMFILE"), then "ready";
  *	exits at the end of stdin.
  *
+ *   krdma_status_peer granted_bufs ADDR
+ *	Against max_bufs_per_user set to 3 by the test, one file connected
+ *	to itself over ADDR: buffers A, B and C, a grant of A, A destroyed
+ *	(its grant still holds its pages), then a buffer (EMFILE); the
+ *	grant destroyed, a buffer again (ok); B destroyed, another (ok).
+ *	Prints each result ("buf_while_granted EMFILE"), then "ready";
+ *	exits at the end of stdin.
+ *
  *   krdma_status_peer qdepth ADDR
  *	Against max_queue_depth_per_user set to 1100 by the test, with
  *	queue entries of sq_depth + rq_depth per connection (the default
@@ -508,6 +516,32 @@ static int grants(const char *ip, unsigned int n)
 	return hold();
 }
 
+static int granted_bufs(const char *ip)
+{
+	uint32_t sconn, cconn, g;
+	struct mem a, b, c, d, e;
+	struct krdma_token tok;
+	int fd, ret;
+
+	fd = self_pair(ip, &cconn, &sconn);
+	check(mem_get(fd, &a, 4096, KRDMA_ACCESS_REMOTE_READ), "buffer A");
+	check(mem_get(fd, &b, 4096, 0), "buffer B");
+	check(mem_get(fd, &c, 4096, 0), "buffer C");
+	check(krdma_grant_window(fd, sconn, a.h, 0, 4096,
+				 KRDMA_ACCESS_REMOTE_READ, &g, &tok), "grant");
+	check(krdma_destroy_handle(fd, a.h), "destroy A");
+	ret = mem_get(fd, &d, 4096, 0);
+	printf("buf_while_granted %s\n", result(ret));
+	check(krdma_destroy_handle(fd, g), "destroy the grant");
+	if (ret)
+		ret = mem_get(fd, &d, 4096, 0);
+	printf("buf_after_grant %s\n", result(ret));
+	check(krdma_destroy_handle(fd, b.h), "destroy B");
+	ret = mem_get(fd, &e, 4096, 0);
+	printf("buf_after_destroy %s\n", result(ret));
+	return hold();
+}
+
 /* CONNECT to @addr with queue depths @sq and @rq: 0 or -errno */
 static int connect_depth(int fd, const struct krdma_addr *addr, uint32_t sq,
 			 uint32_t rq, uint32_t *handle)
@@ -640,11 +674,13 @@ int main(int argc, char *argv[])
 		return bufs(strtoul(argv[2], NULL, 0));
 	if (argc == 4 && !strcmp(argv[1], "grants"))
 		return grants(argv[2], strtoul(argv[3], NULL, 0));
+	if (argc == 3 && !strcmp(argv[1], "granted_bufs"))
+		return granted_bufs(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "qdepth"))
 		return qdepth(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "windows"))
 		return windows(argv[2]);
-	fprintf(stderr, "usage: %s traffic ADDR SIZE COUNT | conns ADDR N | bufs N | grants ADDR N | qdepth ADDR | windows ADDR\n",
+	fprintf(stderr, "usage: %s traffic ADDR SIZE COUNT | conns ADDR N | bufs N | grants ADDR N | granted_bufs ADDR | qdepth ADDR | windows ADDR\n",
 		argv[0]);
 	return 2;
 }

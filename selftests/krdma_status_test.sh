@@ -24,7 +24,8 @@
 #   listener and the connections whose queue entries would pass
 #   max_queue_depth_per_user, and on siw the grants and the local windows
 #   of large SENDs past max_window_pages_per_user (and a local window
-#   past max_grants_per_user); the kernel log names the parameter, users
+#   past max_grants_per_user); a destroyed buffer counts while a grant
+#   holds its pages; the kernel log names the parameter, users
 #   shows the count, which is gone after exit; root passes the limit
 #   (CAP_SYS_RESOURCE), root without CAP_SYS_RESOURCE does not.
 # Everything changed (parameters, /dev/krdma's mode, the trace instance)
@@ -46,7 +47,7 @@ INST=$TRACEFS/instances/krdma_status_test
 NOBODY=65534
 SIZE=65536
 COUNT=3
-NTESTS=48
+NTESTS=50
 
 TMP=$(mktemp -d /tmp/krdma_status_test.XXXXXX) || exit 1
 saved_params=()
@@ -468,6 +469,16 @@ stop_peer
 check "after the process exits, uid $NOBODY holds no grant" \
 	eval '((peer_rc == 0)) && wait_gone "not [u for u in dbg(\"users\") if u[\"uid\"] == \"65534\"]"'
 
+# A buffer counts until its pages go: its grants keep them after its DESTROY
+start_peer "${AS_NOBODY[@]}" "$PEER" granted_bufs "$RXE_ADDR"
+check "uid $NOBODY: a destroyed buffer whose grant holds its pages still counts: EMFILE until the grant goes" \
+	eval 'grep -qx "buf_while_granted EMFILE" "$TMP/peer.out" && grep -qx "buf_after_grant ok" "$TMP/peer.out" &&
+	      grep -qx "buf_after_destroy ok" "$TMP/peer.out" &&
+	      py "[(u[\"bufs\"], u[\"grants\"]) for u in dbg(\"users\") if u[\"uid\"] == \"65534\"] == [(\"3\", \"0\")]"'
+stop_peer
+check "after the process exits, uid $NOBODY holds no buffer" \
+	eval '((peer_rc == 0)) && wait_gone "not [u for u in dbg(\"users\") if u[\"uid\"] == \"65534\"]"'
+
 # Window pages: every grant and local window counts its pages, a local
 # window a grant too (krdma_status_peer.c says which call holds how many)
 echo 40 >"$PARAMS/max_window_pages_per_user"
@@ -512,7 +523,9 @@ check "root (CAP_SYS_RESOURCE) passes the limit: 4 buffers of 3" \
 	      py "[u[\"bufs\"] for u in dbg(\"users\") if u[\"uid\"] == \"0\"] == [\"4\"]"'
 stop_peer
 
+capsh_refusals=0
 if command -v capsh >/dev/null; then
+	capsh_refusals=1
 	start_peer capsh --drop=cap_sys_resource -- -c "exec $PEER bufs 4"
 	check "root without CAP_SYS_RESOURCE is limited: the 4th buffer fails with EMFILE" \
 		eval 'grep -qx "buf 3 ok" "$TMP/peer.out" && grep -qx "buf 4 EMFILE" "$TMP/peer.out"'
@@ -522,11 +535,11 @@ else
 fi
 check "stats counts the refusals" \
 	py '(lambda s, b: int(s["conn_limit_refused"]) == int(b[0]) + 2 and
-	                  int(s["buf_limit_refused"]) >= int(b[1]) + 2 and
+	                  int(s["buf_limit_refused"]) == int(b[1]) + 2 + int(b[5]) and
 	                  int(s["grant_limit_refused"]) == int(b[2]) + 2 and
 	                  int(s["qdepth_limit_refused"]) == int(b[3]) + 3 and
 	                  int(s["wpages_limit_refused"]) == int(b[4]) + 2)(dbg("stats")[0], ARGS)' \
-	"${refused_before[@]}"
+	"${refused_before[@]}" "$capsh_refusals"
 for p in "${saved_params[@]}"; do
 	echo "${p#*=}" >"$PARAMS/${p%%=*}"
 done

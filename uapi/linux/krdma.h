@@ -443,12 +443,14 @@ struct krdma_addr {
  * Ends a listener (pending connections are refused), a connection
  * (disconnects; operations still in flight end with
  * KRDMA_WC_WR_FLUSH_ERR), a buffer (its grants are revoked first; pages
- * stay pinned until the last operation using them completes) or a grant
+ * stay pinned, and the buffer counts against max_bufs_per_user, until
+ * the handles of its grants are destroyed too and the last operation
+ * using them completes) or a grant
  * (its token stops working at once). On iWARP (siw) the revocation of a
  * window the peer may READ waits, up to 10 s, until the device has sent
  * the READ responses it started from it; the pages stay pinned (and
- * charged) until then, or, when that does not come, until the
- * connection is destroyed.
+ * charged, to RLIMIT_MEMLOCK and max_bufs_per_user) until then, or, when
+ * that does not come, until the connection is destroyed.
  */
 struct krdma_destroy {
 	__u32 size;
@@ -746,8 +748,10 @@ struct krdma_conn_query {
  * memory that is not writable when @access lets anything write it:
  * LOCAL_WRITE, REMOTE_WRITE or REMOTE_ATOMIC), ENOMEM (past
  * RLIMIT_MEMLOCK, checked before anything is allocated, or out of memory),
- * EMFILE (the user holds max_bufs_per_user buffers), EINTR (a fatal
- * signal while the pages were faulted in).
+ * EMFILE (the user holds max_bufs_per_user buffers: a buffer counts until
+ * it is destroyed and no grant handle, operation or window waiting for
+ * the device holds it), EINTR (a fatal signal while the pages were
+ * faulted in).
  */
 struct krdma_buf_reg {
 	__u32 size;
