@@ -725,7 +725,6 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	/* Outside conn->lock: a running handler may be waiting for it */
 	if (id)
 		rdma_destroy_id(id);
-	krdma_device_put(kdev);
 
 	/*
 	 * A failure, not a close, of a connection someone owns (it was
@@ -735,6 +734,13 @@ void krdma_conn_teardown(struct krdma_conn *conn, int error)
 	if (error && owned && conn->params.event)
 		conn->params.event(conn, error, conn->params.context);
 	complete_all(&conn->torn_down_done);
+	/*
+	 * Last: a device removal waits for this reference (kdev->released),
+	 * so for every teardown of its connections, the owner told, also
+	 * one a work item does after the removal stopped looking at the
+	 * device's list
+	 */
+	krdma_device_put(kdev);
 }
 
 /**

@@ -390,6 +390,15 @@ static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 
 	mutex_lock(&kdev->conns_lock);
 	kdev->removing = true;
+	/*
+	 * Fail them all first: each is torn down by its error_work, all at
+	 * once, so a device that completes nothing any more costs the
+	 * removal one teardown's bound (about 10.5 s), not one per
+	 * connection. The loop below then waits for each, or tears down
+	 * itself one whose work has not started yet.
+	 */
+	list_for_each_entry(conn, &kdev->conns, dev_entry)
+		krdma_conn_qp_failed(conn, -ENODEV);
 	while ((conn = list_first_entry_or_null(&kdev->conns,
 						struct krdma_conn,
 						dev_entry))) {
