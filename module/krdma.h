@@ -57,9 +57,8 @@ struct seq_file;
  * @signal_payload: the device sends the payload of an unsignaled WR by
  *                  zero copy, from pages it may read again after the WR
  *                  completed (siw: siw_tx_hdt()'s use_sendpage): every
- *                  chunk that sends PAGE_SIZE bytes or more is signaled,
- *                  through its last WR only (Documentation/security.rst,
- *                  Known limits)
+ *                  WR that sends PAGE_SIZE bytes or more is signaled (a
+ *                  WRITE chunk is one WR: krdma_chunk_max())
  * @tx_after_dereg: the device may go on sending a READ response from a
  *                  window's pages after its MR was deregistered (siw
  *                  checks the key once, when the response starts, and

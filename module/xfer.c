@@ -4,7 +4,8 @@
  * queued on its connection in krdma_post(), then posted in order, as
  * chunks, as the send queue has room: RDMA WRITE and READ go through
  * rdma_rw (which handles SGE limits and the iWARP READ registration),
- * split into chunks of at most KRDMA_CHUNK bytes; SEND, RECV and atomics
+ * split into chunks of at most KRDMA_CHUNK bytes (one WR's worth on siw:
+ * krdma_chunk_max()); SEND, RECV and atomics
  * are one chunk each. Chunks complete in softirq context; the operation
  * completes, exactly once, when its last chunk does.
  *
@@ -846,6 +847,25 @@ static bool krdma_chunk_must_signal(const struct krdma_conn *conn,
 	return conn->signal_payload && bytes >= PAGE_SIZE;
 }
 
+/*
+ * The most bytes of @req's current SGE that its next chunk takes. On a
+ * device that sends unsignaled payload by zero copy, a chunk that sends
+ * local memory is one WR: rdma_rw signals only the last WR of a context,
+ * and krdma_chunk_must_signal()'s signal makes the device copy only that
+ * one. One WR takes max_send_sge pages (sg entries are pages or more).
+ */
+static u64 krdma_chunk_max(const struct krdma_conn *conn,
+			   const struct krdma_req *req,
+			   const struct krdma_local_sge *sge)
+{
+	u64 first_byte = sge->buf->first_offset + sge->offset + req->sge_off;
+
+	if (!conn->signal_payload || !krdma_op_reads_local(req->opcode))
+		return KRDMA_CHUNK;
+	return (u64)conn->max_send_sge * PAGE_SIZE -
+	       offset_in_page(first_byte);
+}
+
 /* The next WRITE/READ chunk; -EAGAIN: no room now; 1: nothing left */
 static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req,
 			       struct krdma_chain *chain)
@@ -860,7 +880,8 @@ static int krdma_post_rw_chunk(struct krdma_conn *conn, struct krdma_req *req,
 	if (req->sge_idx == req->num_sge)
 		return 1;
 
-	len = min_t(u64, sge->length - req->sge_off, KRDMA_CHUNK);
+	len = min_t(u64, sge->length - req->sge_off,
+		    krdma_chunk_max(conn, req, sge));
 	rkey = krdma_req_rkey(req, raddr, &len);
 	chunk = krdma_chunk_alloc(conn, req, KRDMA_CHUNK_RW);
 	if (!chunk)

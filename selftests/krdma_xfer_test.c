@@ -182,20 +182,34 @@ FIXTURE(xfer) {
 };
 
 /*
- * Shape @dev's egress with a tbf qdisc of @spec for the test; the
- * teardown removes it if the test does not. False: cannot (no sch_tbf).
+ * Give @dev's egress the root qdisc @spec ("tbf rate ...") of module
+ * @mod for the test; the teardown removes it if the test does not.
+ * False: cannot (no such qdisc).
  */
-static bool shape_link(FIXTURE_DATA(xfer) *self, const char *dev,
-		       const char *spec)
+static bool qdisc_link(FIXTURE_DATA(xfer) *self, const char *dev,
+		       const char *mod, const char *spec)
 {
 	char cmd[160];
 
-	snprintf(cmd, sizeof(cmd), "tc qdisc replace dev %s root tbf %s",
-		 dev, spec);
-	if (run("modprobe -q sch_tbf") || run(cmd))
+	snprintf(cmd, sizeof(cmd), "modprobe -q %s", mod);
+	if (run(cmd))
+		return false;
+	snprintf(cmd, sizeof(cmd), "tc qdisc replace dev %s root %s", dev,
+		 spec);
+	if (run(cmd))
 		return false;
 	self->shaped = dev;
 	return true;
+}
+
+/* Shape @dev's egress with a tbf qdisc of @spec (see qdisc_link()) */
+static bool shape_link(FIXTURE_DATA(xfer) *self, const char *dev,
+		       const char *spec)
+{
+	char tbf[128];
+
+	snprintf(tbf, sizeof(tbf), "tbf %s", spec);
+	return qdisc_link(self, dev, "sch_tbf", tbf);
 }
 
 static int unshape_link(FIXTURE_DATA(xfer) *self)
@@ -1545,6 +1559,73 @@ TEST_F_TIMEOUT(xfer, key_table_read_behind_a_long_queue_keeps_the_connection, 30
 	mem_put(self->cfd, &src);
 	mem_put(self->sfd, &dst);
 	mem_put(self->sfd, &big);
+}
+
+/*
+ * A WRITE's payload is the bytes its buffer held until it completed: a
+ * program may rewrite the buffer at once. siw hands TCP the pages of an
+ * unsignaled WR of a page or more (zero copy), which it reads when a
+ * segment goes out, also after the WR completed. With siw1's link
+ * delaying every packet by 50 ms (netem), a WRITE's segments are still
+ * queued when it completes, and the client then fills its buffer with
+ * 0xee. 256 KiB WRITEs: two rounds of one signaled WRITE, two of an
+ * unsignaled WRITE of the first half and a signaled one of the second.
+ * Every byte that arrives is the pattern written.
+ */
+TEST_F_TIMEOUT(xfer, write_buffer_rewritten_on_completion_sends_old_bytes, 150)
+{
+	const size_t len = 256 * 1024;
+	struct krdma_completion wc;
+	struct krdma_conn_query q;
+	struct mem src = {}, dst = {};
+	struct krdma_token tok;
+	struct krdma_op ops[2];
+	int i, n, round;
+	long bad;
+
+	if (strcmp(variant->dev, "siw2"))
+		SKIP(return, "the delayed link is siw1 -> siw2 (veth6)");
+	if (!qdisc_link(self, "veth6", "sch_netem", "netem delay 50ms"))
+		SKIP(return, "cannot delay veth6 (sch_netem)");
+
+	ASSERT_EQ(0, mem_get(self->cfd, &src, len, KRDMA_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(0, mem_get(self->sfd, &dst, len, KRDMA_ACCESS_REMOTE_WRITE));
+	ASSERT_EQ(0, krdma_grant_window(self->sfd, self->sconn, dst.h, 0, len,
+					KRDMA_ACCESS_REMOTE_WRITE, NULL, &tok));
+	for (round = 0; round < 4; round++) {
+		pattern(src.p, len, 70 + round);
+		if (round < 2) {
+			op_rw(&ops[0], KRDMA_OP_WRITE, self->cconn, src.h, 0,
+			      len, &tok, 0, round);
+			n = 1;
+		} else {
+			op_rw(&ops[0], KRDMA_OP_WRITE, self->cconn, src.h, 0,
+			      len / 2, &tok, 0, round);
+			ops[0].flags = KRDMA_OP_F_UNSIGNALED;
+			op_rw(&ops[1], KRDMA_OP_WRITE, self->cconn, src.h,
+			      len / 2, len / 2, &tok, len / 2, round);
+			n = 2;
+		}
+		ASSERT_EQ(0, krdma_submit_ops(self->cfd, ops, n, 0, NULL));
+		ASSERT_EQ(1, wait_wc(self->cfd, &wc, 1));
+		memset(src.p, 0xee, len);
+		ASSERT_EQ(KRDMA_WC_SUCCESS, wc.status);
+		EXPECT_EQ((uint64_t)round, wc.cookie);
+		/* siw completes a WRITE once handed to TCP: the bytes follow */
+		for (i = 0; i < 1000 &&
+		     check_pattern(dst.p, len, 70 + round) != -1; i++)
+			usleep(10000);
+		bad = check_pattern(dst.p, len, 70 + round);
+		EXPECT_EQ(-1, bad)
+			TH_LOG("round %d: byte %ld arrived as 0x%02x, written as 0x%02x",
+			       round, bad, dst.p[bad],
+			       (uint8_t)(bad * 7 + 70 + round + (bad >> 12)));
+	}
+	ASSERT_EQ(0, krdma_conn_info(self->cfd, self->cconn, &q));
+	EXPECT_EQ(KRDMA_CONN_CONNECTED, q.state);
+	EXPECT_EQ(0, unshape_link(self));
+	mem_put(self->cfd, &src);
+	mem_put(self->sfd, &dst);
 }
 
 /*
