@@ -500,8 +500,11 @@ FIXTURE_TEARDOWN(early)
 /*
  * A connection through the deferred listener @l: the client's CONNECT
  * and the server's ACCEPT each post NMSG RECVs, and each side SENDs NMSG
- * messages as soon as its call returned. Every byte checked; each side
- * sees that the other posted its RECVs first.
+ * messages as soon as its call returned (on iWARP the client once the
+ * ACCEPT returned too: siw's accepting side leaves an FPDU unread that
+ * arrives before it handed the socket to the QP, as in
+ * deferred_accept_recvs_catch_the_first_send). Every byte checked; each
+ * side sees that the other posted its RECVs first.
  */
 static void deferred_exchange(struct __test_metadata *_metadata,
 			      FIXTURE_DATA(early) *self, uint32_t l,
@@ -511,9 +514,10 @@ static void deferred_exchange(struct __test_metadata *_metadata,
 	struct krdma_completion wc[2 * NMSG], rwc[2 * NMSG], swc[2 * NMSG];
 	struct kt_mem crbuf = {}, csbuf = {}, srbuf = {}, ssbuf = {};
 	struct krdma_conn_query q;
+	atomic_int accepted = 0;
 	struct side cli = {};
 	uint32_t sconn;
-	int got, n;
+	int got, n, ret;
 
 	ASSERT_EQ(0, kt_mem_get(self->cfd, &crbuf, NMSG * SLOT,
 				KRDMA_ACCESS_LOCAL_WRITE));
@@ -534,9 +538,11 @@ static void deferred_exchange(struct __test_metadata *_metadata,
 	cli.sends = csends;
 	cli.nsends = NMSG;
 	cli.nwait = 2 * NMSG;	/* its SENDs, and the server's */
+	cli.go = self->iwarp ? &accepted : NULL;
 	ASSERT_EQ(0, pthread_create(&cli.thread, NULL, side_main, &cli));
-	ASSERT_EQ(0, krdma_accept_recvs(self->sfd, l, 0, 10000, srecvs, NMSG,
-					&sconn));
+	ret = krdma_accept_recvs(self->sfd, l, 0, 10000, srecvs, NMSG, &sconn);
+	flag_set(&accepted);
+	ASSERT_EQ(0, ret) TH_LOG("ACCEPT: %s", strerror(-ret));
 	/*
 	 * On iWARP the accepting side sends only once the connecting side
 	 * is connected (MPA: a SEND right behind the reply fails its
